@@ -1,0 +1,148 @@
+// Package apierror defines the API's error envelope and maps every failure onto it.
+package apierror
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// Code is one of the error codes of the specification.
+type Code string
+
+// The error codes of the specification.
+const (
+	CodeUnauthorized       Code = "UNAUTHORIZED"
+	CodeForbidden          Code = "FORBIDDEN"
+	CodeNotFound           Code = "NOT_FOUND"
+	CodeValidation         Code = "VALIDATION_ERROR"
+	CodeConflict           Code = "CONFLICT"
+	CodeRateLimited        Code = "RATE_LIMITED"
+	CodeInternal           Code = "INTERNAL"
+	CodeServiceUnavailable Code = "SERVICE_UNAVAILABLE"
+)
+
+// Request parts named by FieldIssues.Field.
+const (
+	FieldBody  = "body"
+	FieldQuery = "query"
+	FieldPath  = "path"
+)
+
+// Error is a failure with its HTTP status, code, human-readable detail and optional
+// structured details. Handlers return it; the error handler renders it.
+type Error struct {
+	Status  int
+	Code    Code
+	Detail  string
+	Details any
+	// Headers are extra response headers (Retry-After, Allow, ...).
+	Headers map[string]string
+	cause   error
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	if e.cause != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Detail, e.cause)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Detail)
+}
+
+// Unwrap returns the underlying cause, if any.
+func (e *Error) Unwrap() error { return e.cause }
+
+// WithHeader returns e with an extra response header.
+func (e *Error) WithHeader(name, value string) *Error {
+	if e.Headers == nil {
+		e.Headers = map[string]string{}
+	}
+	e.Headers[name] = value
+	return e
+}
+
+// New returns an Error with the given status, code and detail.
+func New(status int, code Code, detail string) *Error {
+	return &Error{Status: status, Code: code, Detail: detail}
+}
+
+// Unauthorized is the spec's 401 for missing or invalid credentials.
+func Unauthorized() *Error {
+	return New(http.StatusUnauthorized, CodeUnauthorized, "authentication is required")
+}
+
+// Forbidden is a 403 with the given detail.
+func Forbidden(detail string) *Error { return New(http.StatusForbidden, CodeForbidden, detail) }
+
+// NotFound is a 404 with the given detail.
+func NotFound(detail string) *Error { return New(http.StatusNotFound, CodeNotFound, detail) }
+
+// NotFoundf is a 404 with a formatted detail.
+func NotFoundf(format string, args ...any) *Error { return NotFound(fmt.Sprintf(format, args...)) }
+
+// Conflict is a 409 with the given detail.
+func Conflict(detail string) *Error { return New(http.StatusConflict, CodeConflict, detail) }
+
+// Unavailable is a 503 with the given detail.
+func Unavailable(detail string) *Error {
+	return New(http.StatusServiceUnavailable, CodeServiceUnavailable, detail)
+}
+
+// Internal is a 500 wrapping an unexpected cause; the cause is logged, never shown.
+func Internal(cause error) *Error {
+	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal,
+		Detail: "an unexpected error occurred", cause: cause}
+}
+
+// Issue is one validation problem at a path inside a request part.
+type Issue struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Path    []any  `json:"path"`
+}
+
+// FieldIssues groups the issues of one request part (body, query or path).
+type FieldIssues struct {
+	Field  string  `json:"field"`
+	Issues []Issue `json:"issues"`
+}
+
+// Validation is a 400 VALIDATION_ERROR carrying the issues found.
+func Validation(field string, issues ...Issue) *Error {
+	return &Error{Status: http.StatusBadRequest, Code: CodeValidation,
+		Detail: summary(field, issues), Details: []FieldIssues{{Field: field, Issues: issues}}}
+}
+
+// InvalidParam is a 400 for one bad path or query parameter.
+func InvalidParam(field, name, code, message string) *Error {
+	return Validation(field, Issue{Code: code, Message: message, Path: []any{name}})
+}
+
+func summary(field string, issues []Issue) string {
+	if len(issues) == 0 {
+		return "the request " + field + " is invalid"
+	}
+	first := issues[0]
+	where := field
+	if len(first.Path) > 0 {
+		parts := make([]string, len(first.Path))
+		for i, p := range first.Path {
+			parts[i] = fmt.Sprint(p)
+		}
+		where = field + "." + strings.Join(parts, ".")
+	}
+	if len(issues) == 1 {
+		return fmt.Sprintf("invalid %s: %s", where, first.Message)
+	}
+	return fmt.Sprintf("invalid %s: %s (and %d more issues)", where, first.Message, len(issues)-1)
+}
+
+// As returns the *Error inside err, or nil.
+func As(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return nil
+}

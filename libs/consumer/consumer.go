@@ -1,0 +1,320 @@
+// Package consumer runs idempotent Kafka consumers: a kafka-go consumer group whose
+// offsets are committed only after the handler's database transaction commits, with an
+// inbox table of processed event IDs so a redelivered event changes nothing, bounded
+// retries, and a dead-letter table for what still fails.
+package consumer
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/postgres"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Migrations is the inbox's schema; every service that consumes events applies it.
+var Migrations = postgres.MigrationSet{Name: "inbox", FS: mustSub(migrationFS, "migrations")}
+
+func mustSub(f fs.FS, dir string) fs.FS {
+	s, err := fs.Sub(f, dir)
+	if err != nil {
+		panic(err) // unreachable: the directory is embedded above
+	}
+	return s
+}
+
+// Handler processes one event inside tx; the event counts as processed only if tx
+// commits. Return Permanent(err) for an event that can never succeed.
+type Handler func(ctx context.Context, tx pgx.Tx, evt events.Envelope) error
+
+type permanent struct{ error }
+
+// Permanent marks an error that retrying cannot fix; the event goes to the dead letters
+// at once.
+func Permanent(err error) error { return permanent{err} }
+
+// Consumer is one consumer group reading some topics into one handler.
+type Consumer struct {
+	// Name is the consumer group ID and the inbox's consumer name.
+	Name   string
+	Topics []string
+	// Types, when set, limits handling to these event types; others are skipped cheaply.
+	Types   []string
+	Kafka   events.KafkaConfig
+	Pool    *pgxpool.Pool
+	Handler Handler
+	Log     *slog.Logger
+	Tracer  trace.Tracer
+	// MaxAttempts bounds the tries per event before it is dead-lettered (default 5).
+	MaxAttempts int
+	// BatchSize bounds the messages handled in one transaction (default 100).
+	BatchSize int
+	Metrics   *Metrics
+}
+
+// Metrics are the consumer metrics.
+type Metrics struct {
+	handled *prometheus.CounterVec
+	lag     *prometheus.GaugeVec
+}
+
+// NewMetrics registers the consumer metrics on r.
+func NewMetrics(r prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		handled: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "consumer_events_total",
+			Help: "Events seen by a consumer, by outcome (processed, duplicate, skipped, dead_letter)."},
+			[]string{"consumer", "outcome"}),
+		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "consumer_lag_messages",
+			Help: "Messages behind the partition end, as last reported by the reader."}, []string{"consumer"}),
+	}
+	r.MustRegister(m.handled, m.lag)
+	return m
+}
+
+func (c *Consumer) count(outcome string, n int) {
+	if c.Metrics != nil && n > 0 {
+		c.Metrics.handled.WithLabelValues(c.Name, outcome).Add(float64(n))
+	}
+}
+
+// Run consumes until ctx ends.
+func (c *Consumer) Run(ctx context.Context) error {
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 5
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = 100
+	}
+	if c.Tracer == nil {
+		c.Tracer = noop.NewTracerProvider().Tracer("")
+	}
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers:        c.Kafka.Brokers,
+		GroupID:        c.Name,
+		GroupTopics:    c.Topics,
+		Dialer:         c.Kafka.Dialer(),
+		StartOffset:    kafka.FirstOffset,
+		MinBytes:       1,
+		MaxBytes:       10 << 20,
+		MaxWait:        250 * time.Millisecond,
+		CommitInterval: 0, // commit synchronously, after the handler's transaction
+		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
+			c.Log.Debug("kafka reader: "+fmt.Sprintf(msg, args...), slog.String("consumer", c.Name))
+		}),
+	})
+	defer r.Close()
+	for ctx.Err() == nil {
+		batch, err := c.fetchBatch(ctx, r)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			c.Log.Warn("kafka fetch failed; retrying", slog.String("consumer", c.Name), slog.Any("error", err))
+			sleep(ctx, time.Second)
+			continue
+		}
+		c.handleBatch(ctx, batch)
+		if ctx.Err() != nil {
+			break // not committed: the batch is redelivered after restart, and deduplicated
+		}
+		if err := commit(ctx, r, batch); err != nil {
+			c.Log.Warn("kafka commit failed; the batch may be redelivered", slog.String("consumer", c.Name), slog.Any("error", err))
+		}
+		if c.Metrics != nil {
+			c.Metrics.lag.WithLabelValues(c.Name).Set(float64(r.Lag()))
+		}
+	}
+	return nil
+}
+
+func commit(ctx context.Context, r *kafka.Reader, batch []kafka.Message) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	return r.CommitMessages(cctx, batch...)
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// fetchBatch blocks for one message, then takes what else is already buffered, up to
+// BatchSize, so a busy consumer handles many events per transaction.
+func (c *Consumer) fetchBatch(ctx context.Context, r *kafka.Reader) ([]kafka.Message, error) {
+	m, err := r.FetchMessage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	batch := []kafka.Message{m}
+	for len(batch) < c.BatchSize {
+		qctx, cancel := context.WithTimeout(ctx, time.Millisecond)
+		m, err := r.FetchMessage(qctx)
+		cancel()
+		if err != nil {
+			break
+		}
+		batch = append(batch, m)
+	}
+	return batch, nil
+}
+
+type item struct {
+	msg kafka.Message
+	evt events.Envelope
+	err error // decode error
+}
+
+// handleBatch processes the batch in one transaction; if that fails it falls back to one
+// transaction per message, so one bad event cannot hold back the others.
+func (c *Consumer) handleBatch(ctx context.Context, batch []kafka.Message) {
+	items := make([]item, 0, len(batch))
+	for _, m := range batch {
+		evt, err := events.Decode(m)
+		if err == nil && !c.wants(evt.Type) {
+			c.count("skipped", 1)
+			continue
+		}
+		items = append(items, item{msg: m, evt: evt, err: err})
+	}
+	var good []item
+	for _, it := range items {
+		if it.err != nil {
+			c.deadLetter(ctx, it, it.err)
+			continue
+		}
+		good = append(good, it)
+	}
+	if len(good) == 0 {
+		return
+	}
+	if len(good) > 1 {
+		processed, dup, err := c.process(ctx, good)
+		if err == nil {
+			c.count("processed", processed)
+			c.count("duplicate", dup)
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+	for _, it := range good {
+		c.handleOne(ctx, it)
+	}
+}
+
+func (c *Consumer) wants(typ string) bool {
+	if len(c.Types) == 0 {
+		return true
+	}
+	for _, t := range c.Types {
+		if t == typ {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Consumer) handleOne(ctx context.Context, it item) {
+	backoff := 100 * time.Millisecond
+	var err error
+	for attempt := 1; attempt <= c.MaxAttempts; attempt++ {
+		var processed, dup int
+		processed, dup, err = c.process(ctx, []item{it})
+		if err == nil {
+			c.count("processed", processed)
+			c.count("duplicate", dup)
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		var p permanent
+		if errors.As(err, &p) {
+			break
+		}
+		c.Log.Warn("event handling failed; retrying", slog.String("consumer", c.Name),
+			slog.String("event_id", it.evt.ID), slog.Int("attempt", attempt), slog.Any("error", err))
+		sleep(ctx, backoff)
+		backoff = min(backoff*2, 5*time.Second)
+	}
+	c.deadLetter(ctx, it, err)
+}
+
+// process handles items in one transaction, skipping those already in the inbox.
+func (c *Consumer) process(ctx context.Context, items []item) (processed, duplicates int, err error) {
+	err = postgres.InTx(ctx, c.Pool, func(tx pgx.Tx) error {
+		processed, duplicates = 0, 0
+		for _, it := range items {
+			tag, err := tx.Exec(ctx, "INSERT INTO inbox (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+				c.Name, it.evt.ID)
+			if err != nil {
+				return fmt.Errorf("inbox: %w", err)
+			}
+			if tag.RowsAffected() == 0 {
+				duplicates++
+				continue
+			}
+			if err := c.handle(ctx, tx, it); err != nil {
+				return err
+			}
+			processed++
+		}
+		return nil
+	})
+	return processed, duplicates, err
+}
+
+func (c *Consumer) handle(ctx context.Context, tx pgx.Tx, it item) error {
+	msg := it.msg
+	ctx, span := c.Tracer.Start(events.ContextFrom(ctx, &msg), "process "+it.evt.Type,
+		trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(attribute.String("messaging.system", "kafka"),
+			attribute.String("messaging.destination.name", msg.Topic),
+			attribute.String("messaging.consumer.group.name", c.Name),
+			attribute.String("messaging.message.id", it.evt.ID)))
+	defer span.End()
+	if err := c.Handler(ctx, tx, it.evt); err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		return fmt.Errorf("handle %s %s: %w", it.evt.Type, it.evt.ID, err)
+	}
+	return nil
+}
+
+func (c *Consumer) deadLetter(ctx context.Context, it item, cause error) {
+	c.Log.Error("event dead-lettered", slog.String("consumer", c.Name), slog.String("topic", it.msg.Topic),
+		slog.Int("partition", it.msg.Partition), slog.Int64("offset", it.msg.Offset),
+		slog.String("event_id", it.evt.ID), slog.Any("error", cause))
+	var eventID *string
+	if it.evt.ID != "" {
+		eventID = &it.evt.ID
+	}
+	_, err := c.Pool.Exec(ctx, `INSERT INTO inbox_dead_letters
+		(consumer, topic, kafka_partition, kafka_offset, event_id, error, value) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		c.Name, it.msg.Topic, it.msg.Partition, it.msg.Offset, eventID, fmt.Sprint(cause), it.msg.Value)
+	if err != nil {
+		c.Log.Error("dead letter not recorded", slog.String("consumer", c.Name), slog.Any("error", err))
+	}
+	c.count("dead_letter", 1)
+}

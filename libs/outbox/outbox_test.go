@@ -1,0 +1,247 @@
+package outbox_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/events/kafkatest"
+	"github.com/customerapi/platform/libs/outbox"
+	"github.com/customerapi/platform/libs/postgres"
+	"github.com/customerapi/platform/libs/postgres/pgtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// recorder is a Publisher that keeps what it was given and can be made to fail.
+type recorder struct {
+	mu   sync.Mutex
+	msgs []kafka.Message
+	fail bool
+	got  chan struct{}
+}
+
+func newRecorder() *recorder { return &recorder{got: make(chan struct{}, 1000)} }
+
+func (r *recorder) WriteMessages(_ context.Context, msgs ...kafka.Message) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fail {
+		return fmt.Errorf("broker down")
+	}
+	r.msgs = append(r.msgs, msgs...)
+	for range msgs {
+		r.got <- struct{}{}
+	}
+	return nil
+}
+
+func (r *recorder) setFail(v bool) { r.mu.Lock(); r.fail = v; r.mu.Unlock() }
+
+func (r *recorder) keys() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, m := range r.msgs {
+		e, _ := events.Decode(m)
+		out = append(out, e.Subject)
+	}
+	return out
+}
+
+func (r *recorder) wait(t *testing.T, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		select {
+		case <-r.got:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("only %d of %d messages published", i, n)
+		}
+	}
+}
+
+func write(t *testing.T, pool *pgxpool.Pool, subjects ...string) {
+	t.Helper()
+	err := postgres.InTx(context.Background(), pool, func(tx pgx.Tx) error {
+		var evts []events.Envelope
+		for _, s := range subjects {
+			e, err := events.New("tenant", "thing.happened", s, map[string]string{"s": s})
+			if err != nil {
+				return err
+			}
+			evts = append(evts, e)
+		}
+		return outbox.Add(context.Background(), tx, "things", evts...)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func runRelay(t *testing.T, pool *pgxpool.Pool, pub outbox.Publisher, create ...func(context.Context, ...string) error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	r := &outbox.Relay{Pool: pool, Publisher: pub, Log: quiet}
+	if len(create) > 0 {
+		r.CreateTopics = create[0]
+	}
+	go func() { _ = r.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func pending(t *testing.T, pool *pgxpool.Pool) int {
+	var n int
+	if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM outbox").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestRelayPublishesInCommitOrderAndDeletes(t *testing.T) {
+	pool := pgtest.NewPool(t, outbox.Migrations)
+	rec := newRecorder()
+	runRelay(t, pool, rec)
+	write(t, pool, "a1", "a2")
+	write(t, pool, "b1")
+	rec.wait(t, 3)
+	if got := fmt.Sprint(rec.keys()); got != "[a1 a2 b1]" {
+		t.Fatalf("order = %s", got)
+	}
+	waitFor(t, func() bool { return pending(t, pool) == 0 })
+}
+
+func TestRelayNeverSkipsRowsOfAnOpenTransaction(t *testing.T) {
+	pool := pgtest.NewPool(t, outbox.Migrations)
+	rec := newRecorder()
+	ctx := context.Background()
+	// Transaction A starts first and writes, but commits last.
+	txA, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eA, _ := events.New("t", "x", "from-A", nil)
+	if err := outbox.Add(ctx, txA, "things", eA); err != nil {
+		t.Fatal(err)
+	}
+	runRelay(t, pool, rec)
+	write(t, pool, "from-B")
+	time.Sleep(300 * time.Millisecond)
+	if n := len(rec.keys()); n != 0 {
+		t.Fatalf("published %d rows while an older transaction was open: B would overtake A", n)
+	}
+	if err := txA.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t, 2)
+	if got := fmt.Sprint(rec.keys()); got != "[from-A from-B]" {
+		t.Fatalf("order = %s", got)
+	}
+}
+
+func TestRelayRollbackPublishesNothing(t *testing.T) {
+	pool := pgtest.NewPool(t, outbox.Migrations)
+	rec := newRecorder()
+	runRelay(t, pool, rec)
+	ctx := context.Background()
+	tx, _ := pool.Begin(ctx)
+	e, _ := events.New("t", "x", "rolled-back", nil)
+	if err := outbox.Add(ctx, tx, "things", e); err != nil {
+		t.Fatal(err)
+	}
+	_ = tx.Rollback(ctx)
+	write(t, pool, "kept")
+	rec.wait(t, 1)
+	time.Sleep(100 * time.Millisecond)
+	if got := fmt.Sprint(rec.keys()); got != "[kept]" {
+		t.Fatalf("published %s", got)
+	}
+}
+
+func TestRelayKeepsRowsWhileKafkaIsDown(t *testing.T) {
+	pool := pgtest.NewPool(t, outbox.Migrations)
+	rec := newRecorder()
+	rec.setFail(true)
+	runRelay(t, pool, rec)
+	write(t, pool, "e1", "e2")
+	time.Sleep(500 * time.Millisecond)
+	if n := pending(t, pool); n != 2 {
+		t.Fatalf("outbox holds %d rows while Kafka is down, want 2", n)
+	}
+	rec.setFail(false)
+	rec.wait(t, 2)
+	waitFor(t, func() bool { return pending(t, pool) == 0 })
+}
+
+func TestOnlyOneRelayLeads(t *testing.T) {
+	pool := pgtest.NewPool(t, outbox.Migrations)
+	a, b := newRecorder(), newRecorder()
+	runRelay(t, pool, a)
+	runRelay(t, pool, b)
+	for i := 0; i < 20; i++ {
+		write(t, pool, fmt.Sprintf("k%02d", i))
+	}
+	waitFor(t, func() bool { return len(a.keys())+len(b.keys()) >= 20 })
+	if len(a.keys()) != 0 && len(b.keys()) != 0 {
+		t.Fatalf("both relays published: %d and %d", len(a.keys()), len(b.keys()))
+	}
+}
+
+func TestRelayToRealBroker(t *testing.T) {
+	pool := pgtest.NewPool(t, outbox.Migrations)
+	broker := kafkatest.Start(t)
+	cfg := broker.Config()
+	w := cfg.Writer()
+	defer w.Close()
+	runRelay(t, pool, w, cfg.EnsureTopics)
+	write(t, pool, "s1", "s1", "s2")
+	waitFor(t, func() bool { return pending(t, pool) == 0 })
+	// Read every partition and collect the subjects seen.
+	seen := map[string]int{}
+	for part := 0; part < 3; part++ {
+		pr := kafka.NewReader(kafka.ReaderConfig{Brokers: cfg.Brokers, Topic: "things", Partition: part, MaxWait: 100 * time.Millisecond})
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			m, err := pr.ReadMessage(ctx)
+			cancel()
+			if err != nil {
+				break
+			}
+			e, err := events.Decode(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen[e.Subject]++
+			if string(m.Key) != e.Subject {
+				t.Fatalf("key %q != subject %q", m.Key, e.Subject)
+			}
+		}
+		pr.Close()
+	}
+	if seen["s1"] != 2 || seen["s2"] != 1 {
+		t.Fatalf("seen = %v", seen)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,304 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+)
+
+// Publisher sends messages to Kafka; *kafka.Writer is one.
+type Publisher interface {
+	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
+}
+
+// Relay publishes outbox rows to Kafka. Several replicas may run one each: a session
+// advisory lock elects one leader per database, the others stand by, so rows are
+// published in order by a single reader.
+type Relay struct {
+	Pool      *pgxpool.Pool
+	Publisher Publisher
+	Log       *slog.Logger
+	// BatchSize bounds the rows published per round (default 500).
+	BatchSize int
+	// IdleWake is the backstop wake-up when no notification arrives (default 10s); it only
+	// matters if a notification is lost with a broken connection.
+	IdleWake time.Duration
+	// Metrics, optional.
+	Metrics *Metrics
+	// CreateTopics, optional, makes sure topics exist before the first publish to each
+	// (events.KafkaConfig.EnsureTopics); brokers often refuse to create topics on demand.
+	CreateTopics func(ctx context.Context, topics ...string) error
+
+	created map[string]bool
+}
+
+// Metrics are the relay's Prometheus metrics.
+type Metrics struct {
+	published prometheus.Counter
+	failures  prometheus.Counter
+	lag       prometheus.Gauge
+	leader    prometheus.Gauge
+}
+
+// NewMetrics registers the relay metrics on r.
+func NewMetrics(r prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		published: prometheus.NewCounter(prometheus.CounterOpts{Name: "outbox_published_total", Help: "Events published from the outbox to Kafka."}),
+		failures:  prometheus.NewCounter(prometheus.CounterOpts{Name: "outbox_publish_failures_total", Help: "Failed attempts to publish an outbox batch."}),
+		lag:       prometheus.NewGauge(prometheus.GaugeOpts{Name: "outbox_oldest_pending_seconds", Help: "Age of the oldest unpublished outbox row when last looked at."}),
+		leader:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "outbox_relay_leader", Help: "1 when this replica is the relay leader for its database."}),
+	}
+	r.MustRegister(m.published, m.failures, m.lag, m.leader)
+	return m
+}
+
+const notifyChannel = "outbox"
+
+// lockKey is the advisory lock of the relay leader.
+var lockKey = func() int64 {
+	h := fnv.New64a()
+	h.Write([]byte("outbox-relay"))
+	return int64(h.Sum64() >> 1)
+}()
+
+// Run relays until ctx ends. Errors (database or Kafka unreachable) are logged and
+// retried with backoff; Run returns only when ctx is done.
+func (r *Relay) Run(ctx context.Context) error {
+	if r.BatchSize <= 0 {
+		r.BatchSize = 500
+	}
+	if r.IdleWake <= 0 {
+		r.IdleWake = 10 * time.Second
+	}
+	backoff := 200 * time.Millisecond
+	for ctx.Err() == nil {
+		err := r.lead(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		r.Log.Warn("outbox relay interrupted; retrying", slog.Any("error", err), slog.Duration("backoff", backoff))
+		if !sleep(ctx, backoff) {
+			break
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// lead takes leadership on a dedicated connection, then drains and waits for
+// notifications until an error or ctx ends.
+func (r *Relay) lead(ctx context.Context) error {
+	pc, err := r.Pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("acquire: %w", err)
+	}
+	conn := pc.Hijack() // a session of its own: the lock and LISTEN live on it
+	defer conn.Close(context.WithoutCancel(ctx))
+	for {
+		var ok bool
+		if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", lockKey).Scan(&ok); err != nil {
+			return fmt.Errorf("try lock: %w", err)
+		}
+		if ok {
+			break
+		}
+		if !sleep(ctx, 2*time.Second) {
+			return ctx.Err()
+		}
+	}
+	if r.Metrics != nil {
+		r.Metrics.leader.Set(1)
+		defer r.Metrics.leader.Set(0)
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	for {
+		pending, err := r.drain(ctx, conn)
+		if err != nil {
+			return err
+		}
+		wait := r.IdleWake
+		if pending {
+			// Rows exist that an older, still-open transaction keeps invisible for now;
+			// its end sends no notification when it wrote no outbox row, so look again soon.
+			wait = 100 * time.Millisecond
+		}
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		err = conn.PgConn().WaitForNotification(wctx)
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil && !pgconn.Timeout(err) {
+			return fmt.Errorf("wait for notification: %w", err)
+		}
+	}
+}
+
+type row struct {
+	id      int64
+	topic   string
+	key     string
+	value   []byte
+	headers []byte
+	created time.Time
+}
+
+// drain publishes every committed row, batch by batch, and reports whether rows remain
+// that are not yet visible in commit order.
+func (r *Relay) drain(ctx context.Context, conn *pgx.Conn) (bool, error) {
+	for {
+		rows, err := r.fetch(ctx, conn)
+		if err != nil {
+			return false, err
+		}
+		if len(rows) == 0 {
+			var pending bool
+			err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM outbox)").Scan(&pending)
+			if err == nil && r.Metrics != nil && !pending {
+				r.Metrics.lag.Set(0)
+			}
+			return pending, err
+		}
+		if r.Metrics != nil {
+			r.Metrics.lag.Set(time.Since(rows[0].created).Seconds())
+		}
+		if err := r.publish(ctx, rows); err != nil {
+			return false, err
+		}
+		ids := make([]int64, len(rows))
+		for i, rw := range rows {
+			ids[i] = rw.id
+		}
+		if _, err := conn.Exec(ctx, "DELETE FROM outbox WHERE id = ANY($1)", ids); err != nil {
+			// The rows were published; they will be published again (at least once).
+			return false, fmt.Errorf("delete published rows: %w", err)
+		}
+		if r.Metrics != nil {
+			r.Metrics.published.Add(float64(len(rows)))
+		}
+	}
+}
+
+func (r *Relay) fetch(ctx context.Context, conn *pgx.Conn) ([]row, error) {
+	rs, err := conn.Query(ctx, `
+		SELECT id, topic, msg_key, value, headers, created_at FROM outbox
+		WHERE txid < pg_snapshot_xmin(pg_current_snapshot())
+		ORDER BY txid, id
+		LIMIT $1`, r.BatchSize)
+	if err != nil {
+		return nil, fmt.Errorf("read outbox: %w", err)
+	}
+	out, err := pgx.CollectRows(rs, func(rw pgx.CollectableRow) (row, error) {
+		var x row
+		err := rw.Scan(&x.id, &x.topic, &x.key, &x.value, &x.headers, &x.created)
+		return x, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read outbox: %w", err)
+	}
+	return out, nil
+}
+
+// publish sends the batch, retrying with backoff until Kafka takes it or ctx ends; while
+// Kafka is down the rows simply wait in the outbox.
+func (r *Relay) publish(ctx context.Context, rows []row) error {
+	if err := r.ensureTopics(ctx, rows); err != nil {
+		return err
+	}
+	msgs := make([]kafka.Message, len(rows))
+	for i, rw := range rows {
+		var hdr map[string]string
+		if err := json.Unmarshal(rw.headers, &hdr); err != nil {
+			return fmt.Errorf("outbox row %d: headers: %w", rw.id, err)
+		}
+		m := kafka.Message{Topic: rw.topic, Key: []byte(rw.key), Value: rw.value}
+		for k, v := range hdr {
+			m.Headers = append(m.Headers, kafka.Header{Key: k, Value: []byte(v)})
+		}
+		msgs[i] = m
+	}
+	backoff := 100 * time.Millisecond
+	for {
+		err := r.Publisher.WriteMessages(ctx, msgs...)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if r.Metrics != nil {
+			r.Metrics.failures.Inc()
+		}
+		r.Log.Warn("outbox publish failed; will retry", slog.Any("error", err),
+			slog.Int("batch", len(msgs)), slog.Duration("backoff", backoff))
+		if !sleep(ctx, backoff) {
+			return errors.Join(err, ctx.Err())
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+// ensureTopics creates, once per process, the topics of rows not seen before; while that
+// fails (Kafka down) it retries like a publish.
+func (r *Relay) ensureTopics(ctx context.Context, rows []row) error {
+	if r.CreateTopics == nil {
+		return nil
+	}
+	if r.created == nil {
+		r.created = map[string]bool{}
+	}
+	var missing []string
+	for _, rw := range rows {
+		if !r.created[rw.topic] && !slices.Contains(missing, rw.topic) {
+			missing = append(missing, rw.topic)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	backoff := 100 * time.Millisecond
+	for {
+		err := r.CreateTopics(ctx, missing...)
+		if err == nil {
+			for _, t := range missing {
+				r.created[t] = true
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if r.Metrics != nil {
+			r.Metrics.failures.Inc()
+		}
+		r.Log.Warn("creating Kafka topics failed; will retry", slog.Any("error", err), slog.Duration("backoff", backoff))
+		if !sleep(ctx, backoff) {
+			return errors.Join(err, ctx.Err())
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}

@@ -1,0 +1,158 @@
+// Package pagination implements the API's keyset pagination: the limit rules, opaque
+// tamper-evident cursors bound to the list that made them, and the list envelope.
+package pagination
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/customerapi/platform/libs/request"
+)
+
+// Limit rules of the API.
+const (
+	DefaultLimit = 20
+	MaxLimit     = 100
+)
+
+// Page is the list envelope of every collection response.
+type Page[T any] struct {
+	Items      []T     `json:"items"`
+	TotalCount *int64  `json:"totalCount"`
+	HasMore    bool    `json:"hasMore"`
+	NextCursor *string `json:"nextCursor"`
+}
+
+// Codec signs and verifies cursors with a server-side secret.
+type Codec struct {
+	key []byte
+}
+
+// NewCodec returns a Codec keyed with secret (at least 16 bytes).
+func NewCodec(secret []byte) (*Codec, error) {
+	if len(secret) < 16 {
+		return nil, errors.New("pagination: cursor secret must be at least 16 bytes")
+	}
+	return &Codec{key: append([]byte(nil), secret...)}, nil
+}
+
+// Scope names one list query: the list, the tenant and every filter that shapes it.
+// A cursor made for one scope is refused by any other.
+func Scope(parts ...string) string { return strings.Join(parts, "\x1f") }
+
+// Params is a parsed page request.
+type Params struct {
+	// Limit is the page size (1..MaxLimit).
+	Limit int
+	// After holds the keyset values of the last item of the previous page; nil on the
+	// first page.
+	After []string
+	scope string
+}
+
+type payload struct {
+	V int      `json:"v"`
+	S string   `json:"s"` // scope digest
+	K []string `json:"k"` // keyset values
+}
+
+// Parse reads `limit` and `cursor` from q for the list identified by scope, recording any
+// problem on q (so callers report all query issues together).
+func (c *Codec) Parse(q *request.Query, scope string) Params {
+	p := Params{Limit: DefaultLimit, scope: scope}
+	if raw, ok := q.Raw("limit"); ok {
+		n, err := strconv.Atoi(raw)
+		switch {
+		case err != nil:
+			q.Fail("limit", "invalid_type", "Expected an integer from 1 to 100, received '"+truncate(raw)+"'")
+		case n < 1:
+			q.Fail("limit", "too_small", "Number must be greater than or equal to 1")
+		case n > MaxLimit:
+			q.Fail("limit", "too_big", "Number must be less than or equal to 100")
+		default:
+			p.Limit = n
+		}
+	}
+	if raw, ok := q.Raw("cursor"); ok {
+		after, err := c.decode(raw, scope)
+		if err != nil {
+			q.Fail("cursor", "invalid_cursor", "Invalid cursor: "+err.Error())
+		} else {
+			p.After = after
+		}
+	}
+	return p
+}
+
+func truncate(s string) string {
+	if len(s) > 32 {
+		return s[:32] + "…"
+	}
+	return s
+}
+
+func (c *Codec) digest(scope string) string {
+	m := hmac.New(sha256.New, c.key)
+	m.Write([]byte("scope\x00" + scope))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:12])
+}
+
+func (c *Codec) sign(body string) string {
+	m := hmac.New(sha256.New, c.key)
+	m.Write([]byte("cursor\x00" + body))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:16])
+}
+
+// Encode makes the cursor that continues after an item with the given keyset values.
+func (c *Codec) Encode(scope string, keys []string) string {
+	b, _ := json.Marshal(payload{V: 1, S: c.digest(scope), K: keys})
+	body := base64.RawURLEncoding.EncodeToString(b)
+	return body + "." + c.sign(body)
+}
+
+func (c *Codec) decode(cursor, scope string) ([]string, error) {
+	body, sig, ok := strings.Cut(cursor, ".")
+	if !ok || body == "" || sig == "" {
+		return nil, errors.New("malformed")
+	}
+	if !hmac.Equal([]byte(sig), []byte(c.sign(body))) {
+		return nil, errors.New("signature does not match")
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(body)
+	if err != nil {
+		return nil, errors.New("malformed")
+	}
+	var p payload
+	if err := json.Unmarshal(raw, &p); err != nil || p.V != 1 {
+		return nil, errors.New("malformed")
+	}
+	if p.S != c.digest(scope) {
+		return nil, errors.New("it belongs to another list or filter set")
+	}
+	return p.K, nil
+}
+
+// Build makes the envelope from rows fetched with LIMIT Limit+1: it keeps at most Limit
+// items and, when a further row exists, sets hasMore and the cursor after the last item.
+// keys gives the keyset values of an item.
+func Build[T any](c *Codec, p Params, rows []T, total *int64, keys func(T) []string) Page[T] {
+	page := Page[T]{Items: rows, TotalCount: total}
+	if page.Items == nil {
+		page.Items = []T{}
+	}
+	if len(rows) > p.Limit {
+		page.Items = rows[:p.Limit]
+		page.HasMore = true
+		cur := c.Encode(p.scope, keys(page.Items[p.Limit-1]))
+		page.NextCursor = &cur
+	}
+	return page
+}
+
+// Count is a helper returning a pointer to n, for Page.TotalCount.
+func Count(n int64) *int64 { return &n }

@@ -1,0 +1,128 @@
+package pagination
+
+import (
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/customerapi/platform/libs/apierror"
+	"github.com/customerapi/platform/libs/request"
+)
+
+func codec(t *testing.T, secret string) *Codec {
+	t.Helper()
+	c, err := NewCodec([]byte(secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// parse runs Codec.Parse against a real Fiber request with the given query string.
+func parse(t *testing.T, c *Codec, scope, rawQuery string) (Params, []apierror.Issue) {
+	t.Helper()
+	app := fiber.New()
+	var p Params
+	var issues []apierror.Issue
+	app.Get("/", func(ctx *fiber.Ctx) error {
+		q := request.NewQuery(ctx)
+		p = c.Parse(q, scope)
+		issues = q.Issues()
+		return nil
+	})
+	if _, err := app.Test(httptest.NewRequest("GET", "/?"+rawQuery, nil)); err != nil {
+		t.Fatal(err)
+	}
+	return p, issues
+}
+
+func TestLimitRules(t *testing.T) {
+	c := codec(t, "0123456789abcdef")
+	for _, tc := range []struct {
+		query string
+		limit int
+		code  string
+	}{
+		{"", 20, ""},
+		{"limit=1", 1, ""},
+		{"limit=100", 100, ""},
+		{"limit=0", 0, "too_small"},
+		{"limit=-5", 0, "too_small"},
+		{"limit=101", 0, "too_big"},
+		{"limit=abc", 0, "invalid_type"},
+		{"limit=", 0, "invalid_type"},
+		{"limit=1.5", 0, "invalid_type"},
+		{"limit=5&limit=6", 0, "invalid_type"},
+	} {
+		p, issues := parse(t, c, "s", tc.query)
+		if tc.code == "" {
+			if len(issues) != 0 || p.Limit != tc.limit {
+				t.Errorf("%q: limit=%d issues=%+v", tc.query, p.Limit, issues)
+			}
+			continue
+		}
+		if len(issues) != 1 || issues[0].Code != tc.code || issues[0].Path[0] != "limit" {
+			t.Errorf("%q: issues=%+v, want one %s on limit", tc.query, issues, tc.code)
+		}
+	}
+}
+
+func TestCursorRoundTripAndRefusals(t *testing.T) {
+	c := codec(t, "0123456789abcdef")
+	scope := Scope("topics", "tenant-a")
+	cur := c.Encode(scope, []string{"5", "topic_01"})
+
+	p, issues := parse(t, c, scope, "cursor="+cur)
+	if len(issues) != 0 || len(p.After) != 2 || p.After[0] != "5" || p.After[1] != "topic_01" {
+		t.Fatalf("round trip: %+v %+v", p, issues)
+	}
+
+	body, sig, _ := strings.Cut(cur, ".")
+	tampered := body[:len(body)-2] + "AA." + sig
+	for name, tc := range map[string]struct{ scope, cursor string }{
+		"tampered body":      {scope, tampered},
+		"tampered signature": {scope, body + "." + strings.Repeat("A", len(sig))},
+		"no signature":       {scope, body},
+		"garbage":            {scope, "%%%"},
+		"other tenant":       {Scope("topics", "tenant-b"), cur},
+		"other list":         {Scope("entries", "tenant-a"), cur},
+		"other secret":       {scope, codec(t, "fedcba9876543210").Encode(scope, []string{"1"})},
+	} {
+		_, issues := parse(t, c, tc.scope, "cursor="+tc.cursor)
+		if len(issues) != 1 || issues[0].Code != "invalid_cursor" {
+			t.Errorf("%s: issues = %+v, want invalid_cursor", name, issues)
+		}
+	}
+}
+
+func TestBuild(t *testing.T) {
+	c := codec(t, "0123456789abcdef")
+	p := Params{Limit: 2, scope: "s"}
+	key := func(s string) []string { return []string{s} }
+
+	page := Build(c, p, []string{"a", "b", "c"}, Count(3), key)
+	if len(page.Items) != 2 || !page.HasMore || page.NextCursor == nil {
+		t.Fatalf("page = %+v", page)
+	}
+	next, issues := parse(t, c, "s", "cursor="+*page.NextCursor)
+	if len(issues) != 0 || next.After[0] != "b" {
+		t.Fatalf("cursor continues after %v (%+v)", next.After, issues)
+	}
+
+	last := Build(c, p, []string{"c"}, Count(3), key)
+	if last.HasMore || last.NextCursor != nil || len(last.Items) != 1 {
+		t.Fatalf("last page = %+v", last)
+	}
+	empty := Build[string](c, p, nil, Count(0), key)
+	if empty.Items == nil || empty.HasMore || empty.NextCursor != nil {
+		t.Fatalf("empty page = %+v", empty)
+	}
+}
+
+func TestNewCodecRejectsShortSecret(t *testing.T) {
+	if _, err := NewCodec([]byte("short")); err == nil {
+		t.Fatal("want error")
+	}
+}

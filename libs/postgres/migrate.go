@@ -1,0 +1,146 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// migrationLockKey is the advisory lock that serialises migrations of one database.
+const migrationLockKey = 0x6d696772 // "migr"
+
+// Migration is one versioned SQL file, named NNNN_description.sql.
+type Migration struct {
+	Version int64
+	Name    string
+	SQL     string
+	Sum     string
+}
+
+// LoadMigrations reads the *.sql files of fsys (its root) in version order.
+func LoadMigrations(fsys fs.FS) ([]Migration, error) {
+	entries, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return nil, fmt.Errorf("migrations: %w", err)
+	}
+	var out []Migration
+	seen := map[int64]string{}
+	for _, e := range entries {
+		if e.IsDir() || path.Ext(e.Name()) != ".sql" {
+			continue
+		}
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.ParseInt(num, 10, 64)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("migrations: %s: name must be NNNN_description.sql", e.Name())
+		}
+		if prev, dup := seen[v]; dup {
+			return nil, fmt.Errorf("migrations: %s and %s share version %d", prev, e.Name(), v)
+		}
+		seen[v] = e.Name()
+		b, err := fs.ReadFile(fsys, e.Name())
+		if err != nil {
+			return nil, fmt.Errorf("migrations: %w", err)
+		}
+		sum := sha256.Sum256(b)
+		out = append(out, Migration{Version: v, Name: e.Name(), SQL: string(b), Sum: hex.EncodeToString(sum[:])})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
+	return out, nil
+}
+
+// MigrationSet is a named series of migrations; versions are numbered within a set, so
+// a service's own schema and a shared library's tables (outbox, inbox) evolve apart.
+type MigrationSet struct {
+	Name string
+	FS   fs.FS
+}
+
+// Migrate applies the pending migrations of each set in order, each migration in its own
+// transaction. A session advisory lock makes replicas that start together take turns: the
+// first applies, the others then find nothing to do. An applied migration whose file has
+// changed since is an error, not silently skipped.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, sets ...MigrationSet) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("migrations: acquire: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrationLockKey); err != nil {
+		return fmt.Errorf("migrations: lock: %w", err)
+	}
+	defer func() {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrationLockKey)
+	}()
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		set_name   text NOT NULL,
+		version    bigint NOT NULL,
+		name       text NOT NULL,
+		checksum   text NOT NULL,
+		applied_at timestamptz NOT NULL DEFAULT now(),
+		PRIMARY KEY (set_name, version))`); err != nil {
+		return fmt.Errorf("migrations: create table: %w", err)
+	}
+	for _, set := range sets {
+		if err := applySet(ctx, conn.Conn(), set, log); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func applySet(ctx context.Context, conn *pgx.Conn, set MigrationSet, log *slog.Logger) error {
+	migs, err := LoadMigrations(set.FS)
+	if err != nil {
+		return fmt.Errorf("%s %w", set.Name, err)
+	}
+	applied := map[int64]string{}
+	rows, err := conn.Query(ctx, "SELECT version, checksum FROM schema_migrations WHERE set_name = $1", set.Name)
+	if err != nil {
+		return fmt.Errorf("migrations: read applied: %w", err)
+	}
+	for rows.Next() {
+		var v int64
+		var sum string
+		if err := rows.Scan(&v, &sum); err != nil {
+			return fmt.Errorf("migrations: read applied: %w", err)
+		}
+		applied[v] = sum
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("migrations: read applied: %w", err)
+	}
+	for _, m := range migs {
+		if sum, ok := applied[m.Version]; ok {
+			if sum != m.Sum {
+				return fmt.Errorf("migrations: %s/%s was changed after it was applied (checksum mismatch); add a new migration instead", set.Name, m.Name)
+			}
+			continue
+		}
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO schema_migrations (set_name, version, name, checksum) VALUES ($1, $2, $3, $4)",
+				set.Name, m.Version, m.Name, m.Sum)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migrations: apply %s/%s: %w", set.Name, m.Name, err)
+		}
+		if log != nil {
+			log.Info("migration applied", slog.String("set", set.Name), slog.String("migration", m.Name))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,91 @@
+// Package postgres opens the connection pool of a service, applies its embedded
+// migrations safely when several replicas start at once, and offers the small transaction
+// and error helpers every repository uses.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Connect opens a pool for url (a postgres:// URL; pool_max_conns and friends may be set
+// in it) and waits, retrying, until the database answers or ctx ends: in a cluster a
+// service may start before its database.
+func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse DATABASE_URL: %w", err)
+	}
+	if cfg.MaxConnIdleTime == 0 {
+		cfg.MaxConnIdleTime = 5 * time.Minute
+	}
+	cfg.HealthCheckPeriod = 15 * time.Second
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: pool: %w", err)
+	}
+	backoff := 100 * time.Millisecond
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		err = pool.Ping(pctx)
+		cancel()
+		if err == nil {
+			return pool, nil
+		}
+		select {
+		case <-ctx.Done():
+			pool.Close()
+			return nil, fmt.Errorf("postgres: database not reachable: %w", err)
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 2*time.Second)
+	}
+}
+
+// Check is a readiness check of the pool.
+func Check(pool *pgxpool.Pool) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		if err := pool.Ping(ctx); err != nil {
+			return fmt.Errorf("database: %w", err)
+		}
+		return nil
+	}
+}
+
+// InTx runs fn in a transaction, committing when it returns nil and rolling back
+// otherwise.
+func InTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, pool, fn)
+}
+
+// SQLSTATE codes the repositories map to API errors.
+const (
+	UniqueViolation     = "23505"
+	ForeignKeyViolation = "23503"
+	SerializationFail   = "40001"
+	DeadlockDetected    = "40P01"
+)
+
+// IsCode reports whether err is a PostgreSQL error with the given SQLSTATE.
+func IsCode(err error, code string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == code
+}
+
+// ConstraintOf returns the constraint name of a PostgreSQL error, or "".
+func ConstraintOf(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.ConstraintName
+	}
+	return ""
+}
+
+// IsNoRows reports whether err is pgx.ErrNoRows.
+func IsNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }

@@ -1,0 +1,2 @@
+CREATE TABLE ok_before_error (id int);
+THIS IS NOT SQL;

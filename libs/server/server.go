@@ -1,0 +1,183 @@
+// Package server bootstraps the HTTP server of every process: a Fiber app with panic
+// recovery, request IDs, tracing, metrics, access logs, the error envelope, /healthz,
+// /readyz and /metrics, and graceful shutdown within a deadline.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/recover"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/customerapi/platform/libs/apierror"
+	"github.com/customerapi/platform/libs/requestid"
+	"github.com/customerapi/platform/libs/telemetry"
+)
+
+// Check is a named readiness check (database, broker, upstream).
+type Check struct {
+	Name string
+	Fn   func(ctx context.Context) error
+}
+
+// Config configures a server.
+type Config struct {
+	// Name is the process name used in logs and metrics.
+	Name string
+	// Addr is the listen address, e.g. 127.0.0.1:25011.
+	Addr string
+	// BaseURL is the public base address used in error type URLs.
+	BaseURL string
+	// BodyLimit is the largest request body accepted (default 1 MiB).
+	BodyLimit int
+	// ReadTimeout, WriteTimeout and IdleTimeout bound connections (defaults 30s, 30s, 120s).
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// ShutdownTimeout bounds graceful shutdown (default 20s).
+	ShutdownTimeout time.Duration
+	// ReadyTimeout bounds one run of the readiness checks (default 2s).
+	ReadyTimeout time.Duration
+	// Metrics, when false, leaves /metrics off this listener (the gateway serves it on
+	// its admin listener instead).
+	Metrics bool
+}
+
+// Deps are what the server needs from the process.
+type Deps struct {
+	Log      *slog.Logger
+	Tracer   trace.Tracer
+	Registry *prometheus.Registry
+	Checks   []Check
+}
+
+// Server is a configured Fiber app plus its lifecycle.
+type Server struct {
+	App      *fiber.App
+	Render   apierror.Renderer
+	cfg      Config
+	deps     Deps
+	draining atomic.Bool
+}
+
+// New builds the app with the shared middleware and probe routes; the caller adds its
+// own routes to s.App before Run.
+func New(cfg Config, deps Deps) *Server {
+	if cfg.BodyLimit == 0 {
+		cfg.BodyLimit = apierror.MaxBodyBytes
+	}
+	cfg.ReadTimeout = orDefault(cfg.ReadTimeout, 30*time.Second)
+	cfg.WriteTimeout = orDefault(cfg.WriteTimeout, 30*time.Second)
+	cfg.IdleTimeout = orDefault(cfg.IdleTimeout, 120*time.Second)
+	cfg.ShutdownTimeout = orDefault(cfg.ShutdownTimeout, 20*time.Second)
+	cfg.ReadyTimeout = orDefault(cfg.ReadyTimeout, 2*time.Second)
+
+	s := &Server{cfg: cfg, deps: deps, Render: apierror.Renderer{BaseURL: cfg.BaseURL, Log: deps.Log}}
+	s.App = fiber.New(fiber.Config{
+		AppName:               cfg.Name,
+		BodyLimit:             cfg.BodyLimit,
+		ReadTimeout:           cfg.ReadTimeout,
+		WriteTimeout:          cfg.WriteTimeout,
+		IdleTimeout:           cfg.IdleTimeout,
+		ErrorHandler:          s.Render.Handler(),
+		DisableStartupMessage: true,
+		StrictRouting:         false,
+		CaseSensitive:         true,
+	})
+	s.App.Use(requestid.Middleware())
+	if deps.Registry != nil && deps.Tracer != nil {
+		s.App.Use(telemetry.Middleware(deps.Tracer, telemetry.NewHTTPMetrics(deps.Registry), deps.Log, s.Render))
+	}
+	// Inside the telemetry middleware, so a panic is counted and logged as the 500 it becomes.
+	s.App.Use(recover.New(recover.Config{
+		EnableStackTrace: true,
+		StackTraceHandler: func(c *fiber.Ctx, e any) {
+			deps.Log.ErrorContext(c.UserContext(), "panic while serving request", slog.Any("panic", e),
+				slog.String("path", c.Path()))
+		},
+	}))
+	s.App.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
+	s.App.Get("/readyz", s.readyz)
+	if cfg.Metrics && deps.Registry != nil {
+		s.App.Get("/metrics", telemetry.MetricsHandler(deps.Registry))
+	}
+	return s
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// Ready runs every readiness check concurrently and returns the failures by name.
+func (s *Server) Ready(ctx context.Context) map[string]string {
+	failed := map[string]string{}
+	if s.draining.Load() {
+		failed["server"] = "shutting down"
+		return failed
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.ReadyTimeout)
+	defer cancel()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, ch := range s.deps.Checks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := ch.Fn(ctx); err != nil {
+				mu.Lock()
+				failed[ch.Name] = err.Error()
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return failed
+}
+
+func (s *Server) readyz(c *fiber.Ctx) error {
+	failed := s.Ready(c.UserContext())
+	if len(failed) == 0 {
+		return c.JSON(fiber.Map{"status": "ready"})
+	}
+	e := apierror.Unavailable(fmt.Sprintf("%s is not ready", s.cfg.Name))
+	e.Details = failed
+	return e
+}
+
+// Run serves until ctx is cancelled, then stops accepting connections, fails readiness,
+// and waits up to the shutdown timeout for requests in flight.
+func (s *Server) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("%s: listen %s: %w", s.cfg.Name, s.cfg.Addr, err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve is Run on an existing listener.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- s.App.Listener(ln) }()
+	s.deps.Log.Info("listening", slog.String("addr", ln.Addr().String()))
+	select {
+	case err := <-errc:
+		return fmt.Errorf("%s: serve: %w", s.cfg.Name, err)
+	case <-ctx.Done():
+	}
+	s.draining.Store(true)
+	s.deps.Log.Info("shutting down", slog.Duration("deadline", s.cfg.ShutdownTimeout))
+	if err := s.App.ShutdownWithTimeout(s.cfg.ShutdownTimeout); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: shutdown: %w", s.cfg.Name, err)
+	}
+	return nil
+}

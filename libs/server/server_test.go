@@ -1,0 +1,159 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gofiber/fiber/v2"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/customerapi/platform/libs/apierror"
+	"github.com/customerapi/platform/libs/telemetry"
+)
+
+func newTestServer(t *testing.T, checks ...Check) *Server {
+	t.Helper()
+	s := New(Config{Name: "test", BaseURL: "http://api.test", Metrics: true}, Deps{
+		Log:      slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Tracer:   noop.NewTracerProvider().Tracer("t"),
+		Registry: telemetry.NewRegistry(),
+		Checks:   checks,
+	})
+	s.App.Get("/panic", func(c *fiber.Ctx) error { panic("boom") })
+	s.App.Get("/conflict", func(c *fiber.Ctx) error { return apierror.Conflict("already there") })
+	s.App.Post("/echo", func(c *fiber.Ctx) error { return c.Send(c.Body()) })
+	s.App.Get("/plain-error", func(c *fiber.Ctx) error { return errors.New("db exploded") })
+	return s
+}
+
+func do(t *testing.T, s *Server, method, path, body string, hdr map[string]string) (int, map[string]string, []byte) {
+	t.Helper()
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := s.App.Test(req, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	h := map[string]string{}
+	for k := range resp.Header {
+		h[k] = resp.Header.Get(k)
+	}
+	return resp.StatusCode, h, b
+}
+
+func envelope(t *testing.T, b []byte) apierror.Envelope {
+	t.Helper()
+	var e apierror.Envelope
+	if err := json.Unmarshal(b, &e); err != nil {
+		t.Fatalf("not an envelope: %s", b)
+	}
+	return e
+}
+
+func TestErrorsUseTheEnvelope(t *testing.T) {
+	s := newTestServer(t)
+	for _, tc := range []struct {
+		name, method, path, body string
+		status                   int
+		code                     apierror.Code
+	}{
+		{"unknown route", "GET", "/nope", "", 404, apierror.CodeNotFound},
+		{"method not allowed", "DELETE", "/conflict", "", 405, apierror.CodeNotFound},
+		{"panic", "GET", "/panic", "", 500, apierror.CodeInternal},
+		{"plain error", "GET", "/plain-error", "", 500, apierror.CodeInternal},
+		{"api error", "GET", "/conflict", "", 409, apierror.CodeConflict},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, hdr, body := do(t, s, tc.method, tc.path, tc.body, nil)
+			e := envelope(t, body)
+			if status != tc.status || e.Status != tc.status || e.Code != tc.code {
+				t.Fatalf("status=%d envelope=%+v", status, e)
+			}
+			if hdr["Content-Type"] != "application/json" {
+				t.Errorf("Content-Type = %q", hdr["Content-Type"])
+			}
+			if e.RequestID == "" || hdr["X-Request-Id"] != e.RequestID {
+				t.Errorf("requestId %q vs header %q", e.RequestID, hdr["X-Request-Id"])
+			}
+			if e.Type != "http://api.test/errors/"+strings.ToLower(string(tc.code)) || e.Title == "" || e.Detail == "" {
+				t.Errorf("envelope = %+v", e)
+			}
+			if strings.Contains(string(body), "exploded") || strings.Contains(string(body), "boom") {
+				t.Errorf("internal cause leaked: %s", body)
+			}
+		})
+	}
+}
+
+func TestRequestID(t *testing.T) {
+	s := newTestServer(t)
+	_, hdr, body := do(t, s, "GET", "/conflict", "", map[string]string{"X-Request-Id": "client-id-1"})
+	if hdr["X-Request-Id"] != "client-id-1" || envelope(t, body).RequestID != "client-id-1" {
+		t.Fatalf("sane client ID not echoed: %v", hdr)
+	}
+	_, hdr, _ = do(t, s, "GET", "/conflict", "", map[string]string{"X-Request-Id": strings.Repeat("x", 200)})
+	if hdr["X-Request-Id"] == "" || len(hdr["X-Request-Id"]) > 128 {
+		t.Fatalf("insane client ID kept: %q", hdr["X-Request-Id"])
+	}
+	_, hdr, _ = do(t, s, "GET", "/healthz", "", map[string]string{"X-Request-Id": "bad id"})
+	if !strings.HasPrefix(hdr["X-Request-Id"], "req_") {
+		t.Fatalf("X-Request-Id = %q", hdr["X-Request-Id"])
+	}
+}
+
+func TestBodyTooLarge(t *testing.T) {
+	s := newTestServer(t)
+	addr := listen(t, s)
+	// The server answers from the Content-Length alone, before reading the body.
+	status, b := rawRequest(t, addr, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"+
+		"Content-Length: "+strconv.Itoa(apierror.MaxBodyBytes+10)+"\r\n\r\n")
+	e := envelope(t, b)
+	if status != 400 || e.Code != apierror.CodeValidation {
+		t.Fatalf("status %d, envelope %+v", status, e)
+	}
+}
+
+func TestProbesAndMetrics(t *testing.T) {
+	healthy := newTestServer(t, Check{Name: "db", Fn: func(context.Context) error { return nil }})
+	if status, _, _ := do(t, healthy, "GET", "/readyz", "", nil); status != 200 {
+		t.Fatalf("readyz = %d", status)
+	}
+	sick := newTestServer(t, Check{Name: "db", Fn: func(context.Context) error { return errors.New("down") }})
+	status, _, body := do(t, sick, "GET", "/readyz", "", nil)
+	if status != 503 || envelope(t, body).Code != apierror.CodeServiceUnavailable || !strings.Contains(string(body), `"db":"down"`) {
+		t.Fatalf("readyz = %d %s", status, body)
+	}
+	if status, _, _ := do(t, sick, "GET", "/healthz", "", nil); status != 200 {
+		t.Fatalf("healthz = %d", status)
+	}
+	do(t, healthy, "GET", "/conflict", "", nil)
+	_, _, metrics := do(t, healthy, "GET", "/metrics", "", nil)
+	if !strings.Contains(string(metrics), `http_server_requests_total{method="GET",route="/conflict",status="409"} 1`) {
+		t.Fatalf("metrics lack the request:\n%s", metrics)
+	}
+}
+
+func TestGracefulShutdownFailsReadiness(t *testing.T) {
+	s := newTestServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	s.cfg.Addr = "127.0.0.1:0"
+	go func() { done <- s.Run(ctx) }()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if failed := s.Ready(context.Background()); failed["server"] == "" {
+		t.Fatalf("ready after shutdown: %v", failed)
+	}
+}

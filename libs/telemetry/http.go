@@ -1,0 +1,79 @@
+package telemetry
+
+import (
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/customerapi/platform/libs/apierror"
+)
+
+// HeaderCarrier adapts Fiber request headers for trace-context extraction.
+type HeaderCarrier struct{ C *fiber.Ctx }
+
+// Get returns a request header.
+func (h HeaderCarrier) Get(key string) string { return h.C.Get(key) }
+
+// Set sets a response header (unused by extraction).
+func (h HeaderCarrier) Set(key, value string) { h.C.Set(key, value) }
+
+// Keys returns the request header names.
+func (h HeaderCarrier) Keys() []string {
+	var keys []string
+	h.C.Request().Header.VisitAll(func(k, _ []byte) { keys = append(keys, string(k)) })
+	return keys
+}
+
+var _ propagation.TextMapCarrier = HeaderCarrier{}
+
+// Middleware is the observability middleware of every HTTP server: it continues the
+// caller's trace (traceparent) in a server span, records the request metrics and writes
+// one access log line per request. Errors from later handlers are rendered by render
+// first, so the status recorded is the status sent.
+func Middleware(tracer trace.Tracer, m *HTTPMetrics, log *slog.Logger, render apierror.Renderer) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		start := time.Now()
+		m.inflight.Inc()
+		defer m.inflight.Dec()
+
+		ctx := Propagator.Extract(c.UserContext(), HeaderCarrier{c})
+		ctx, span := tracer.Start(ctx, c.Method(), trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(semconv.HTTPRequestMethodKey.String(c.Method()),
+				semconv.URLPath(c.Path())))
+		defer span.End()
+		c.SetUserContext(ctx)
+
+		err := c.Next()
+		if err != nil {
+			if rerr := render.Write(c, err); rerr != nil {
+				return rerr
+			}
+		}
+		status := c.Response().StatusCode()
+		route := c.Route().Path
+		if route == "" || route == "/" && c.Path() != "/" {
+			route = "unmatched"
+		}
+		span.SetName(c.Method() + " " + route)
+		span.SetAttributes(semconv.HTTPRoute(route), semconv.HTTPResponseStatusCode(status))
+		if status >= 500 {
+			span.SetStatus(codes.Error, strconv.Itoa(status))
+		}
+		elapsed := time.Since(start)
+		m.requests.WithLabelValues(c.Method(), route, strconv.Itoa(status)).Inc()
+		m.duration.WithLabelValues(c.Method(), route).Observe(elapsed.Seconds())
+		if log.Enabled(ctx, slog.LevelInfo) {
+			log.LogAttrs(ctx, slog.LevelInfo, "request",
+				slog.String("method", c.Method()), slog.String("path", c.Path()),
+				slog.String("route", route), slog.Int("status", status),
+				slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000))
+		}
+		return nil
+	}
+}

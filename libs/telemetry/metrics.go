@@ -1,0 +1,54 @@
+package telemetry
+
+import (
+	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
+)
+
+// NewRegistry returns a Prometheus registry with the Go runtime and process collectors;
+// each process makes one and registers its own metrics on it.
+func NewRegistry() *prometheus.Registry {
+	r := prometheus.NewRegistry()
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return r
+}
+
+// MetricsHandler serves the registry in the Prometheus text format, for GET /metrics.
+func MetricsHandler(r *prometheus.Registry) fiber.Handler {
+	h := fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(r, promhttp.HandlerOpts{Registry: r}))
+	return func(c *fiber.Ctx) error {
+		h(c.Context())
+		return nil
+	}
+}
+
+// HTTPMetrics are the request metrics of one HTTP server.
+type HTTPMetrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	inflight prometheus.Gauge
+}
+
+// NewHTTPMetrics registers the HTTP server metrics on r.
+func NewHTTPMetrics(r prometheus.Registerer) *HTTPMetrics {
+	m := &HTTPMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "http_server_requests_total",
+			Help: "HTTP requests served, by method, route pattern and status code.",
+		}, []string{"method", "route", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "http_server_request_duration_seconds",
+			Help:    "Time to serve an HTTP request, by method and route pattern.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"method", "route"}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "http_server_requests_in_flight",
+			Help: "HTTP requests being served now.",
+		}),
+	}
+	r.MustRegister(m.requests, m.duration, m.inflight)
+	return m
+}

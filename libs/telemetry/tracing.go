@@ -1,0 +1,105 @@
+// Package telemetry sets up the three signals of every process: OpenTelemetry traces
+// (configured by the standard OTEL_* variables), Prometheus metrics and slog JSON logs
+// that carry the request ID and trace ID.
+package telemetry
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Propagator is the W3C trace-context and baggage propagator used on HTTP and Kafka.
+var Propagator propagation.TextMapPropagator = propagation.NewCompositeTextMapPropagator(
+	propagation.TraceContext{}, propagation.Baggage{})
+
+// Tracing holds the process's tracer provider.
+type Tracing struct {
+	Provider *sdktrace.TracerProvider
+}
+
+// Tracer returns a named tracer of the provider.
+func (t *Tracing) Tracer(name string) trace.Tracer { return t.Provider.Tracer(name) }
+
+// Shutdown flushes pending spans; call it on exit.
+func (t *Tracing) Shutdown(ctx context.Context) error { return t.Provider.Shutdown(ctx) }
+
+// SetupTracing builds the tracer provider from the standard variables and installs it and
+// the propagator as the process's OpenTelemetry globals (call it from main only).
+//
+//   - OTEL_TRACES_EXPORTER: "otlp", "none" or unset. Unset means otlp when an
+//     OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set, else none: spans and trace IDs are still
+//     made (logs carry them), just not exported.
+//   - OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf" (default) or "grpc"; the OTLP exporters
+//     read their endpoint, headers, timeout and TLS settings themselves.
+//   - OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES name the resource (default: service).
+//   - OTEL_TRACES_SAMPLER(_ARG) choose the sampler, read by the SDK.
+func SetupTracing(ctx context.Context, service string) (*Tracing, error) {
+	res, err := resource.New(ctx,
+		resource.WithAttributes(semconv.ServiceName(service)),
+		resource.WithFromEnv(), // OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES override
+		resource.WithProcessRuntimeName(), resource.WithHost())
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: resource: %w", err)
+	}
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	exp, err := exporterFromEnv(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if exp != nil {
+		opts = append(opts, sdktrace.WithBatcher(exp))
+	}
+	tp := sdktrace.NewTracerProvider(opts...)
+	otel.SetTracerProvider(tp)
+	otel.SetTextMapPropagator(Propagator)
+	return &Tracing{Provider: tp}, nil
+}
+
+func exporterFromEnv(ctx context.Context) (sdktrace.SpanExporter, error) {
+	kind := strings.ToLower(strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER")))
+	if kind == "" {
+		if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
+			kind = "none"
+		} else {
+			kind = "otlp"
+		}
+	}
+	switch kind {
+	case "none":
+		return nil, nil
+	case "otlp":
+	default:
+		return nil, fmt.Errorf("telemetry: OTEL_TRACES_EXPORTER=%q is not supported (use otlp or none)", kind)
+	}
+	proto := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+	if proto == "" {
+		proto = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
+	}
+	var (
+		exp sdktrace.SpanExporter
+		err error
+	)
+	switch proto {
+	case "", "http/protobuf":
+		exp, err = otlptracehttp.New(ctx)
+	case "grpc":
+		exp, err = otlptracegrpc.New(ctx)
+	default:
+		return nil, fmt.Errorf("telemetry: OTEL_EXPORTER_OTLP_PROTOCOL=%q is not supported", proto)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: otlp exporter: %w", err)
+	}
+	return exp, nil
+}

@@ -1,0 +1,46 @@
+// Package tenant carries the caller's tenant from the gateway to the services.
+package tenant
+
+import (
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/customerapi/platform/libs/apierror"
+)
+
+// InternalPrefix starts every header that only the gateway may set; the gateway drops
+// client-sent headers with this prefix.
+const InternalPrefix = "X-Internal-"
+
+// Header carries the authenticated tenant ID from the gateway to a service.
+const Header = InternalPrefix + "Tenant-Id"
+
+// KeyHeader carries the ID of the API key that authenticated the request (for audit logs).
+const KeyHeader = InternalPrefix + "Key-Id"
+
+const localsKey = "tenant"
+
+// Middleware requires the tenant header (set only by the gateway) and stores the tenant on
+// the request. A request without it did not come through the gateway: 401.
+func Middleware() fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		t := strings.TrimSpace(c.Get(Header))
+		if t == "" {
+			return apierror.Unauthorized()
+		}
+		c.Locals(localsKey, t)
+		return c.Next()
+	}
+}
+
+// From returns the tenant of the request; Middleware guarantees it is set.
+func From(c *fiber.Ctx) string {
+	t, _ := c.Locals(localsKey).(string)
+	return t
+}
+
+// IsInternal reports whether a header name is reserved for the gateway.
+func IsInternal(name string) bool {
+	return len(name) >= len(InternalPrefix) && strings.EqualFold(name[:len(InternalPrefix)], InternalPrefix)
+}
