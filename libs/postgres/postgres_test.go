@@ -37,7 +37,10 @@ func TestMigrateConcurrentReplicas(t *testing.T) {
 	errs := make(chan error, 8)
 	for i := 0; i < 8; i++ {
 		wg.Add(1)
-		go func() { defer wg.Done(); errs <- postgres.Migrate(ctx, pool, nil, postgres.MigrationSet{Name: "test", FS: migs}) }()
+		go func() {
+			defer wg.Done()
+			errs <- postgres.Migrate(ctx, pool, nil, postgres.MigrationSet{Name: "test", FS: migs})
+		}()
 	}
 	wg.Wait()
 	close(errs)

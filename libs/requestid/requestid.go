@@ -51,9 +51,11 @@ func Middleware() fiber.Handler {
 }
 
 // Ensure returns the request ID of c, assigning one (from a sane request header or new)
-// when none has been assigned yet, and sets the response header.
+// when none has been assigned yet, and sets the response header (again, in case the
+// response was reset meanwhile).
 func Ensure(c *fiber.Ctx) string {
 	if id, ok := c.Locals(localsKey).(string); ok && id != "" {
+		c.Set(Header, id)
 		return id
 	}
 	id := c.Get(Header)

@@ -37,7 +37,10 @@ type Config struct {
 	Addr string
 	// BaseURL is the public base address used in error type URLs.
 	BaseURL string
-	// BodyLimit is the largest request body accepted (default 1 MiB).
+	// BodyLimit is the largest request body read at all (default 4 MiB); past it the
+	// connection is answered and closed before the body is read. JSON bodies over 1 MiB
+	// get a clean 400 from decoding; keeping the hard limit above that lets clients read
+	// that answer instead of a reset connection.
 	BodyLimit int
 	// ReadTimeout, WriteTimeout and IdleTimeout bound connections (defaults 30s, 30s, 120s).
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
@@ -71,7 +74,7 @@ type Server struct {
 // own routes to s.App before Run.
 func New(cfg Config, deps Deps) *Server {
 	if cfg.BodyLimit == 0 {
-		cfg.BodyLimit = apierror.MaxBodyBytes
+		cfg.BodyLimit = 4 * apierror.MaxBodyBytes
 	}
 	cfg.ReadTimeout = orDefault(cfg.ReadTimeout, 30*time.Second)
 	cfg.WriteTimeout = orDefault(cfg.WriteTimeout, 30*time.Second)
@@ -93,7 +96,7 @@ func New(cfg Config, deps Deps) *Server {
 	})
 	s.App.Use(requestid.Middleware())
 	if deps.Registry != nil && deps.Tracer != nil {
-		s.App.Use(telemetry.Middleware(deps.Tracer, telemetry.NewHTTPMetrics(deps.Registry), deps.Log, s.Render))
+		s.App.Use(telemetry.Middleware(deps.Tracer, telemetry.NewHTTPMetrics(deps.Registry, cfg.Name), deps.Log, s.Render))
 	}
 	// Inside the telemetry middleware, so a panic is counted and logged as the 500 it becomes.
 	s.App.Use(recover.New(recover.Config{

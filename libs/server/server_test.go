@@ -116,7 +116,7 @@ func TestBodyTooLarge(t *testing.T) {
 	addr := listen(t, s)
 	// The server answers from the Content-Length alone, before reading the body.
 	status, b := rawRequest(t, addr, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"+
-		"Content-Length: "+strconv.Itoa(apierror.MaxBodyBytes+10)+"\r\n\r\n")
+		"Content-Length: "+strconv.Itoa(4*apierror.MaxBodyBytes+10)+"\r\n\r\n")
 	e := envelope(t, b)
 	if status != 400 || e.Code != apierror.CodeValidation {
 		t.Fatalf("status %d, envelope %+v", status, e)
@@ -138,7 +138,7 @@ func TestProbesAndMetrics(t *testing.T) {
 	}
 	do(t, healthy, "GET", "/conflict", "", nil)
 	_, _, metrics := do(t, healthy, "GET", "/metrics", "", nil)
-	if !strings.Contains(string(metrics), `http_server_requests_total{method="GET",route="/conflict",status="409"} 1`) {
+	if !strings.Contains(string(metrics), `http_server_requests_total{method="GET",route="/conflict",server="test",status="409"} 1`) {
 		t.Fatalf("metrics lack the request:\n%s", metrics)
 	}
 }

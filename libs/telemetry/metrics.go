@@ -32,21 +32,26 @@ type HTTPMetrics struct {
 	inflight prometheus.Gauge
 }
 
-// NewHTTPMetrics registers the HTTP server metrics on r.
-func NewHTTPMetrics(r prometheus.Registerer) *HTTPMetrics {
+// NewHTTPMetrics registers the metrics of the named HTTP server on r (a process with two
+// listeners registers two, told apart by the "server" label).
+func NewHTTPMetrics(r prometheus.Registerer, server string) *HTTPMetrics {
+	labels := prometheus.Labels{"server": server}
 	m := &HTTPMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "http_server_requests_total",
-			Help: "HTTP requests served, by method, route pattern and status code.",
+			Name:        "http_server_requests_total",
+			Help:        "HTTP requests served, by method, route pattern and status code.",
+			ConstLabels: labels,
 		}, []string{"method", "route", "status"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "http_server_request_duration_seconds",
-			Help:    "Time to serve an HTTP request, by method and route pattern.",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+			Name:        "http_server_request_duration_seconds",
+			Help:        "Time to serve an HTTP request, by method and route pattern.",
+			Buckets:     []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+			ConstLabels: labels,
 		}, []string{"method", "route"}),
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "http_server_requests_in_flight",
-			Help: "HTTP requests being served now.",
+			Name:        "http_server_requests_in_flight",
+			Help:        "HTTP requests being served now.",
+			ConstLabels: labels,
 		}),
 	}
 	r.MustRegister(m.requests, m.duration, m.inflight)

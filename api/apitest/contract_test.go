@@ -1,0 +1,54 @@
+package apitest
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestCheck(t *testing.T) {
+	c, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := func() http.Header {
+		h := http.Header{}
+		h.Set("X-Request-Id", "req_1")
+		h.Set("Content-Type", "application/json")
+		return h
+	}
+	topic := `{"topicId":"topic_1","title":"t","purpose":null,"sortOrder":0,"isDefault":false,"createdAt":"2026-01-01T00:00:00.000Z","updatedAt":"2026-01-01T00:00:00.000Z","entries":[]}`
+	envelope := func(status int, code, title string) string {
+		return `{"code":"` + code + `","detail":"d","requestId":"req_1","status":` + strconv.Itoa(status) + `,"title":"` + title + `","type":"http://x/errors/` + strings.ToLower(code) + `"}`
+	}
+	for _, tc := range []struct {
+		name, method, path string
+		status             int
+		header             http.Header
+		body               string
+		ok                 bool
+	}{
+		{"valid topic", "GET", "/v0/topics/topic_1", 200, hdr(), topic, true},
+		{"extra field", "GET", "/v0/topics/topic_1", 200, hdr(), strings.Replace(topic, `"entries"`, `"extra":1,"entries"`, 1), false},
+		{"seconds timestamp", "GET", "/v0/topics/topic_1", 200, hdr(), strings.Replace(topic, "00.000Z", "00Z", 1), false},
+		{"undocumented status", "GET", "/v0/topics/topic_1", 418, hdr(), envelope(418, "VALIDATION_ERROR", "I'm a teapot"), false},
+		{"valid 404", "GET", "/v0/topics/x", 404, hdr(), envelope(404, "NOT_FOUND", "Not Found"), true},
+		{"envelope status mismatch", "GET", "/v0/topics/x", 404, hdr(), envelope(400, "NOT_FOUND", "Not Found"), false},
+		{"wrong code for status", "GET", "/v0/topics/x", 404, hdr(), envelope(404, "CONFLICT", "Not Found"), false},
+		{"unknown route with envelope", "GET", "/v0/nope", 404, hdr(), envelope(404, "NOT_FOUND", "Not Found"), true},
+		{"unknown route with 200", "GET", "/v0/nope", 200, hdr(), `{}`, false},
+		{"no request id", "GET", "/v0/topics/topic_1", 200, http.Header{"Content-Type": {"application/json"}}, topic, false},
+		{"page invariant", "GET", "/v0/topics", 200, hdr(), `{"items":[],"totalCount":0,"hasMore":true,"nextCursor":null}`, false},
+		{"valid page", "GET", "/v0/topics", 200, hdr(), `{"items":[],"totalCount":0,"hasMore":false,"nextCursor":null}`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest(tc.method, "http://127.0.0.1:9/"+strings.TrimPrefix(tc.path, "/"), nil)
+			err := c.Check(req, tc.status, tc.header, []byte(tc.body))
+			if (err == nil) != tc.ok {
+				t.Fatalf("err = %v, want ok=%v", err, tc.ok)
+			}
+		})
+	}
+}

@@ -1,0 +1,166 @@
+// Package admin serves the gateway's admin API (its own listener): issuing, listing and
+// revoking API keys, behind a bearer token.
+package admin
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/customerapi/platform/gateway/internal/keys"
+	"github.com/customerapi/platform/libs/apierror"
+	"github.com/customerapi/platform/libs/ids"
+	"github.com/customerapi/platform/libs/pagination"
+	"github.com/customerapi/platform/libs/request"
+	"github.com/customerapi/platform/libs/timestamp"
+)
+
+// Handlers serve the admin API.
+type Handlers struct {
+	Store     *keys.Store
+	Cache     *keys.Cache
+	Hasher    *keys.Hasher
+	Validator *request.Validator
+	Cursors   *pagination.Codec
+	// Token is the admin bearer token.
+	Token string
+}
+
+// Register mounts the admin routes on app.
+func (h *Handlers) Register(app fiber.Router) {
+	g := app.Group("/admin/v0", h.requireToken)
+	g.Post("/keys", h.create)
+	g.Get("/keys", h.list)
+	g.Get("/keys/:keyId", h.get)
+	g.Delete("/keys/:keyId", h.revoke)
+}
+
+func (h *Handlers) requireToken(c *fiber.Ctx) error {
+	got, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
+	// Compare digests so the comparison takes the same time whatever the lengths.
+	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(h.Token))
+	if !ok || subtle.ConstantTimeCompare(a[:], b[:]) != 1 {
+		return apierror.Unauthorized()
+	}
+	return c.Next()
+}
+
+type rateLimitBody struct {
+	Limit    int64 `json:"limit" validate:"required,min=1,max=1000000"`
+	WindowMs int64 `json:"windowMs" validate:"required,min=1,max=86400000"`
+}
+
+type createBody struct {
+	TenantIDs []string       `json:"tenantIds" validate:"required,min=1,max=100,unique,dive,tenantid"`
+	RateLimit *rateLimitBody `json:"rateLimit"`
+	Name      *string        `json:"name" validate:"omitempty,min=1,max=200"`
+}
+
+// keyView is a key as the admin API shows it.
+type keyView struct {
+	KeyID     string         `json:"keyId"`
+	Key       string         `json:"key,omitempty"`
+	Prefix    string         `json:"prefix"`
+	Name      *string        `json:"name"`
+	TenantIDs []string       `json:"tenantIds"`
+	RateLimit *rateLimitBody `json:"rateLimit"`
+	CreatedAt string         `json:"createdAt"`
+	RevokedAt *string        `json:"revokedAt"`
+}
+
+func view(k keys.Key) keyView {
+	v := keyView{KeyID: k.ID, Prefix: k.Prefix, Name: k.Name, TenantIDs: k.TenantIDs,
+		CreatedAt: timestamp.Format(k.CreatedAt), RevokedAt: timestamp.FormatPtr(k.RevokedAt)}
+	if k.RateLimit != nil {
+		v.RateLimit = &rateLimitBody{Limit: int64(k.RateLimit.Limit), WindowMs: k.RateLimit.Window.Milliseconds()}
+	}
+	return v
+}
+
+func (h *Handlers) create(c *fiber.Ctx) error {
+	var body createBody
+	if err := h.Validator.Body(c, &body); err != nil {
+		return err
+	}
+	plain, err := keys.Generate()
+	if err != nil {
+		return apierror.Internal(err)
+	}
+	k := keys.Key{ID: ids.New("key"), Hash: h.Hasher.Hash(plain), Prefix: plain[:keys.DisplayLen],
+		Name: body.Name, TenantIDs: body.TenantIDs}
+	if body.RateLimit != nil {
+		k.RateLimit = &keys.RateLimit{Limit: int(body.RateLimit.Limit), Window: time.Duration(body.RateLimit.WindowMs) * time.Millisecond}
+	}
+	stored, err := h.Store.Insert(c.UserContext(), k)
+	if err != nil {
+		return apierror.Internal(err)
+	}
+	h.Cache.Put(stored) // usable at once on this replica; others reload on the notification
+	v := view(stored)
+	v.Key = plain // shown this once only
+	return c.Status(fiber.StatusCreated).JSON(v)
+}
+
+func (h *Handlers) get(c *fiber.Ctx) error {
+	k, err := h.Store.Get(c.UserContext(), c.Params("keyId"))
+	if errors.Is(err, keys.ErrNotFound) {
+		return apierror.NotFound("no such key")
+	}
+	if err != nil {
+		return apierror.Internal(err)
+	}
+	return c.JSON(view(k))
+}
+
+func (h *Handlers) list(c *fiber.Ctx) error {
+	q := request.NewQuery(c)
+	p := h.Cursors.Parse(q, pagination.Scope("admin.keys"))
+	if err := q.Err(); err != nil {
+		return err
+	}
+	after := ""
+	if len(p.After) == 1 {
+		after = p.After[0]
+	}
+	ks, err := h.Store.List(c.UserContext(), after, p.Limit+1)
+	if err != nil {
+		return apierror.Internal(err)
+	}
+	views := make([]keyView, len(ks))
+	for i, k := range ks {
+		views[i] = view(k)
+	}
+	return c.JSON(pagination.Build(h.Cursors, p, views, nil, func(v keyView) []string { return []string{v.KeyID} }))
+}
+
+func (h *Handlers) revoke(c *fiber.Ctx) error {
+	k, err := h.Store.Revoke(c.UserContext(), c.Params("keyId"))
+	if errors.Is(err, keys.ErrNotFound) {
+		return apierror.NotFound("no such key")
+	}
+	if err != nil {
+		return apierror.Internal(err)
+	}
+	h.Cache.Remove(k.Hash)
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// ValidTenantID reports whether s is an acceptable tenant ID: 1 to 64 characters from
+// letters, digits, '-', '_' and '.', starting with a letter or digit.
+func ValidTenantID(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || (c != '-' && c != '_' && c != '.')) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,240 @@
+// Package app wires the gateway: configuration, database, key cache, rate limiter,
+// upstreams, and the public and admin servers.
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/gofiber/fiber/v2"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/customerapi/platform/api"
+	"github.com/customerapi/platform/gateway/internal/admin"
+	"github.com/customerapi/platform/gateway/internal/auth"
+	"github.com/customerapi/platform/gateway/internal/keys"
+	"github.com/customerapi/platform/gateway/internal/proxy"
+	"github.com/customerapi/platform/gateway/internal/ratelimit"
+	"github.com/customerapi/platform/gateway/migrations"
+	"github.com/customerapi/platform/libs/config"
+	"github.com/customerapi/platform/libs/pagination"
+	"github.com/customerapi/platform/libs/postgres"
+	"github.com/customerapi/platform/libs/request"
+	"github.com/customerapi/platform/libs/server"
+	"github.com/customerapi/platform/libs/telemetry"
+)
+
+// Config is the gateway's configuration, read from the environment.
+type Config struct {
+	HTTPAddr        string
+	AdminAddr       string
+	DatabaseURL     string
+	AdminToken      string
+	KeyPepper       []byte
+	PublicBaseURL   string
+	DefaultLimit    ratelimit.Policy
+	RedisURL        string
+	RedisTimeout    time.Duration
+	Upstreams       map[string]string
+	Proxy           proxy.Options
+	KeyRefresh      time.Duration
+	LogLevel        string
+	ShutdownTimeout time.Duration
+	CursorSecret    []byte
+}
+
+// UpstreamVar is the variable naming a service's base URL, e.g. UPSTREAM_TOPICS_URL.
+func UpstreamVar(service string) string { return "UPSTREAM_" + strings.ToUpper(service) + "_URL" }
+
+// ConfigFromEnv reads and checks the configuration.
+func ConfigFromEnv(env *config.Env) (Config, error) {
+	c := Config{
+		HTTPAddr:      env.String("HTTP_ADDR", "127.0.0.1:25001"),
+		AdminAddr:     env.String("ADMIN_ADDR", "127.0.0.1:25002"),
+		DatabaseURL:   env.Required("DATABASE_URL"),
+		AdminToken:    env.Required("ADMIN_TOKEN"),
+		KeyPepper:     env.Secret("KEY_HASH_PEPPER", 32),
+		PublicBaseURL: env.String("PUBLIC_BASE_URL", "http://127.0.0.1:25001"),
+		DefaultLimit: ratelimit.Policy{
+			Limit:  env.Int("RATE_LIMIT_DEFAULT", 100),
+			Window: env.Duration("RATE_LIMIT_WINDOW", time.Second),
+		},
+		RedisURL:     env.String("REDIS_URL", ""),
+		RedisTimeout: env.Duration("RATE_LIMIT_REDIS_TIMEOUT", 50*time.Millisecond),
+		Upstreams:    map[string]string{},
+		Proxy: proxy.Options{
+			Timeout:     env.Duration("UPSTREAM_TIMEOUT", 10*time.Second),
+			DialTimeout: env.Duration("UPSTREAM_DIAL_TIMEOUT", time.Second),
+			MaxConns:    env.Int("UPSTREAM_MAX_CONNS", 1024),
+		},
+		KeyRefresh:      env.Duration("KEY_CACHE_REFRESH", time.Second),
+		LogLevel:        env.String("LOG_LEVEL", "info"),
+		ShutdownTimeout: env.Duration("SHUTDOWN_TIMEOUT", 20*time.Second),
+		CursorSecret:    env.Secret("CURSOR_SECRET", 16),
+	}
+	for _, s := range proxy.Services() {
+		if u := env.String(UpstreamVar(s), ""); u != "" {
+			c.Upstreams[s] = u
+		}
+	}
+	if c.KeyPepper == nil {
+		env.Fail("KEY_HASH_PEPPER", "is required (at least 32 bytes, e.g. 64 hex digits)")
+	}
+	if c.AdminToken != "" && len(c.AdminToken) < 16 {
+		env.Fail("ADMIN_TOKEN", "must be at least 16 characters")
+	}
+	if c.DefaultLimit.Limit < 1 || c.DefaultLimit.Window <= 0 {
+		env.Fail("RATE_LIMIT_DEFAULT", "limit and window must be positive")
+	}
+	if c.KeyRefresh <= 0 || c.KeyRefresh > 2*time.Second {
+		env.Fail("KEY_CACHE_REFRESH", "must be between 1ms and 2s (revocation must show within 2 s)")
+	}
+	if c.CursorSecret == nil {
+		c.CursorSecret = make([]byte, 32)
+		_, _ = rand.Read(c.CursorSecret)
+	}
+	return c, env.Err()
+}
+
+// Application is the wired gateway.
+type Application struct {
+	cfg     Config
+	log     *slog.Logger
+	public  *server.Server
+	admin   *server.Server
+	cache   *keys.Cache
+	limiter *ratelimit.Local
+}
+
+// New wires the gateway. The cleanup function releases what it opened.
+func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.Tracing) (*Application, func(), error) {
+	var cleanups []func()
+	cleanup := func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}
+	fail := func(err error) (*Application, func(), error) { cleanup(); return nil, func() {}, err }
+
+	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	pool, err := postgres.Connect(cctx, cfg.DatabaseURL)
+	if err != nil {
+		return fail(err)
+	}
+	cleanups = append(cleanups, pool.Close)
+	if err := postgres.Migrate(cctx, pool, log, migrations.Set); err != nil {
+		return fail(err)
+	}
+
+	reg := telemetry.NewRegistry()
+	hasher, err := keys.NewHasher(cfg.KeyPepper)
+	if err != nil {
+		return fail(err)
+	}
+	store := keys.NewStore(pool)
+	cache := keys.NewCache(store, hasher, cfg.KeyRefresh, log, reg)
+	if err := cache.Load(cctx); err != nil {
+		return fail(err)
+	}
+
+	local := ratelimit.NewLocal()
+	var limiter ratelimit.Limiter = local
+	if cfg.RedisURL != "" {
+		opts, err := redis.ParseURL(cfg.RedisURL)
+		if err != nil {
+			return fail(fmt.Errorf("REDIS_URL: %w", err))
+		}
+		rc := redis.NewClient(opts)
+		cleanups = append(cleanups, func() { _ = rc.Close() })
+		limiter = ratelimit.NewShared(rc, local, cfg.RedisTimeout, log, reg)
+	}
+
+	upstreams := map[string]*proxy.Upstream{}
+	var checks []server.Check
+	for name, raw := range cfg.Upstreams {
+		up, err := proxy.NewUpstream(name, raw, cfg.Proxy)
+		if err != nil {
+			return fail(err)
+		}
+		upstreams[name] = up
+		checks = append(checks, server.Check{Name: name, Fn: func(ctx context.Context) error {
+			d := time.Second
+			if dl, ok := ctx.Deadline(); ok {
+				d = time.Until(dl)
+			}
+			return up.Ready(d)
+		}})
+	}
+	checks = append(checks,
+		server.Check{Name: "database", Fn: postgres.Check(pool)},
+		server.Check{Name: "keys", Fn: func(context.Context) error {
+			if age := cache.Age(); age > 10*cfg.KeyRefresh+5*time.Second {
+				return fmt.Errorf("key cache is %s old", age.Round(time.Second))
+			}
+			return nil
+		}})
+
+	openapiJSON, err := openAPIJSON()
+	if err != nil {
+		return fail(err)
+	}
+	tracer := tracing.Tracer("gateway")
+	public := server.New(server.Config{Name: "gateway", Addr: cfg.HTTPAddr, BaseURL: cfg.PublicBaseURL,
+		ShutdownTimeout: cfg.ShutdownTimeout},
+		server.Deps{Log: log, Tracer: tracer, Registry: reg, Checks: checks})
+	public.App.Get("/v0/openapi.json", func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+		return c.Send(openapiJSON)
+	})
+	public.App.Use((&auth.Middleware{Cache: cache, Limiter: limiter, Default: cfg.DefaultLimit}).Handler())
+	public.App.All("/*", proxy.New(upstreams, cfg.Proxy).Handler())
+
+	validator := request.NewValidator()
+	if err := validator.Register("tenantid", func(v reflect.Value) bool { return admin.ValidTenantID(v.String()) }); err != nil {
+		return fail(err)
+	}
+	cursors, err := pagination.NewCodec(cfg.CursorSecret)
+	if err != nil {
+		return fail(err)
+	}
+	adminSrv := server.New(server.Config{Name: "gateway-admin", Addr: cfg.AdminAddr, BaseURL: cfg.PublicBaseURL,
+		Metrics: true, ShutdownTimeout: cfg.ShutdownTimeout},
+		server.Deps{Log: log, Tracer: tracer, Registry: reg, Checks: checks})
+	(&admin.Handlers{Store: store, Cache: cache, Hasher: hasher, Validator: validator, Cursors: cursors,
+		Token: cfg.AdminToken}).Register(adminSrv.App)
+
+	return &Application{cfg: cfg, log: log, public: public, admin: adminSrv, cache: cache, limiter: local}, cleanup, nil
+}
+
+// openAPIJSON renders the embedded OpenAPI document as JSON, validating it on the way.
+func openAPIJSON() ([]byte, error) {
+	doc, err := openapi3.NewLoader().LoadFromData(api.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("openapi: %w", err)
+	}
+	return json.Marshal(doc)
+}
+
+// Run serves until ctx ends, then shuts down gracefully.
+func (a *Application) Run(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { a.cache.Run(ctx); return nil })
+	g.Go(func() error { a.limiter.RunPruner(ctx, time.Minute); return nil })
+	g.Go(func() error { return a.public.Run(ctx) })
+	g.Go(func() error { return a.admin.Run(ctx) })
+	err := g.Wait()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,425 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/gateway/internal/proxy"
+	"github.com/customerapi/platform/gateway/internal/ratelimit"
+	"github.com/customerapi/platform/libs/postgres/pgtest"
+	"github.com/customerapi/platform/libs/telemetry"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+const adminToken = "test-admin-token-0123456789"
+
+// echo is a fake upstream that answers with what it received.
+func echo(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/readyz" {
+			w.WriteHeader(200)
+			return
+		}
+		if r.URL.Path == "/v0/topics/slow" {
+			time.Sleep(3 * time.Second)
+		}
+		hdr := map[string]string{}
+		for k := range r.Header {
+			hdr[k] = r.Header.Get(k)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Request-Id", r.Header.Get("X-Request-Id"))
+		_ = json.NewEncoder(w).Encode(map[string]any{"path": r.URL.RequestURI(), "method": r.Method, "headers": hdr})
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+type gw struct {
+	app    *Application
+	public string
+	admin  string
+}
+
+func start(t *testing.T, dbURL string, upstreams map[string]string, mutate ...func(*Config)) *gw {
+	t.Helper()
+	pub, _ := pgtest.FreePort()
+	adm, _ := pgtest.FreePort()
+	cfg := Config{
+		HTTPAddr: fmt.Sprintf("127.0.0.1:%d", pub), AdminAddr: fmt.Sprintf("127.0.0.1:%d", adm),
+		DatabaseURL: dbURL, AdminToken: adminToken, KeyPepper: []byte(strings.Repeat("p", 32)),
+		PublicBaseURL: "http://127.0.0.1:25001",
+		DefaultLimit:  ratelimit.Policy{Limit: 1000, Window: time.Second},
+		Upstreams:     upstreams,
+		Proxy:         proxy.Options{Timeout: time.Second, DialTimeout: 500 * time.Millisecond, MaxConns: 64},
+		KeyRefresh:    time.Second, LogLevel: "error", ShutdownTimeout: 2 * time.Second,
+		CursorSecret: []byte(strings.Repeat("c", 32)),
+	}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	tracing, _ := telemetry.SetupTracing(context.Background(), "gateway-test")
+	a, cleanup, err := New(context.Background(), cfg, log, tracing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; cleanup() })
+	g := &gw{app: a, public: "http://" + cfg.HTTPAddr, admin: "http://" + cfg.AdminAddr}
+	waitUp(t, g.public+"/healthz")
+	waitUp(t, g.admin+"/healthz")
+	return g
+}
+
+func waitUp(t *testing.T, url string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s never came up", url)
+}
+
+var contract = func() *apitest.Contract {
+	c, err := apitest.Load()
+	if err != nil {
+		panic(err)
+	}
+	return c
+}()
+
+func (g *gw) adminClient(t *testing.T) *apitest.Client {
+	return (&apitest.Client{T: t, Base: g.admin}).With("Authorization", "Bearer "+adminToken)
+}
+
+func (g *gw) client(t *testing.T, key string) *apitest.Client {
+	c := &apitest.Client{T: t, Base: g.public, Contract: contract}
+	if key != "" {
+		c = c.With("x-api-key", key)
+	}
+	return c
+}
+
+func (g *gw) newKey(t *testing.T, body map[string]any) (id, key string) {
+	t.Helper()
+	resp := g.adminClient(t).Do("POST", "/admin/v0/keys", body)
+	if resp.Status != 201 {
+		t.Fatalf("create key: %s", resp)
+	}
+	m := resp.Map()
+	return m["keyId"].(string), m["key"].(string)
+}
+
+func code(t *testing.T, r *apitest.Response) string {
+	t.Helper()
+	c, _ := r.Map()["code"].(string)
+	return c
+}
+
+func TestAuthentication(t *testing.T) {
+	up := echo(t)
+	g := start(t, pgtest.NewDatabase(t), map[string]string{"topics": up.URL})
+	_, key := g.newKey(t, map[string]any{"tenantIds": []string{"acme"}})
+	_, multi := g.newKey(t, map[string]any{"tenantIds": []string{"acme", "globex"}})
+
+	for name, tc := range map[string]struct {
+		key    string
+		status int
+		code   string
+	}{
+		"missing key":       {"", 401, "UNAUTHORIZED"},
+		"unknown key":       {"capi_" + strings.Repeat("x", 40), 401, "UNAUTHORIZED"},
+		"malformed key":     {"hello", 401, "UNAUTHORIZED"},
+		"multi-tenant key":  {multi, 403, "FORBIDDEN"},
+		"single-tenant key": {key, 200, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := g.client(t, tc.key)
+			if tc.status == 200 {
+				c.Contract = nil // the echo upstream is not the real topics service
+			}
+			resp := c.Do("GET", "/v0/topics", nil)
+			if resp.Status != tc.status || code(t, resp) != tc.code {
+				t.Fatalf("got %s", resp)
+			}
+			if tc.status == 401 && resp.Map()["detail"] != "authentication is required" {
+				t.Fatalf("detail = %v", resp.Map()["detail"])
+			}
+		})
+	}
+}
+
+func TestForwarding(t *testing.T) {
+	up := echo(t)
+	g := start(t, pgtest.NewDatabase(t), map[string]string{"topics": up.URL})
+	keyID, key := g.newKey(t, map[string]any{"tenantIds": []string{"acme"}})
+	c := g.client(t, key).With("X-Internal-Tenant-Id", "evil").With("X-Internal-Anything", "x").
+		With("X-Request-Id", "client-req-1")
+	c.Contract = nil // the echo upstream is not the real topics service
+	resp := c.Do("GET", "/v0/topics?limit=5", nil)
+	if resp.Status != 200 {
+		t.Fatalf("got %s", resp)
+	}
+	var got struct {
+		Path    string            `json:"path"`
+		Headers map[string]string `json:"headers"`
+	}
+	_ = resp.JSON(&got)
+	h := got.Headers
+	switch {
+	case got.Path != "/v0/topics?limit=5":
+		t.Errorf("path = %q", got.Path)
+	case h["X-Internal-Tenant-Id"] != "acme":
+		t.Errorf("tenant header = %q, want acme (client-sent value must be dropped)", h["X-Internal-Tenant-Id"])
+	case h["X-Internal-Key-Id"] != keyID:
+		t.Errorf("key ID header = %q", h["X-Internal-Key-Id"])
+	case h["X-Internal-Anything"] != "":
+		t.Errorf("client-sent internal header forwarded")
+	case h["X-Api-Key"] != "":
+		t.Errorf("API key forwarded to the service")
+	case h["X-Request-Id"] != "client-req-1" || resp.Header.Get("X-Request-Id") != "client-req-1":
+		t.Errorf("request ID not carried: %q / %q", h["X-Request-Id"], resp.Header.Get("X-Request-Id"))
+	case !strings.HasPrefix(h["Traceparent"], "00-"):
+		t.Errorf("traceparent = %q", h["Traceparent"])
+	}
+	for _, name := range []string{"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "RateLimit-Policy", "RateLimit"} {
+		if resp.Header.Get(name) == "" {
+			t.Errorf("proxied response lacks %s", name)
+		}
+	}
+}
+
+func TestRoutingAndUpstreamFailures(t *testing.T) {
+	up := echo(t)
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close()
+	g := start(t, pgtest.NewDatabase(t), map[string]string{"topics": up.URL, "pages": deadURL})
+	_, key := g.newKey(t, map[string]any{"tenantIds": []string{"acme"}})
+	c := g.client(t, key)
+
+	if r := c.Do("GET", "/v0/nothing-here", nil); r.Status != 404 || code(t, r) != "NOT_FOUND" {
+		t.Fatalf("unknown route: %s", r)
+	}
+	if r := c.Do("GET", "/v0/topicsX", nil); r.Status != 404 {
+		t.Fatalf("prefix must end at a segment: %s", r)
+	}
+	start := time.Now()
+	r := c.Do("GET", "/v0/pages", nil)
+	if r.Status != 503 || code(t, r) != "SERVICE_UNAVAILABLE" || time.Since(start) > 2*time.Second {
+		t.Fatalf("dead upstream: %s after %s", r, time.Since(start))
+	}
+	if r := c.Do("GET", "/v0/persons", nil); r.Status != 503 {
+		t.Fatalf("unconfigured service: %s", r)
+	}
+	start = time.Now()
+	r = c.Do("GET", "/v0/topics/slow", nil)
+	if r.Status != 503 || time.Since(start) > 2500*time.Millisecond {
+		t.Fatalf("slow upstream: %s after %s", r, time.Since(start))
+	}
+	// Aggregated readiness reports the dead upstream.
+	resp, err := http.Get(g.public + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || !strings.Contains(string(body), "pages") {
+		t.Fatalf("readyz = %d %s", resp.StatusCode, body)
+	}
+}
+
+func TestReadyWhenEveryUpstreamIsReady(t *testing.T) {
+	up := echo(t)
+	g := start(t, pgtest.NewDatabase(t), map[string]string{"topics": up.URL})
+	resp, err := http.Get(g.public + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("readyz = %d", resp.StatusCode)
+	}
+}
+
+func TestRateLimit(t *testing.T) {
+	up := echo(t)
+	g := start(t, pgtest.NewDatabase(t), map[string]string{"topics": up.URL})
+	_, key := g.newKey(t, map[string]any{"tenantIds": []string{"acme"}, "rateLimit": map[string]any{"limit": 5, "windowMs": 10000}})
+	c := g.client(t, key)
+	c.Contract = nil
+	for i := 0; i < 5; i++ {
+		r := c.Do("GET", "/v0/topics", nil)
+		if r.Status != 200 {
+			t.Fatalf("request %d: %s", i+1, r)
+		}
+		if got, want := r.Header.Get("RateLimit-Remaining"), fmt.Sprint(4-i); got != want {
+			t.Fatalf("request %d: remaining %s, want %s", i+1, got, want)
+		}
+		if r.Header.Get("RateLimit-Limit") != "5" || r.Header.Get("RateLimit-Policy") != `"default";q=5;w=10` {
+			t.Fatalf("headers %v", r.Header)
+		}
+	}
+	r := g.client(t, key).Do("GET", "/v0/topics", nil)
+	if r.Status != 429 || code(t, r) != "RATE_LIMITED" {
+		t.Fatalf("6th request: %s", r)
+	}
+	var env struct {
+		Details struct {
+			Limit      int   `json:"limit"`
+			Remaining  int   `json:"remaining"`
+			ResetTime  int64 `json:"resetTime"`
+			RetryAfter int   `json:"retryAfter"`
+		} `json:"details"`
+	}
+	_ = r.JSON(&env)
+	d := env.Details
+	now := time.Now().UnixMilli()
+	if d.Limit != 5 || d.Remaining != 0 || d.RetryAfter != 2 || d.ResetTime < now || d.ResetTime > now+3000 {
+		t.Fatalf("details = %+v", d)
+	}
+	if r.Header.Get("Retry-After") != "2" || r.Header.Get("RateLimit-Remaining") != "0" {
+		t.Fatalf("429 headers %v", r.Header)
+	}
+	// The default limit applies to keys without their own.
+	_, other := g.newKey(t, map[string]any{"tenantIds": []string{"acme"}})
+	if r := c.With("x-api-key", other).Do("GET", "/v0/topics", nil); r.Header.Get("RateLimit-Limit") != "1000" {
+		t.Fatalf("default limit header = %q", r.Header.Get("RateLimit-Limit"))
+	}
+}
+
+// Two replicas share one database: a key revoked through one stops working on the
+// other within 2 seconds, and a key created on one works on the other.
+func TestRevocationReachesOtherReplicas(t *testing.T) {
+	up := echo(t)
+	db := pgtest.NewDatabase(t)
+	a := start(t, db, map[string]string{"topics": up.URL})
+	b := start(t, db, map[string]string{"topics": up.URL})
+	keyID, key := a.newKey(t, map[string]any{"tenantIds": []string{"acme"}})
+	waitStatus(t, b.client(t, key), 200, 2*time.Second)
+	if r := a.adminClient(t).Do("DELETE", "/admin/v0/keys/"+keyID, nil); r.Status != 204 {
+		t.Fatalf("revoke: %s", r)
+	}
+	if r := a.client(t, key).Do("GET", "/v0/topics", nil); r.Status != 401 {
+		t.Fatalf("revoking replica still accepts the key: %s", r)
+	}
+	waitStatus(t, b.client(t, key), 401, 2*time.Second)
+}
+
+func waitStatus(t *testing.T, c *apitest.Client, status int, within time.Duration) {
+	t.Helper()
+	c.Contract = nil
+	start := time.Now()
+	for {
+		r := c.Do("GET", "/v0/topics", nil)
+		if r.Status == status {
+			return
+		}
+		if time.Since(start) > within {
+			t.Fatalf("status %d not reached within %s (last %s)", status, within, r)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestAdminAPI(t *testing.T) {
+	g := start(t, pgtest.NewDatabase(t), nil)
+	anon := &apitest.Client{T: t, Base: g.admin}
+	if r := anon.Do("GET", "/admin/v0/keys", nil); r.Status != 401 || code(t, r) != "UNAUTHORIZED" {
+		t.Fatalf("no token: %s", r)
+	}
+	if r := anon.With("Authorization", "Bearer wrong").Do("GET", "/admin/v0/keys", nil); r.Status != 401 {
+		t.Fatalf("wrong token: %s", r)
+	}
+	c := g.adminClient(t)
+	for name, body := range map[string]any{
+		"no tenants":     map[string]any{"tenantIds": []string{}},
+		"bad tenant":     map[string]any{"tenantIds": []string{"has space"}},
+		"zero limit":     map[string]any{"tenantIds": []string{"a"}, "rateLimit": map[string]any{"limit": 0, "windowMs": 1000}},
+		"unknown field":  map[string]any{"tenantIds": []string{"a"}, "admin": true},
+		"missing window": map[string]any{"tenantIds": []string{"a"}, "rateLimit": map[string]any{"limit": 5}},
+		"malformed":      apitest.Raw(`{"tenantIds":`),
+	} {
+		if r := c.Do("POST", "/admin/v0/keys", body); r.Status != 400 || code(t, r) != "VALIDATION_ERROR" {
+			t.Errorf("%s: %s", name, r)
+		}
+	}
+	id, key := g.newKey(t, map[string]any{"tenantIds": []string{"acme"}, "name": "ci", "rateLimit": map[string]any{"limit": 10, "windowMs": 1000}})
+	if !strings.HasPrefix(key, "capi_") || len(key) != 45 {
+		t.Fatalf("key = %q", key)
+	}
+	r := c.Do("GET", "/admin/v0/keys/"+id, nil)
+	m := r.Map()
+	if r.Status != 200 || m["key"] != nil || m["prefix"] != key[:11] || m["revokedAt"] != nil {
+		t.Fatalf("get key: %s", r)
+	}
+	if strings.Contains(string(r.Body), key) {
+		t.Fatal("plaintext key shown after creation")
+	}
+	if r := c.Do("GET", "/admin/v0/keys?limit=1", nil); r.Status != 200 || len(r.Map()["items"].([]any)) != 1 {
+		t.Fatalf("list: %s", r)
+	}
+	if r := c.Do("DELETE", "/admin/v0/keys/key_nope", nil); r.Status != 404 {
+		t.Fatalf("revoke unknown: %s", r)
+	}
+	if r := c.Do("DELETE", "/admin/v0/keys/"+id, nil); r.Status != 204 {
+		t.Fatalf("revoke: %s", r)
+	}
+	if r := c.Do("DELETE", "/admin/v0/keys/"+id, nil); r.Status != 204 {
+		t.Fatalf("revoke twice: %s", r)
+	}
+	if r := c.Do("GET", "/admin/v0/keys/"+id, nil); r.Map()["revokedAt"] == nil {
+		t.Fatalf("revoked key shows no revokedAt: %s", r)
+	}
+	metrics, err := http.Get(g.admin + "/metrics")
+	if err != nil || metrics.StatusCode != 200 {
+		t.Fatalf("admin /metrics: %v", err)
+	}
+	metrics.Body.Close()
+}
+
+func TestOpenAPIIsPublic(t *testing.T) {
+	g := start(t, pgtest.NewDatabase(t), nil)
+	r := g.client(t, "").Do("GET", "/v0/openapi.json", nil)
+	if r.Status != 200 || r.Map()["openapi"] != "3.0.3" {
+		t.Fatalf("openapi.json: %d", r.Status)
+	}
+	if r := (&apitest.Client{T: t, Base: g.public}).Do("GET", "/metrics", nil); r.Status != 401 {
+		t.Fatalf("/metrics must not be public on the API listener: %d", r.Status)
+	}
+}
+
+func TestBodyLimitAndBadInput(t *testing.T) {
+	var hits atomic.Int32
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer up.Close()
+	g := start(t, pgtest.NewDatabase(t), map[string]string{"topics": up.URL})
+	_, key := g.newKey(t, map[string]any{"tenantIds": []string{"acme"}})
+	big := apitest.Raw(`{"title":"` + strings.Repeat("a", 1<<20) + `"}`)
+	r := g.client(t, key).Do("POST", "/v0/topics", big)
+	if r.Status != 400 || code(t, r) != "VALIDATION_ERROR" {
+		t.Fatalf("oversized body: %d %s", r.Status, r.Map()["code"])
+	}
+	if hits.Load() != 0 {
+		t.Fatal("oversized body reached the service")
+	}
+}

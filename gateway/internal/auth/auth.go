@@ -1,0 +1,103 @@
+// Package auth is the gateway's front door: it checks x-api-key against the key cache,
+// refuses multi-tenant keys, applies the key's rate limit and sets the rate-limit headers.
+package auth
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/customerapi/platform/gateway/internal/keys"
+	"github.com/customerapi/platform/gateway/internal/ratelimit"
+	"github.com/customerapi/platform/libs/apierror"
+)
+
+// HeaderAPIKey carries the caller's API key.
+const HeaderAPIKey = "x-api-key"
+
+const localsKey = "auth.key"
+
+// Middleware authenticates every request that reaches it.
+type Middleware struct {
+	Cache   *keys.Cache
+	Limiter ratelimit.Limiter
+	// Default applies to keys without their own limit.
+	Default ratelimit.Policy
+	now     func() time.Time
+}
+
+// Handler returns the Fiber middleware.
+func (m *Middleware) Handler() fiber.Handler {
+	now := m.now
+	if now == nil {
+		now = time.Now
+	}
+	return func(c *fiber.Ctx) error {
+		key := m.Cache.Lookup(c.Get(HeaderAPIKey))
+		if key == nil {
+			return apierror.Unauthorized()
+		}
+		if len(key.TenantIDs) != 1 {
+			return apierror.Forbidden("multi-tenant API keys are not supported; use a key issued for a single tenant")
+		}
+		p := m.Default
+		if key.RateLimit != nil {
+			p = ratelimit.Policy{Limit: key.RateLimit.Limit, Window: key.RateLimit.Window}
+		}
+		d := m.Limiter.Allow(c.UserContext(), key.ID, p)
+		if !d.Allowed {
+			setHeaders(c, p, d)
+			return rateLimited(now(), d)
+		}
+		c.Locals(localsKey, key)
+		err := c.Next()
+		// After the upstream answered: its response replaced ours, so set the headers now.
+		setHeaders(c, p, d)
+		return err
+	}
+}
+
+// Key returns the authenticated key of the request.
+func Key(c *fiber.Ctx) *keys.Key {
+	k, _ := c.Locals(localsKey).(*keys.Key)
+	return k
+}
+
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64(math.Ceil(d.Seconds()))
+}
+
+// setHeaders writes the classic RateLimit-* headers and the IETF draft's structured
+// RateLimit-Policy and RateLimit fields.
+func setHeaders(c *fiber.Ctx, p ratelimit.Policy, d ratelimit.Decision) {
+	limit := strconv.Itoa(d.Limit)
+	remaining := strconv.Itoa(d.Remaining)
+	reset := strconv.FormatInt(ceilSeconds(d.ResetAfter), 10)
+	c.Set("RateLimit-Limit", limit)
+	c.Set("RateLimit-Remaining", remaining)
+	c.Set("RateLimit-Reset", reset)
+	c.Set("RateLimit-Policy", `"default";q=`+limit+`;w=`+strconv.FormatInt(max(ceilSeconds(p.Window), 1), 10))
+	c.Set("RateLimit", `"default";r=`+remaining+`;t=`+reset)
+}
+
+// rateLimited is the spec's 429 with its details and a Retry-After header.
+func rateLimited(now time.Time, d ratelimit.Decision) *apierror.Error {
+	retry := ceilSeconds(d.RetryAfter)
+	if retry == 0 {
+		retry = 1 // never tell a client to retry "in 0 seconds" after refusing it
+	}
+	e := apierror.New(fiber.StatusTooManyRequests, apierror.CodeRateLimited,
+		"rate limit exceeded; retry after "+strconv.FormatInt(retry, 10)+" s")
+	e.Details = map[string]any{
+		"limit":      d.Limit,
+		"remaining":  0,
+		"resetTime":  now.Add(d.RetryAfter).UnixMilli(),
+		"retryAfter": retry,
+	}
+	return e.WithHeader(fiber.HeaderRetryAfter, strconv.FormatInt(retry, 10))
+}

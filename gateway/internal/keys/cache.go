@@ -1,0 +1,150 @@
+package keys
+
+import (
+	"context"
+	"crypto/subtle"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Cache holds every active key in memory, so verifying a key never costs a database
+// round trip. It reloads on a notification from the database (immediately, on every
+// replica) and at least every RefreshEvery as a backstop, which bounds how long a revoked
+// key keeps working.
+type Cache struct {
+	store   *Store
+	hasher  *Hasher
+	log     *slog.Logger
+	every   time.Duration
+	byHash  atomic.Pointer[map[[32]byte]*Key]
+	loaded  atomic.Int64 // unix nanos of the last successful load
+	reloads prometheus.Counter
+	size    prometheus.Gauge
+}
+
+// NewCache returns an empty cache; call Load before serving, then Run.
+func NewCache(store *Store, hasher *Hasher, every time.Duration, log *slog.Logger, reg prometheus.Registerer) *Cache {
+	c := &Cache{store: store, hasher: hasher, log: log, every: every,
+		reloads: prometheus.NewCounter(prometheus.CounterOpts{Name: "gateway_key_cache_reloads_total", Help: "Reloads of the API key cache."}),
+		size:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "gateway_key_cache_keys", Help: "Active API keys in the cache."}),
+	}
+	if reg != nil {
+		reg.MustRegister(c.reloads, c.size)
+	}
+	empty := map[[32]byte]*Key{}
+	c.byHash.Store(&empty)
+	return c
+}
+
+// Lookup returns the active key for a presented plaintext key, or nil.
+func (c *Cache) Lookup(presented string) *Key {
+	if !WellFormed(presented) {
+		return nil
+	}
+	h := c.hasher.Hash(presented)
+	k := (*c.byHash.Load())[h]
+	if k == nil {
+		return nil
+	}
+	// The map lookup found it by hash; compare again in constant time as a matter of
+	// principle, so no timing depends on how much of the hash matched.
+	if subtle.ConstantTimeCompare(k.Hash[:], h[:]) != 1 {
+		return nil
+	}
+	return k
+}
+
+// Put adds a key at once (used by the replica that created it).
+func (c *Cache) Put(k Key) {
+	old := *c.byHash.Load()
+	next := make(map[[32]byte]*Key, len(old)+1)
+	for h, v := range old {
+		next[h] = v
+	}
+	next[k.Hash] = &k
+	c.byHash.Store(&next)
+}
+
+// Remove drops a key at once (used by the replica that revoked it).
+func (c *Cache) Remove(hash [32]byte) {
+	old := *c.byHash.Load()
+	next := make(map[[32]byte]*Key, len(old))
+	for h, v := range old {
+		if h != hash {
+			next[h] = v
+		}
+	}
+	c.byHash.Store(&next)
+}
+
+// Load replaces the cache with the active keys of the database.
+func (c *Cache) Load(ctx context.Context) error {
+	ks, err := c.store.Active(ctx)
+	if err != nil {
+		return err
+	}
+	next := make(map[[32]byte]*Key, len(ks))
+	for i := range ks {
+		next[ks[i].Hash] = &ks[i]
+	}
+	c.byHash.Store(&next)
+	c.loaded.Store(time.Now().UnixNano())
+	c.reloads.Inc()
+	c.size.Set(float64(len(next)))
+	return nil
+}
+
+// Age is the time since the last successful load.
+func (c *Cache) Age() time.Duration {
+	return time.Since(time.Unix(0, c.loaded.Load()))
+}
+
+// Run keeps the cache fresh until ctx ends: it listens for the api_keys notification
+// and reloads on each, and reloads every RefreshEvery regardless.
+func (c *Cache) Run(ctx context.Context) {
+	for ctx.Err() == nil {
+		if err := c.listen(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn("key cache listener failed; polling until it reconnects", slog.Any("error", err))
+			c.reload(ctx)
+			select {
+			case <-ctx.Done():
+			case <-time.After(c.every):
+			}
+		}
+	}
+}
+
+func (c *Cache) reload(ctx context.Context) {
+	if err := c.Load(ctx); err != nil && ctx.Err() == nil {
+		c.log.Warn("key cache reload failed; serving the previous keys", slog.Any("error", err))
+	}
+}
+
+func (c *Cache) listen(ctx context.Context) error {
+	pc, err := c.store.Pool().Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	conn := pc.Hijack()
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN api_keys"); err != nil {
+		return err
+	}
+	c.reload(ctx) // changes made before LISTEN took effect
+	for {
+		wctx, cancel := context.WithTimeout(ctx, c.every)
+		err := conn.PgConn().WaitForNotification(wctx)
+		cancel()
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil && !pgconn.Timeout(err) {
+			return err
+		}
+		c.reload(ctx)
+	}
+}
