@@ -27,6 +27,10 @@ import (
 type Check struct {
 	Name string
 	Fn   func(ctx context.Context) error
+	// Optional checks are reported but do not make the process unready: the broker is
+	// one, since the outbox keeps writes safe while Kafka is away, and taking every pod
+	// out of service for it would turn a broker outage into an API outage.
+	Optional bool
 }
 
 // Config configures a server.
@@ -121,12 +125,13 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-// Ready runs every readiness check concurrently and returns the failures by name.
-func (s *Server) Ready(ctx context.Context) map[string]string {
-	failed := map[string]string{}
+// Ready runs every readiness check concurrently and returns the failures by name:
+// required ones in failed, optional ones in degraded.
+func (s *Server) Ready(ctx context.Context) (failed, degraded map[string]string) {
+	failed, degraded = map[string]string{}, map[string]string{}
 	if s.draining.Load() {
 		failed["server"] = "shutting down"
-		return failed
+		return failed, degraded
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.ReadyTimeout)
 	defer cancel()
@@ -138,18 +143,25 @@ func (s *Server) Ready(ctx context.Context) map[string]string {
 			defer wg.Done()
 			if err := ch.Fn(ctx); err != nil {
 				mu.Lock()
-				failed[ch.Name] = err.Error()
+				if ch.Optional {
+					degraded[ch.Name] = err.Error()
+				} else {
+					failed[ch.Name] = err.Error()
+				}
 				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	return failed
+	return failed, degraded
 }
 
 func (s *Server) readyz(c *fiber.Ctx) error {
-	failed := s.Ready(c.UserContext())
+	failed, degraded := s.Ready(c.UserContext())
 	if len(failed) == 0 {
+		if len(degraded) > 0 {
+			return c.JSON(fiber.Map{"status": "degraded", "degraded": degraded})
+		}
 		return c.JSON(fiber.Map{"status": "ready"})
 	}
 	e := apierror.Unavailable(fmt.Sprintf("%s is not ready", s.cfg.Name))

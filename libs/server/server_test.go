@@ -136,6 +136,10 @@ func TestProbesAndMetrics(t *testing.T) {
 	if status, _, _ := do(t, sick, "GET", "/healthz", "", nil); status != 200 {
 		t.Fatalf("healthz = %d", status)
 	}
+	degraded := newTestServer(t, Check{Name: "kafka", Optional: true, Fn: func(context.Context) error { return errors.New("away") }})
+	if status, _, body := do(t, degraded, "GET", "/readyz", "", nil); status != 200 || !strings.Contains(string(body), `"kafka":"away"`) {
+		t.Fatalf("optional check failing: %d %s", status, body)
+	}
 	do(t, healthy, "GET", "/conflict", "", nil)
 	_, _, metrics := do(t, healthy, "GET", "/metrics", "", nil)
 	if !strings.Contains(string(metrics), `http_server_requests_total{method="GET",route="/conflict",server="test",status="409"} 1`) {
@@ -153,7 +157,7 @@ func TestGracefulShutdownFailsReadiness(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if failed := s.Ready(context.Background()); failed["server"] == "" {
+	if failed, _ := s.Ready(context.Background()); failed["server"] == "" {
 		t.Fatalf("ready after shutdown: %v", failed)
 	}
 }

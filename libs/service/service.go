@@ -1,0 +1,208 @@
+// Package service is the runtime every service shares: configuration of the common
+// settings, the database pool and migrations, telemetry, the HTTP server with its probes,
+// the outbox relay, background tasks, and graceful shutdown. A service's main only names
+// itself, its migrations and its routes.
+package service
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/customerapi/platform/libs/config"
+	"github.com/customerapi/platform/libs/consumer"
+	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/outbox"
+	"github.com/customerapi/platform/libs/pagination"
+	"github.com/customerapi/platform/libs/postgres"
+	"github.com/customerapi/platform/libs/request"
+	"github.com/customerapi/platform/libs/server"
+	"github.com/customerapi/platform/libs/telemetry"
+	"github.com/customerapi/platform/libs/tenant"
+)
+
+// Config holds the settings every service shares.
+type Config struct {
+	// Name is the service name (logs, metrics, traces, consumer groups).
+	Name string
+	// HTTPAddr is the listen address (HTTP_ADDR).
+	HTTPAddr string
+	// DatabaseURL is the service's own database (DATABASE_URL).
+	DatabaseURL string
+	// PublicBaseURL is the API's public address, used in error type URLs and absolute
+	// links (PUBLIC_BASE_URL).
+	PublicBaseURL string
+	// CursorSecret signs pagination cursors (CURSOR_SECRET, at least 16 bytes; random per
+	// process when unset, which breaks cursors across replicas and restarts).
+	CursorSecret []byte
+	Kafka        events.KafkaConfig
+	// LogLevel is debug, info, warn or error (LOG_LEVEL).
+	LogLevel string
+	// ShutdownTimeout bounds graceful shutdown (SHUTDOWN_TIMEOUT).
+	ShutdownTimeout time.Duration
+}
+
+// ConfigFromEnv reads the shared settings; defaultAddr is the service's local port.
+func ConfigFromEnv(env *config.Env, name, defaultAddr string) Config {
+	c := Config{
+		Name:            name,
+		HTTPAddr:        env.String("HTTP_ADDR", defaultAddr),
+		DatabaseURL:     env.Required("DATABASE_URL"),
+		PublicBaseURL:   env.String("PUBLIC_BASE_URL", "http://127.0.0.1:25001"),
+		CursorSecret:    env.Secret("CURSOR_SECRET", 16),
+		Kafka:           events.KafkaFromEnv(env),
+		LogLevel:        env.String("LOG_LEVEL", "info"),
+		ShutdownTimeout: env.Duration("SHUTDOWN_TIMEOUT", 20*time.Second),
+	}
+	if c.CursorSecret == nil {
+		c.CursorSecret = make([]byte, 32)
+		_, _ = rand.Read(c.CursorSecret)
+	}
+	return c
+}
+
+// Runtime is a running service's shared machinery.
+type Runtime struct {
+	Config    Config
+	Log       *slog.Logger
+	Tracer    trace.Tracer
+	Registry  *prometheus.Registry
+	Pool      *pgxpool.Pool
+	Server    *server.Server
+	Validator *request.Validator
+	Cursors   *pagination.Codec
+	// API is the router for the service's /v0 routes; requests on it carry a tenant.
+	API fiber.Router
+
+	writer    *kafka.Writer
+	relay     *outbox.Relay
+	consumerM *consumer.Metrics
+	tasks     []func(ctx context.Context) error
+	cleanups  []func()
+}
+
+// New connects the database, applies the migrations (the outbox's and the inbox's are
+// always included), and builds the server with its readiness checks.
+func New(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.Logger, migrations ...postgres.MigrationSet) (*Runtime, error) {
+	rt := &Runtime{Config: cfg, Log: log, Tracer: tracing.Tracer(cfg.Name), Registry: telemetry.NewRegistry(),
+		Validator: request.NewValidator()}
+	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	pool, err := postgres.Connect(cctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	rt.Pool = pool
+	rt.cleanups = append(rt.cleanups, pool.Close)
+	sets := append([]postgres.MigrationSet{outbox.Migrations, consumer.Migrations}, migrations...)
+	if err := postgres.Migrate(cctx, pool, log, sets...); err != nil {
+		rt.Close()
+		return nil, err
+	}
+	if rt.Cursors, err = pagination.NewCodec(cfg.CursorSecret); err != nil {
+		rt.Close()
+		return nil, err
+	}
+	rt.writer = cfg.Kafka.Writer()
+	rt.cleanups = append(rt.cleanups, func() { _ = rt.writer.Close() })
+	rt.relay = &outbox.Relay{Pool: pool, Publisher: rt.writer, Log: log,
+		Metrics: outbox.NewMetrics(rt.Registry), CreateTopics: cfg.Kafka.EnsureTopics}
+	rt.Server = server.New(server.Config{Name: cfg.Name, Addr: cfg.HTTPAddr, BaseURL: cfg.PublicBaseURL,
+		Metrics: true, ShutdownTimeout: cfg.ShutdownTimeout},
+		server.Deps{Log: log, Tracer: rt.Tracer, Registry: rt.Registry, Checks: []server.Check{
+			{Name: "database", Fn: postgres.Check(pool)},
+			{Name: "kafka", Fn: cfg.Kafka.Check, Optional: true},
+		}})
+	rt.API = rt.Server.App.Group("/v0", tenant.Middleware())
+	return rt, nil
+}
+
+// Go adds a background task that runs alongside the server until shutdown.
+func (rt *Runtime) Go(task func(ctx context.Context) error) { rt.tasks = append(rt.tasks, task) }
+
+// Consume adds a Kafka consumer as a background task, with the runtime's database,
+// logger, tracer and metrics.
+func (rt *Runtime) Consume(c *consumer.Consumer) {
+	if rt.consumerM == nil {
+		rt.consumerM = consumer.NewMetrics(rt.Registry)
+	}
+	c.Kafka, c.Pool, c.Log, c.Tracer, c.Metrics = rt.Config.Kafka, rt.Pool, rt.Log, rt.Tracer, rt.consumerM
+	rt.Go(c.Run)
+}
+
+// Run serves and runs the relay and tasks until ctx ends, then shuts down gracefully.
+func (rt *Runtime) Run(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return rt.relay.Run(ctx) })
+	for _, task := range rt.tasks {
+		g.Go(func() error { return task(ctx) })
+	}
+	g.Go(func() error { return rt.Server.Run(ctx) })
+	err := g.Wait()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// Close releases the pool and the Kafka writer.
+func (rt *Runtime) Close() {
+	for i := len(rt.cleanups) - 1; i >= 0; i-- {
+		rt.cleanups[i]()
+	}
+}
+
+// Main is the whole main function of a service: it reads the shared configuration
+// (defaultAddr is the local listen address), sets up logs and traces, builds the runtime,
+// lets setup add the service's routes and tasks, and runs until SIGINT or SIGTERM.
+func Main(name, defaultAddr string, migrations []postgres.MigrationSet, setup func(rt *Runtime, env *config.Env) error) {
+	if err := run(name, defaultAddr, migrations, setup); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(1)
+	}
+}
+
+func run(name, defaultAddr string, migrations []postgres.MigrationSet, setup func(rt *Runtime, env *config.Env) error) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	env := config.FromOS()
+	cfg := ConfigFromEnv(env, name, defaultAddr)
+	if err := env.Err(); err != nil {
+		return err
+	}
+	log := telemetry.NewLogger(os.Stdout, name, cfg.LogLevel)
+	tracing, err := telemetry.SetupTracing(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = tracing.Shutdown(sctx)
+	}()
+	rt, err := New(ctx, cfg, tracing, log, migrations...)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	if err := setup(rt, env); err != nil {
+		return err
+	}
+	if err := env.Err(); err != nil { // settings the service itself read in setup
+		return err
+	}
+	return rt.Run(ctx)
+}

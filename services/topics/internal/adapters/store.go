@@ -1,0 +1,369 @@
+// Package adapters stores the topics context in PostgreSQL; every change writes its event
+// to the outbox in the same transaction.
+package adapters
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/outbox"
+	"github.com/customerapi/platform/libs/postgres"
+	"github.com/customerapi/platform/services/topics/internal/domain"
+)
+
+// Store is the topics repository.
+type Store struct{ pool *pgxpool.Pool }
+
+// NewStore returns a Store on pool.
+func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// After is a keyset position: the sortOrder and ID of the last item seen.
+type After struct {
+	SortOrder int64
+	ID        string
+}
+
+// Keys renders a position for a cursor.
+func (a After) Keys() []string { return []string{strconv.FormatInt(a.SortOrder, 10), a.ID} }
+
+// ParseAfter reads a position from cursor keys; nil keys mean the first page.
+func ParseAfter(keys []string) (*After, error) {
+	if keys == nil {
+		return nil, nil
+	}
+	if len(keys) != 2 {
+		return nil, errors.New("malformed position")
+	}
+	n, err := strconv.ParseInt(keys[0], 10, 64)
+	if err != nil {
+		return nil, errors.New("malformed position")
+	}
+	return &After{SortOrder: n, ID: keys[1]}, nil
+}
+
+func emit(ctx context.Context, tx pgx.Tx, tenantID, typ, subject string, payload any) error {
+	e, err := events.New(tenantID, typ, subject, payload)
+	if err != nil {
+		return err
+	}
+	return outbox.Add(ctx, tx, events.TopicTopics, e)
+}
+
+const topicCols = "topic_id, tenant_id, title, purpose, sort_order, is_default, created_at, updated_at"
+
+func scanTopic(r pgx.Row) (domain.Topic, error) {
+	var t domain.Topic
+	err := r.Scan(&t.ID, &t.TenantID, &t.Title, &t.Purpose, &t.SortOrder, &t.IsDefault, &t.CreatedAt, &t.UpdatedAt)
+	return t, err
+}
+
+const entryCols = "topic_entry_id, topic_id, sort_order, content_type, content, created_at, updated_at"
+
+func scanEntry(r pgx.Row) (domain.Entry, error) {
+	var e domain.Entry
+	err := r.Scan(&e.ID, &e.TopicID, &e.SortOrder, &e.Content.Type, &e.Content.Text, &e.CreatedAt, &e.UpdatedAt)
+	return e, err
+}
+
+// clearDefault makes no other topic of the tenant the default. A transaction-scoped
+// advisory lock per tenant serialises concurrent default changes.
+func clearDefault(ctx context.Context, tx pgx.Tx, tenantID, except string) error {
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended('topics-default:' || $1, 0))", tenantID); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, "UPDATE topics SET is_default = false WHERE tenant_id = $1 AND is_default AND topic_id <> $2", tenantID, except)
+	return err
+}
+
+// CreateTopic stores a new topic.
+func (s *Store) CreateTopic(ctx context.Context, t domain.Topic) error {
+	return postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if t.IsDefault {
+			if err := clearDefault(ctx, tx, t.TenantID, t.ID); err != nil {
+				return fmt.Errorf("clear default: %w", err)
+			}
+		}
+		_, err := tx.Exec(ctx, "INSERT INTO topics ("+topicCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+			t.ID, t.TenantID, t.Title, t.Purpose, t.SortOrder, t.IsDefault, t.CreatedAt, t.UpdatedAt)
+		if err != nil {
+			return fmt.Errorf("insert topic: %w", err)
+		}
+		return emit(ctx, tx, t.TenantID, domain.EventTopicCreated, t.ID, domain.NewTopicEvent(t))
+	})
+}
+
+// UpdateTopic locks the topic, lets fn change it, and stores the result when fn reports
+// a change. It returns the topic with its entries.
+func (s *Store) UpdateTopic(ctx context.Context, tenantID, id string, fn func(*domain.Topic) bool) (domain.Topic, error) {
+	var out domain.Topic
+	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		t, err := scanTopic(tx.QueryRow(ctx, "SELECT "+topicCols+" FROM topics WHERE tenant_id = $1 AND topic_id = $2 FOR UPDATE", tenantID, id))
+		if postgres.IsNoRows(err) {
+			return domain.ErrTopicNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("load topic: %w", err)
+		}
+		if fn(&t) {
+			if t.IsDefault {
+				if err := clearDefault(ctx, tx, tenantID, t.ID); err != nil {
+					return fmt.Errorf("clear default: %w", err)
+				}
+			}
+			_, err := tx.Exec(ctx, `UPDATE topics SET title = $3, purpose = $4, sort_order = $5, is_default = $6, updated_at = $7
+				WHERE tenant_id = $1 AND topic_id = $2`, tenantID, id, t.Title, t.Purpose, t.SortOrder, t.IsDefault, t.UpdatedAt)
+			if err != nil {
+				return fmt.Errorf("update topic: %w", err)
+			}
+			if err := emit(ctx, tx, tenantID, domain.EventTopicUpdated, t.ID, domain.NewTopicEvent(t)); err != nil {
+				return err
+			}
+		}
+		if t.Entries, err = entriesOf(ctx, tx, tenantID, []string{t.ID}); err != nil {
+			return err
+		}
+		out = t
+		return nil
+	})
+	return out, mapUniqueDefault(err)
+}
+
+// mapUniqueDefault turns a lost race on the one-default index into a domain error.
+func mapUniqueDefault(err error) error {
+	if postgres.IsCode(err, postgres.UniqueViolation) && postgres.ConstraintOf(err) == "topics_one_default" {
+		return domain.ErrDefaultConflict
+	}
+	return err
+}
+
+// DeleteTopic removes a topic and its entries.
+func (s *Store) DeleteTopic(ctx context.Context, tenantID, id string) error {
+	return postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, "DELETE FROM topics WHERE tenant_id = $1 AND topic_id = $2", tenantID, id)
+		if err != nil {
+			return fmt.Errorf("delete topic: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return domain.ErrTopicNotFound
+		}
+		return emit(ctx, tx, tenantID, domain.EventTopicDeleted, id, domain.TopicEvent{TopicID: id})
+	})
+}
+
+// querier is what reads need: a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// entriesOf returns the entries of the given topics in list order. With one topic, the
+// result is that topic's entries.
+func entriesOf(ctx context.Context, q querier, tenantID string, topicIDs []string) ([]domain.Entry, error) {
+	rows, err := q.Query(ctx, "SELECT "+entryCols+` FROM topic_entries
+		WHERE tenant_id = $1 AND topic_id = ANY($2) ORDER BY topic_id, sort_order, topic_entry_id`, tenantID, topicIDs)
+	if err != nil {
+		return nil, fmt.Errorf("load entries: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Entry, error) { return scanEntry(r) })
+	if err != nil {
+		return nil, fmt.Errorf("load entries: %w", err)
+	}
+	return out, nil
+}
+
+// GetTopic returns a topic with its entries.
+func (s *Store) GetTopic(ctx context.Context, tenantID, id string) (domain.Topic, error) {
+	t, err := scanTopic(s.pool.QueryRow(ctx, "SELECT "+topicCols+" FROM topics WHERE tenant_id = $1 AND topic_id = $2", tenantID, id))
+	if postgres.IsNoRows(err) {
+		return domain.Topic{}, domain.ErrTopicNotFound
+	}
+	if err != nil {
+		return domain.Topic{}, fmt.Errorf("get topic: %w", err)
+	}
+	if t.Entries, err = entriesOf(ctx, s.pool, tenantID, []string{id}); err != nil {
+		return domain.Topic{}, err
+	}
+	return t, nil
+}
+
+// ListTopics returns up to limit topics after the position, each with its entries, and
+// the tenant's topic count.
+func (s *Store) ListTopics(ctx context.Context, tenantID string, after *After, limit int) ([]domain.Topic, int64, error) {
+	b := &pgx.Batch{}
+	if after == nil {
+		b.Queue("SELECT "+topicCols+" FROM topics WHERE tenant_id = $1 ORDER BY sort_order, topic_id LIMIT $2", tenantID, limit)
+	} else {
+		b.Queue("SELECT "+topicCols+` FROM topics WHERE tenant_id = $1 AND (sort_order, topic_id) > ($2, $3)
+			ORDER BY sort_order, topic_id LIMIT $4`, tenantID, after.SortOrder, after.ID, limit)
+	}
+	b.Queue("SELECT count(*) FROM topics WHERE tenant_id = $1", tenantID)
+	br := s.pool.SendBatch(ctx, b)
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return nil, 0, fmt.Errorf("list topics: %w", err)
+	}
+	topics, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Topic, error) { return scanTopic(r) })
+	if err != nil {
+		br.Close()
+		return nil, 0, fmt.Errorf("list topics: %w", err)
+	}
+	var total int64
+	if err := br.QueryRow().Scan(&total); err != nil {
+		br.Close()
+		return nil, 0, fmt.Errorf("count topics: %w", err)
+	}
+	if err := br.Close(); err != nil {
+		return nil, 0, fmt.Errorf("list topics: %w", err)
+	}
+	if len(topics) == 0 {
+		return topics, total, nil
+	}
+	ids := make([]string, len(topics))
+	index := make(map[string]int, len(topics))
+	for i, t := range topics {
+		ids[i], index[t.ID] = t.ID, i
+		topics[i].Entries = []domain.Entry{}
+	}
+	entries, err := entriesOf(ctx, s.pool, tenantID, ids)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, e := range entries {
+		i := index[e.TopicID]
+		topics[i].Entries = append(topics[i].Entries, e)
+	}
+	return topics, total, nil
+}
+
+// AddEntry stores a new entry under a topic, within the per-topic limit.
+func (s *Store) AddEntry(ctx context.Context, tenantID string, e domain.Entry) error {
+	return postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		// Lock the topic: concurrent additions count one after another.
+		var n int
+		err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM topic_entries WHERE tenant_id = $1 AND topic_id = $2)
+			FROM topics WHERE tenant_id = $1 AND topic_id = $2 FOR UPDATE`, tenantID, e.TopicID).Scan(&n)
+		if postgres.IsNoRows(err) {
+			return domain.ErrTopicNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("lock topic: %w", err)
+		}
+		if n >= domain.MaxEntriesPerTopic {
+			return domain.ErrTooManyEntries
+		}
+		_, err = tx.Exec(ctx, "INSERT INTO topic_entries (tenant_id, "+entryCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+			tenantID, e.ID, e.TopicID, e.SortOrder, e.Content.Type, e.Content.Text, e.CreatedAt, e.UpdatedAt)
+		if err != nil {
+			return fmt.Errorf("insert entry: %w", err)
+		}
+		return emit(ctx, tx, tenantID, domain.EventEntryCreated, e.TopicID, domain.NewEntryEvent(e))
+	})
+}
+
+// UpdateEntry locks an entry of a topic, lets fn change it and stores the result.
+func (s *Store) UpdateEntry(ctx context.Context, tenantID, topicID, entryID string, fn func(*domain.Entry) bool) (domain.Entry, error) {
+	var out domain.Entry
+	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		e, err := scanEntry(tx.QueryRow(ctx, "SELECT "+entryCols+` FROM topic_entries
+			WHERE tenant_id = $1 AND topic_id = $2 AND topic_entry_id = $3 FOR UPDATE`, tenantID, topicID, entryID))
+		if postgres.IsNoRows(err) {
+			return s.missing(ctx, tx, tenantID, topicID)
+		}
+		if err != nil {
+			return fmt.Errorf("load entry: %w", err)
+		}
+		if fn(&e) {
+			_, err := tx.Exec(ctx, `UPDATE topic_entries SET sort_order = $4, content_type = $5, content = $6, updated_at = $7
+				WHERE tenant_id = $1 AND topic_id = $2 AND topic_entry_id = $3`,
+				tenantID, topicID, entryID, e.SortOrder, e.Content.Type, e.Content.Text, e.UpdatedAt)
+			if err != nil {
+				return fmt.Errorf("update entry: %w", err)
+			}
+			if err := emit(ctx, tx, tenantID, domain.EventEntryUpdated, topicID, domain.NewEntryEvent(e)); err != nil {
+				return err
+			}
+		}
+		out = e
+		return nil
+	})
+	return out, err
+}
+
+// missing tells which of topic and entry does not exist.
+func (s *Store) missing(ctx context.Context, q querier, tenantID, topicID string) error {
+	var exists bool
+	if err := q.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM topics WHERE tenant_id = $1 AND topic_id = $2)", tenantID, topicID).Scan(&exists); err != nil {
+		return fmt.Errorf("look up topic: %w", err)
+	}
+	if !exists {
+		return domain.ErrTopicNotFound
+	}
+	return domain.ErrEntryNotFound
+}
+
+// DeleteEntry removes an entry of a topic.
+func (s *Store) DeleteEntry(ctx context.Context, tenantID, topicID, entryID string) error {
+	return postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, "DELETE FROM topic_entries WHERE tenant_id = $1 AND topic_id = $2 AND topic_entry_id = $3",
+			tenantID, topicID, entryID)
+		if err != nil {
+			return fmt.Errorf("delete entry: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return s.missing(ctx, tx, tenantID, topicID)
+		}
+		return emit(ctx, tx, tenantID, domain.EventEntryDeleted, topicID, domain.EntryEvent{TopicID: topicID, TopicEntryID: entryID})
+	})
+}
+
+// GetEntry returns one entry of a topic.
+func (s *Store) GetEntry(ctx context.Context, tenantID, topicID, entryID string) (domain.Entry, error) {
+	e, err := scanEntry(s.pool.QueryRow(ctx, "SELECT "+entryCols+` FROM topic_entries
+		WHERE tenant_id = $1 AND topic_id = $2 AND topic_entry_id = $3`, tenantID, topicID, entryID))
+	if postgres.IsNoRows(err) {
+		return domain.Entry{}, s.missing(ctx, s.pool, tenantID, topicID)
+	}
+	if err != nil {
+		return domain.Entry{}, fmt.Errorf("get entry: %w", err)
+	}
+	return e, nil
+}
+
+// ListEntries returns up to limit entries of a topic after the position, and the topic's
+// entry count.
+func (s *Store) ListEntries(ctx context.Context, tenantID, topicID string, after *After, limit int) ([]domain.Entry, int64, error) {
+	var total int64
+	var exists bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM topics WHERE tenant_id = $1 AND topic_id = $2),
+		(SELECT count(*) FROM topic_entries WHERE tenant_id = $1 AND topic_id = $2)`, tenantID, topicID).Scan(&exists, &total)
+	if err != nil {
+		return nil, 0, fmt.Errorf("count entries: %w", err)
+	}
+	if !exists {
+		return nil, 0, domain.ErrTopicNotFound
+	}
+	var rows pgx.Rows
+	if after == nil {
+		rows, err = s.pool.Query(ctx, "SELECT "+entryCols+` FROM topic_entries WHERE tenant_id = $1 AND topic_id = $2
+			ORDER BY sort_order, topic_entry_id LIMIT $3`, tenantID, topicID, limit)
+	} else {
+		rows, err = s.pool.Query(ctx, "SELECT "+entryCols+` FROM topic_entries WHERE tenant_id = $1 AND topic_id = $2
+			AND (sort_order, topic_entry_id) > ($3, $4) ORDER BY sort_order, topic_entry_id LIMIT $5`,
+			tenantID, topicID, after.SortOrder, after.ID, limit)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("list entries: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Entry, error) { return scanEntry(r) })
+	if err != nil {
+		return nil, 0, fmt.Errorf("list entries: %w", err)
+	}
+	return out, total, nil
+}

@@ -1,0 +1,114 @@
+// Package domain holds the topics context's types and rules, free of transport and
+// storage concerns.
+package domain
+
+import (
+	"errors"
+	"time"
+)
+
+// Limits of the topics context (the spec leaves them open; docs/api.md records them).
+const (
+	MaxTitleLen        = 200
+	MaxPurposeLen      = 2000
+	MaxContentLen      = 20000
+	MaxEntriesPerTopic = 100
+)
+
+// ContentTypes are the allowed values of an entry's content.type.
+var ContentTypes = []string{"text", "markdown", "html", "url"}
+
+// Errors the application maps to API errors.
+var (
+	ErrTopicNotFound   = errors.New("topic not found")
+	ErrEntryNotFound   = errors.New("topic entry not found")
+	ErrTooManyEntries  = errors.New("topic has the maximum number of entries")
+	ErrDefaultConflict = errors.New("another request changed the default topic at the same time")
+)
+
+// Topic is a knowledge topic with its entries.
+type Topic struct {
+	ID        string
+	TenantID  string
+	Title     string
+	Purpose   *string
+	SortOrder int64
+	IsDefault bool
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	Entries   []Entry
+}
+
+// Content is the body of an entry.
+type Content struct {
+	Type string
+	Text string
+}
+
+// Entry is one content entry of a topic.
+type Entry struct {
+	ID        string
+	TopicID   string
+	SortOrder int64
+	Content   Content
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// TopicPatch is a partial update; nil fields stay as they are.
+type TopicPatch struct {
+	Title      *string
+	SetPurpose bool
+	Purpose    *string // with SetPurpose: nil clears
+	SortOrder  *int64
+	IsDefault  *bool
+}
+
+// Apply changes t by p and reports whether anything changed.
+func (t *Topic) Apply(p TopicPatch, now time.Time) bool {
+	changed := false
+	if p.Title != nil && *p.Title != t.Title {
+		t.Title, changed = *p.Title, true
+	}
+	if p.SetPurpose && !equalPtr(p.Purpose, t.Purpose) {
+		t.Purpose, changed = p.Purpose, true
+	}
+	if p.SortOrder != nil && *p.SortOrder != t.SortOrder {
+		t.SortOrder, changed = *p.SortOrder, true
+	}
+	if p.IsDefault != nil && *p.IsDefault != t.IsDefault {
+		t.IsDefault, changed = *p.IsDefault, true
+	}
+	if changed {
+		t.UpdatedAt = now
+	}
+	return changed
+}
+
+// EntryPatch is a partial update of an entry.
+type EntryPatch struct {
+	Content   *Content
+	SortOrder *int64
+}
+
+// Apply changes e by p and reports whether anything changed.
+func (e *Entry) Apply(p EntryPatch, now time.Time) bool {
+	changed := false
+	if p.Content != nil && *p.Content != e.Content {
+		e.Content, changed = *p.Content, true
+	}
+	if p.SortOrder != nil && *p.SortOrder != e.SortOrder {
+		e.SortOrder, changed = *p.SortOrder, true
+	}
+	if changed {
+		e.UpdatedAt = now
+	}
+	return changed
+}
+
+func equalPtr(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}

@@ -1,0 +1,262 @@
+// Package ports serves the topics context over HTTP: it maps requests to use cases and
+// results to the API's shapes, and nothing else.
+package ports
+
+import (
+	"errors"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/customerapi/platform/libs/apierror"
+	"github.com/customerapi/platform/libs/pagination"
+	"github.com/customerapi/platform/libs/request"
+	"github.com/customerapi/platform/libs/tenant"
+	"github.com/customerapi/platform/libs/timestamp"
+	"github.com/customerapi/platform/services/topics/internal/adapters"
+	"github.com/customerapi/platform/services/topics/internal/app"
+	"github.com/customerapi/platform/services/topics/internal/domain"
+)
+
+// Handlers serve the topics routes.
+type Handlers struct {
+	App       *app.Service
+	Validator *request.Validator
+	Cursors   *pagination.Codec
+}
+
+// Register mounts the routes on the tenant-scoped /v0 router.
+func (h *Handlers) Register(r fiber.Router) {
+	r.Get("/topics", h.listTopics)
+	r.Post("/topics", h.createTopic)
+	r.Get("/topics/:topic_id", h.getTopic)
+	r.Patch("/topics/:topic_id", h.updateTopic)
+	r.Delete("/topics/:topic_id", h.deleteTopic)
+	r.Get("/topics/:topic_id/entries", h.listEntries)
+	r.Post("/topics/:topic_id/entries", h.createEntry)
+	r.Get("/topics/:topic_id/entries/:topic_entry_id", h.getEntry)
+	r.Patch("/topics/:topic_id/entries/:topic_entry_id", h.updateEntry)
+	r.Delete("/topics/:topic_id/entries/:topic_entry_id", h.deleteEntry)
+}
+
+// --- shapes of the API
+
+type contentView struct {
+	Type    string `json:"type" validate:"required,oneof=text markdown html url"`
+	Content string `json:"content" validate:"required,max=20000"`
+}
+
+type entryView struct {
+	TopicEntryID string      `json:"topicEntryId"`
+	TopicID      string      `json:"topicId"`
+	SortOrder    int64       `json:"sortOrder"`
+	Content      contentView `json:"content"`
+	CreatedAt    string      `json:"createdAt"`
+	UpdatedAt    string      `json:"updatedAt"`
+}
+
+type topicView struct {
+	TopicID   string      `json:"topicId"`
+	Title     string      `json:"title"`
+	Purpose   *string     `json:"purpose"`
+	SortOrder int64       `json:"sortOrder"`
+	IsDefault bool        `json:"isDefault"`
+	CreatedAt string      `json:"createdAt"`
+	UpdatedAt string      `json:"updatedAt"`
+	Entries   []entryView `json:"entries"`
+}
+
+func viewEntry(e domain.Entry) entryView {
+	return entryView{TopicEntryID: e.ID, TopicID: e.TopicID, SortOrder: e.SortOrder,
+		Content:   contentView{Type: e.Content.Type, Content: e.Content.Text},
+		CreatedAt: timestamp.Format(e.CreatedAt), UpdatedAt: timestamp.Format(e.UpdatedAt)}
+}
+
+func viewTopic(t domain.Topic) topicView {
+	v := topicView{TopicID: t.ID, Title: t.Title, Purpose: t.Purpose, SortOrder: t.SortOrder, IsDefault: t.IsDefault,
+		CreatedAt: timestamp.Format(t.CreatedAt), UpdatedAt: timestamp.Format(t.UpdatedAt), Entries: []entryView{}}
+	for _, e := range t.Entries {
+		v.Entries = append(v.Entries, viewEntry(e))
+	}
+	return v
+}
+
+type topicCreate struct {
+	Title     string                   `json:"title" validate:"required,max=200"`
+	SortOrder *int64                   `json:"sortOrder" validate:"omitempty,min=0,max=9007199254740991"`
+	Purpose   request.Nullable[string] `json:"purpose" validate:"omitnil,min=1,max=2000"`
+	IsDefault *bool                    `json:"isDefault"`
+}
+
+type topicUpdate struct {
+	Title     *string                  `json:"title" validate:"omitnil,min=1,max=200"`
+	SortOrder *int64                   `json:"sortOrder" validate:"omitnil,min=0,max=9007199254740991"`
+	Purpose   request.Nullable[string] `json:"purpose" validate:"omitnil,min=1,max=2000"`
+	IsDefault *bool                    `json:"isDefault"`
+}
+
+type entryCreate struct {
+	Content   *contentView `json:"content" validate:"required"`
+	SortOrder *int64       `json:"sortOrder" validate:"omitempty,min=0,max=9007199254740991"`
+}
+
+type entryUpdate struct {
+	Content   *contentView `json:"content"`
+	SortOrder *int64       `json:"sortOrder" validate:"omitnil,min=0,max=9007199254740991"`
+}
+
+// --- handlers
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func (h *Handlers) createTopic(c *fiber.Ctx) error {
+	var in topicCreate
+	if err := h.Validator.Body(c, &in); err != nil {
+		return err
+	}
+	t, err := h.App.CreateTopic(c.UserContext(), tenant.From(c), app.NewTopic{
+		Title: in.Title, Purpose: in.Purpose.Ptr(), SortOrder: deref(in.SortOrder), IsDefault: deref(in.IsDefault)})
+	if err != nil {
+		return mapError(err)
+	}
+	return c.Status(fiber.StatusCreated).JSON(viewTopic(t))
+}
+
+func (h *Handlers) getTopic(c *fiber.Ctx) error {
+	t, err := h.App.GetTopic(c.UserContext(), tenant.From(c), c.Params("topic_id"))
+	if err != nil {
+		return mapError(err)
+	}
+	return c.JSON(viewTopic(t))
+}
+
+func (h *Handlers) updateTopic(c *fiber.Ctx) error {
+	var in topicUpdate
+	if err := h.Validator.Body(c, &in); err != nil {
+		return err
+	}
+	t, err := h.App.UpdateTopic(c.UserContext(), tenant.From(c), c.Params("topic_id"), domain.TopicPatch{
+		Title: in.Title, SetPurpose: in.Purpose.Set, Purpose: in.Purpose.Ptr(), SortOrder: in.SortOrder, IsDefault: in.IsDefault})
+	if err != nil {
+		return mapError(err)
+	}
+	return c.JSON(viewTopic(t))
+}
+
+func (h *Handlers) deleteTopic(c *fiber.Ctx) error {
+	if err := h.App.DeleteTopic(c.UserContext(), tenant.From(c), c.Params("topic_id")); err != nil {
+		return mapError(err)
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// page parses limit and cursor for a list of the given scope.
+func (h *Handlers) page(c *fiber.Ctx, scope ...string) (pagination.Params, *adapters.After, error) {
+	q := request.NewQuery(c)
+	p := h.Cursors.Parse(q, pagination.Scope(append([]string{tenant.From(c)}, scope...)...))
+	after, err := adapters.ParseAfter(p.After)
+	if err != nil {
+		q.Fail("cursor", "invalid_cursor", "Invalid cursor: "+err.Error())
+	}
+	return p, after, q.Err()
+}
+
+func after(sortOrder int64, id string) []string {
+	return adapters.After{SortOrder: sortOrder, ID: id}.Keys()
+}
+
+func (h *Handlers) listTopics(c *fiber.Ctx) error {
+	p, pos, err := h.page(c, "topics")
+	if err != nil {
+		return err
+	}
+	topics, total, err := h.App.ListTopics(c.UserContext(), tenant.From(c), pos, p.Limit+1)
+	if err != nil {
+		return mapError(err)
+	}
+	views := make([]topicView, len(topics))
+	for i, t := range topics {
+		views[i] = viewTopic(t)
+	}
+	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v topicView) []string { return after(v.SortOrder, v.TopicID) }))
+}
+
+func (h *Handlers) createEntry(c *fiber.Ctx) error {
+	var in entryCreate
+	if err := h.Validator.Body(c, &in); err != nil {
+		return err
+	}
+	e, err := h.App.AddEntry(c.UserContext(), tenant.From(c), c.Params("topic_id"), app.NewEntry{
+		Content: domain.Content{Type: in.Content.Type, Text: in.Content.Content}, SortOrder: deref(in.SortOrder)})
+	if err != nil {
+		return mapError(err)
+	}
+	return c.Status(fiber.StatusCreated).JSON(viewEntry(e))
+}
+
+func (h *Handlers) getEntry(c *fiber.Ctx) error {
+	e, err := h.App.GetEntry(c.UserContext(), tenant.From(c), c.Params("topic_id"), c.Params("topic_entry_id"))
+	if err != nil {
+		return mapError(err)
+	}
+	return c.JSON(viewEntry(e))
+}
+
+func (h *Handlers) updateEntry(c *fiber.Ctx) error {
+	var in entryUpdate
+	if err := h.Validator.Body(c, &in); err != nil {
+		return err
+	}
+	p := domain.EntryPatch{SortOrder: in.SortOrder}
+	if in.Content != nil {
+		p.Content = &domain.Content{Type: in.Content.Type, Text: in.Content.Content}
+	}
+	e, err := h.App.UpdateEntry(c.UserContext(), tenant.From(c), c.Params("topic_id"), c.Params("topic_entry_id"), p)
+	if err != nil {
+		return mapError(err)
+	}
+	return c.JSON(viewEntry(e))
+}
+
+func (h *Handlers) deleteEntry(c *fiber.Ctx) error {
+	if err := h.App.DeleteEntry(c.UserContext(), tenant.From(c), c.Params("topic_id"), c.Params("topic_entry_id")); err != nil {
+		return mapError(err)
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+func (h *Handlers) listEntries(c *fiber.Ctx) error {
+	topicID := c.Params("topic_id")
+	p, pos, err := h.page(c, "topic_entries", topicID)
+	if err != nil {
+		return err
+	}
+	entries, total, err := h.App.ListEntries(c.UserContext(), tenant.From(c), topicID, pos, p.Limit+1)
+	if err != nil {
+		return mapError(err)
+	}
+	views := make([]entryView, len(entries))
+	for i, e := range entries {
+		views[i] = viewEntry(e)
+	}
+	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v entryView) []string { return after(v.SortOrder, v.TopicEntryID) }))
+}
+
+func mapError(err error) error {
+	switch {
+	case errors.Is(err, domain.ErrTopicNotFound):
+		return apierror.NotFound("topic not found")
+	case errors.Is(err, domain.ErrEntryNotFound):
+		return apierror.NotFound("topic entry not found")
+	case errors.Is(err, domain.ErrTooManyEntries):
+		return apierror.Conflict("the topic already has the maximum of 100 entries")
+	case errors.Is(err, domain.ErrDefaultConflict):
+		return apierror.Conflict("another request changed the default topic at the same time; retry")
+	}
+	return apierror.Internal(err)
+}
