@@ -1,0 +1,7 @@
+// Package e2e is the end-to-end suite: it drives the whole system through the gateway.
+//
+// By default TestMain builds every binary and starts the system as processes (devstack)
+// on free loopback ports. With E2E_BASE_URL, E2E_ADMIN_URL and E2E_ADMIN_TOKEN set it runs
+// against a system that is already running (e.g. the kind cluster of `make e2e-kind`);
+// tests that need to stop processes or the broker then skip.
+package e2e

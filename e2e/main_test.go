@@ -1,0 +1,157 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/libs/devstack"
+	"github.com/customerapi/platform/libs/postgres/pgtest"
+)
+
+// sys is the system under test, shared by the suite.
+var sys struct {
+	base, admin, adminToken string
+	stack                   *devstack.Stack // nil against an external system
+	contract                *apitest.Contract
+}
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	c, err := apitest.Load()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	sys.contract = c
+	if base := os.Getenv("E2E_BASE_URL"); base != "" {
+		sys.base, sys.admin, sys.adminToken = base, os.Getenv("E2E_ADMIN_URL"), os.Getenv("E2E_ADMIN_TOKEN")
+		return m.Run()
+	}
+	s, cleanup, err := startLocal()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer cleanup()
+	sys.stack, sys.base, sys.admin, sys.adminToken = s, s.GatewayURL, s.AdminURL, s.AdminToken
+	return m.Run()
+}
+
+// startLocal builds the binaries and starts the system on free ports.
+func startLocal() (*devstack.Stack, func(), error) {
+	root, err := repoRoot()
+	if err != nil {
+		return nil, nil, err
+	}
+	dir, err := os.MkdirTemp("", "e2e-")
+	if err != nil {
+		return nil, nil, err
+	}
+	// PostgreSQL runs as an unprivileged user when we are root; it must reach its files.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	bin := filepath.Join(dir, "bin")
+	targets := []string{"./gateway"}
+	services, _ := filepath.Glob(filepath.Join(root, "services", "*"))
+	for _, s := range services {
+		targets = append(targets, "./services/"+filepath.Base(s))
+	}
+	build := exec.Command("go", append([]string{"build", "-o", bin + "/"}, targets...)...)
+	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, fmt.Errorf("build: %w", err)
+	}
+	opts := devstack.Options{Dir: filepath.Join(dir, "data"), BinDir: bin, ServicePorts: map[string]int{},
+		Env: devstack.LocalEnv(filepath.Join(dir, "data"))}
+	ports := []*int{&opts.GatewayPort, &opts.AdminPort, &opts.PostgresPort, &opts.KafkaPort}
+	for _, p := range ports {
+		if *p, err = pgtest.FreePort(); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, spec := range devstack.Services {
+		if opts.ServicePorts[spec.Name], err = pgtest.FreePort(); err != nil {
+			return nil, nil, err
+		}
+	}
+	if os.Getenv("E2E_LOGS") != "" {
+		opts.Logs = os.Stderr
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s, err := devstack.Start(ctx, opts)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return s, func() { s.Stop(); os.RemoveAll(dir) }, nil
+}
+
+func repoRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOWORK").Output()
+	if err != nil {
+		return "", err
+	}
+	w := strings.TrimSpace(string(out))
+	if w == "" || w == "off" {
+		return "", fmt.Errorf("e2e: run inside the repository's go.work")
+	}
+	return filepath.Dir(w), nil
+}
+
+// local skips tests that need to control processes.
+func local(t *testing.T) *devstack.Stack {
+	t.Helper()
+	if sys.stack == nil {
+		t.Skip("needs the local process stack")
+	}
+	return sys.stack
+}
+
+// api returns a client for the gateway with the given key, checking every response.
+func api(t *testing.T, key string) *apitest.Client {
+	c := &apitest.Client{T: t, Base: sys.base, Contract: sys.contract, HTTP: &http.Client{Timeout: 30 * time.Second}}
+	if key != "" {
+		c = c.With("x-api-key", key)
+	}
+	return c
+}
+
+func admin(t *testing.T) *apitest.Client {
+	return (&apitest.Client{T: t, Base: sys.admin}).With("Authorization", "Bearer "+sys.adminToken)
+}
+
+// newKey issues a key for one tenant (a fresh tenant per test unless given).
+func newKey(t *testing.T, body map[string]any) string {
+	t.Helper()
+	if body == nil {
+		body = map[string]any{}
+	}
+	if body["tenantIds"] == nil {
+		body["tenantIds"] = []string{fmt.Sprintf("t%d", time.Now().UnixNano())}
+	}
+	r := admin(t).Do("POST", "/admin/v0/keys", body)
+	if r.Status != 201 {
+		t.Fatalf("create key: %s", r)
+	}
+	return r.Map()["key"].(string)
+}
+
+func must(t *testing.T, r *apitest.Response, status int) map[string]any {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status %d, want %d: %s", r.Status, status, r.Body)
+	}
+	return r.Map()
+}

@@ -1,0 +1,517 @@
+// Package devstack runs the whole platform on one machine: a private PostgreSQL cluster
+// (or DATABASE_URL), the embedded Kafka-protocol broker (or KAFKA_BROKERS), every service
+// and the gateway as child processes, and a ready API key. `make run` and the end-to-end
+// suite both use it.
+package devstack
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/customerapi/platform/libs/events/kafkatest"
+	"github.com/customerapi/platform/libs/pgcluster"
+)
+
+// ServiceSpec describes one service process.
+type ServiceSpec struct {
+	Name string
+	// Port is the default local port.
+	Port int
+	// Env returns service-specific settings given the data directory.
+	Env func(dataDir string) map[string]string
+}
+
+// Services are the platform's services in start order. A service is started only when
+// its binary exists in the binary directory.
+var Services = []ServiceSpec{
+	{Name: "topics", Port: 25011},
+	{Name: "pages", Port: 25012},
+	{Name: "persons", Port: 25013},
+	{Name: "assets", Port: 25014},
+	{Name: "webhooks", Port: 25015},
+}
+
+// Options configure a stack.
+type Options struct {
+	// Dir holds data that survives restarts: the cluster, the broker log, secrets, logs.
+	Dir string
+	// BinDir holds the built binaries (gateway and one per service).
+	BinDir string
+	// GatewayPort and AdminPort are the gateway's listeners (25001 and 25002).
+	GatewayPort, AdminPort int
+	// PostgresPort and KafkaPort are used for the private cluster and broker.
+	PostgresPort, KafkaPort int
+	// ServicePorts overrides the default port of a service by name.
+	ServicePorts map[string]int
+	// DatabaseURL, when set, is an existing server to create the databases on.
+	DatabaseURL string
+	// KafkaBrokers, when set, are an existing cluster to use.
+	KafkaBrokers []string
+	// AdminToken, when empty, is read from Dir/admin-token or generated and saved there.
+	AdminToken string
+	// Env adds or overrides settings of every process, or of one (key "name:VAR").
+	Env map[string]string
+	// Logs receives the processes' output; nil writes Dir/logs/<name>.log.
+	Logs io.Writer
+	// DevTenant is the tenant of the printed key (default "dev").
+	DevTenant string
+}
+
+// Stack is a running platform.
+type Stack struct {
+	opts       Options
+	cluster    *pgcluster.Cluster
+	broker     *kafkatest.Broker
+	dbAdminURL string
+	brokers    []string
+	secrets    secrets
+	mu         sync.Mutex
+	procs      map[string]*proc
+	order      []string
+	// GatewayURL and AdminURL are the gateway's addresses.
+	GatewayURL, AdminURL string
+	// AdminToken authenticates the admin API.
+	AdminToken string
+	// DevKey is an API key for the dev tenant.
+	DevKey string
+}
+
+type secrets struct {
+	Pepper       string `json:"keyHashPepper"`
+	CursorSecret string `json:"cursorSecret"`
+	SigningKey   string `json:"signingKey"`
+}
+
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	env  []string
+	done chan struct{}
+	out  io.WriteCloser
+	port int
+}
+
+func (o *Options) defaults() {
+	if o.GatewayPort == 0 {
+		o.GatewayPort = 25001
+	}
+	if o.AdminPort == 0 {
+		o.AdminPort = 25002
+	}
+	if o.PostgresPort == 0 {
+		o.PostgresPort = 25432
+	}
+	if o.KafkaPort == 0 {
+		o.KafkaPort = 25092
+	}
+	if o.DevTenant == "" {
+		o.DevTenant = "dev"
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Start brings the platform up and returns once the gateway is ready.
+func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
+	opts.defaults()
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	s := &Stack{opts: opts, procs: map[string]*proc{},
+		GatewayURL: fmt.Sprintf("http://127.0.0.1:%d", opts.GatewayPort),
+		AdminURL:   fmt.Sprintf("http://127.0.0.1:%d", opts.AdminPort)}
+	defer func() {
+		if err != nil {
+			s.Stop()
+		}
+	}()
+	if err := s.loadSecrets(); err != nil {
+		return nil, err
+	}
+	if err := s.startPostgres(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.startKafka(); err != nil {
+		return nil, err
+	}
+	upstreams := map[string]string{}
+	for _, spec := range Services {
+		if _, err := os.Stat(filepath.Join(opts.BinDir, spec.Name)); err != nil {
+			continue
+		}
+		port := spec.Port
+		if p, ok := opts.ServicePorts[spec.Name]; ok {
+			port = p
+		}
+		db, err := s.database(ctx, spec.Name)
+		if err != nil {
+			return nil, err
+		}
+		env := map[string]string{
+			"HTTP_ADDR":    fmt.Sprintf("127.0.0.1:%d", port),
+			"DATABASE_URL": db,
+		}
+		if spec.Env != nil {
+			for k, v := range spec.Env(opts.Dir) {
+				env[k] = v
+			}
+		}
+		if err := s.spawn(spec.Name, port, env); err != nil {
+			return nil, err
+		}
+		upstreams[spec.Name] = fmt.Sprintf("http://127.0.0.1:%d", port)
+	}
+	for name, p := range s.procs {
+		if err := waitReady(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", p.port), p.done, 60*time.Second); err != nil {
+			return nil, fmt.Errorf("%s: %w (see %s)", name, err, s.logPath(name))
+		}
+	}
+	gwDB, err := s.database(ctx, "gateway")
+	if err != nil {
+		return nil, err
+	}
+	gwEnv := map[string]string{
+		"HTTP_ADDR":    fmt.Sprintf("127.0.0.1:%d", opts.GatewayPort),
+		"ADMIN_ADDR":   fmt.Sprintf("127.0.0.1:%d", opts.AdminPort),
+		"DATABASE_URL": gwDB,
+		"ADMIN_TOKEN":  s.AdminToken,
+	}
+	for name, u := range upstreams {
+		gwEnv["UPSTREAM_"+strings.ToUpper(name)+"_URL"] = u
+	}
+	if err := s.spawn("gateway", opts.GatewayPort, gwEnv); err != nil {
+		return nil, err
+	}
+	if err := waitReady(ctx, s.GatewayURL+"/readyz", s.procs["gateway"].done, 60*time.Second); err != nil {
+		return nil, fmt.Errorf("gateway: %w (see %s)", err, s.logPath("gateway"))
+	}
+	if s.DevKey, err = s.devKey(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Stack) loadSecrets() error {
+	path := filepath.Join(s.opts.Dir, "secrets.json")
+	if b, err := os.ReadFile(path); err == nil {
+		if err := json.Unmarshal(b, &s.secrets); err != nil {
+			return fmt.Errorf("devstack: %s: %w", path, err)
+		}
+	} else {
+		s.secrets = secrets{Pepper: randomHex(32), CursorSecret: randomHex(32), SigningKey: randomHex(32)}
+		b, _ := json.MarshalIndent(s.secrets, "", "  ")
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			return err
+		}
+	}
+	s.AdminToken = s.opts.AdminToken
+	tokenPath := filepath.Join(s.opts.Dir, "admin-token")
+	if s.AdminToken == "" {
+		if b, err := os.ReadFile(tokenPath); err == nil && len(strings.TrimSpace(string(b))) >= 16 {
+			s.AdminToken = strings.TrimSpace(string(b))
+		} else {
+			s.AdminToken = "adm_" + randomHex(24)
+		}
+	}
+	return os.WriteFile(tokenPath, []byte(s.AdminToken+"\n"), 0o600)
+}
+
+func (s *Stack) startPostgres(ctx context.Context) error {
+	if s.opts.DatabaseURL != "" {
+		s.dbAdminURL = s.opts.DatabaseURL
+		return nil
+	}
+	c, err := pgcluster.Start(ctx, pgcluster.Options{Dir: filepath.Join(s.opts.Dir, "postgres"),
+		Port: s.opts.PostgresPort, Durable: true})
+	if err != nil {
+		return err
+	}
+	s.cluster = c
+	s.dbAdminURL = c.URL("postgres")
+	return nil
+}
+
+// database creates (if needed) the named database and returns its URL.
+func (s *Stack) database(ctx context.Context, name string) (string, error) {
+	if err := pgcluster.CreateDatabase(ctx, s.dbAdminURL, name); err != nil {
+		return "", err
+	}
+	u, err := url.Parse(s.dbAdminURL)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+func (s *Stack) startKafka() error {
+	if len(s.opts.KafkaBrokers) > 0 {
+		s.brokers = s.opts.KafkaBrokers
+		return nil
+	}
+	b, err := kafkatest.StartOn(s.opts.KafkaPort, kfake.DataDir(filepath.Join(s.opts.Dir, "kafka")),
+		kfake.DefaultNumPartitions(6))
+	if err != nil {
+		return fmt.Errorf("devstack: kafka broker on port %d: %w", s.opts.KafkaPort, err)
+	}
+	s.broker = b
+	s.brokers = []string{b.Addr}
+	return nil
+}
+
+func (s *Stack) logPath(name string) string { return filepath.Join(s.opts.Dir, "logs", name+".log") }
+
+// commonEnv is what every process gets.
+func (s *Stack) commonEnv() map[string]string {
+	return map[string]string{
+		"KAFKA_BROKERS":    strings.Join(s.brokers, ","),
+		"PUBLIC_BASE_URL":  s.GatewayURL,
+		"CURSOR_SECRET":    s.secrets.CursorSecret,
+		"KEY_HASH_PEPPER":  s.secrets.Pepper,
+		"SIGNING_KEY":      s.secrets.SigningKey,
+		"LOG_LEVEL":        "info",
+		"SHUTDOWN_TIMEOUT": "10s",
+	}
+}
+
+func (s *Stack) spawn(name string, port int, own map[string]string) error {
+	env := s.commonEnv()
+	for k, v := range own {
+		env[k] = v
+	}
+	for k, v := range s.opts.Env {
+		if target, key, ok := strings.Cut(k, ":"); ok {
+			if target == name {
+				env[key] = v
+			}
+			continue
+		}
+		env[k] = v
+	}
+	list := os.Environ()
+	for k, v := range env {
+		list = append(list, k+"="+v)
+	}
+	p := &proc{name: name, env: list, port: port}
+	s.mu.Lock()
+	s.procs[name] = p
+	s.order = append(s.order, name)
+	s.mu.Unlock()
+	return s.run(p)
+}
+
+func (s *Stack) run(p *proc) error {
+	var out io.WriteCloser
+	if s.opts.Logs != nil {
+		out = nopCloser{prefixWriter(s.opts.Logs, p.name)}
+	} else {
+		if err := os.MkdirAll(filepath.Join(s.opts.Dir, "logs"), 0o755); err != nil {
+			return err
+		}
+		f, err := os.OpenFile(s.logPath(p.name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		out = f
+	}
+	cmd := exec.Command(filepath.Join(s.opts.BinDir, p.name))
+	cmd.Env = p.env
+	cmd.Stdout, cmd.Stderr = out, out
+	// Children die with us even if we are killed, and get their own process group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		out.Close()
+		return fmt.Errorf("devstack: start %s: %w", p.name, err)
+	}
+	p.cmd, p.out, p.done = cmd, out, make(chan struct{})
+	go func() { _ = cmd.Wait(); out.Close(); close(p.done) }()
+	return nil
+}
+
+func waitReady(ctx context.Context, url string, exited <-chan struct{}, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	client := &http.Client{Timeout: 2 * time.Second}
+	for {
+		resp, err := client.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return nil
+			}
+		}
+		select {
+		case <-exited:
+			return errors.New("exited during start-up")
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not ready within %s", within)
+		}
+	}
+}
+
+// Kill stops a process abruptly (SIGKILL), as a crash would.
+func (s *Stack) Kill(name string) {
+	s.mu.Lock()
+	p := s.procs[name]
+	s.mu.Unlock()
+	if p == nil || p.cmd == nil {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// Terminate stops a process gracefully (SIGTERM) and waits for it.
+func (s *Stack) Terminate(name string) {
+	s.mu.Lock()
+	p := s.procs[name]
+	s.mu.Unlock()
+	if p != nil {
+		terminate(p, 20*time.Second)
+	}
+}
+
+// Restart starts a stopped process again with the same settings and waits until ready.
+func (s *Stack) Restart(ctx context.Context, name string) error {
+	s.mu.Lock()
+	p := s.procs[name]
+	s.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("devstack: no process %s", name)
+	}
+	if err := s.run(p); err != nil {
+		return err
+	}
+	return waitReady(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", p.port), p.done, 60*time.Second)
+}
+
+// ServiceURL is the direct address of a service (bypassing the gateway).
+func (s *Stack) ServiceURL(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.procs[name]; p != nil {
+		return fmt.Sprintf("http://127.0.0.1:%d", p.port)
+	}
+	return ""
+}
+
+// StopBroker stops the embedded broker (a Kafka outage); StartBroker brings it back on
+// the same port with the same data.
+func (s *Stack) StopBroker() {
+	if s.broker != nil {
+		s.broker.Stop()
+	}
+}
+
+// StartBroker restarts the embedded broker after StopBroker.
+func (s *Stack) StartBroker() error {
+	if len(s.opts.KafkaBrokers) > 0 {
+		return errors.New("devstack: the broker is external")
+	}
+	return s.startKafka()
+}
+
+// Brokers are the Kafka addresses in use.
+func (s *Stack) Brokers() []string { return s.brokers }
+
+func terminate(p *proc, grace time.Duration) {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+// Stop stops the gateway, then the services, the broker and the cluster, in that order.
+func (s *Stack) Stop() {
+	s.mu.Lock()
+	order := append([]string(nil), s.order...)
+	s.mu.Unlock()
+	for i := len(order) - 1; i >= 0; i-- {
+		terminate(s.procs[order[i]], 20*time.Second)
+	}
+	if s.broker != nil {
+		s.broker.Stop()
+	}
+	if s.cluster != nil {
+		_ = s.cluster.Stop()
+	}
+}
+
+// devKey returns the saved dev key when it still works, else issues a new one.
+func (s *Stack) devKey(ctx context.Context) (string, error) {
+	path := filepath.Join(s.opts.Dir, "dev-key")
+	if b, err := os.ReadFile(path); err == nil {
+		key := strings.TrimSpace(string(b))
+		req, _ := http.NewRequestWithContext(ctx, "GET", s.GatewayURL+"/v0/topics?limit=1", nil)
+		req.Header.Set("x-api-key", key)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
+				return key, nil
+			}
+		}
+	}
+	key, err := s.CreateKey(ctx, []string{s.opts.DevTenant}, nil)
+	if err != nil {
+		return "", err
+	}
+	return key, os.WriteFile(path, []byte(key+"\n"), 0o600)
+}
+
+// CreateKey issues a key through the admin API; rateLimit may be nil.
+func (s *Stack) CreateKey(ctx context.Context, tenants []string, rateLimit map[string]int) (string, error) {
+	body := map[string]any{"tenantIds": tenants}
+	if rateLimit != nil {
+		body["rateLimit"] = rateLimit
+	}
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequestWithContext(ctx, "POST", s.AdminURL+"/admin/v0/keys", strings.NewReader(string(b)))
+	req.Header.Set("Authorization", "Bearer "+s.AdminToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("devstack: create key: %w", err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Key string `json:"key"`
+	}
+	if resp.StatusCode != http.StatusCreated || json.NewDecoder(resp.Body).Decode(&out) != nil {
+		return "", fmt.Errorf("devstack: create key: status %d", resp.StatusCode)
+	}
+	return out.Key, nil
+}
