@@ -7,8 +7,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/customerapi/platform/libs/postgres"
 )
 
 // Cache holds every active key in memory, so verifying a key never costs a database
@@ -106,45 +107,10 @@ func (c *Cache) Age() time.Duration {
 // Run keeps the cache fresh until ctx ends: it listens for the api_keys notification
 // and reloads on each, and reloads every RefreshEvery regardless.
 func (c *Cache) Run(ctx context.Context) {
-	for ctx.Err() == nil {
-		if err := c.listen(ctx); err != nil && ctx.Err() == nil {
-			c.log.Warn("key cache listener failed; polling until it reconnects", slog.Any("error", err))
-			c.reload(ctx)
-			select {
-			case <-ctx.Done():
-			case <-time.After(c.every):
-			}
+	postgres.ListenLoop(ctx, c.store.Pool(), "api_keys", c.every, c.log, func(ctx context.Context) (time.Duration, error) {
+		if err := c.Load(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn("key cache reload failed; serving the previous keys", slog.Any("error", err))
 		}
-	}
-}
-
-func (c *Cache) reload(ctx context.Context) {
-	if err := c.Load(ctx); err != nil && ctx.Err() == nil {
-		c.log.Warn("key cache reload failed; serving the previous keys", slog.Any("error", err))
-	}
-}
-
-func (c *Cache) listen(ctx context.Context) error {
-	pc, err := c.store.Pool().Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	conn := pc.Hijack()
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN api_keys"); err != nil {
-		return err
-	}
-	c.reload(ctx) // changes made before LISTEN took effect
-	for {
-		wctx, cancel := context.WithTimeout(ctx, c.every)
-		err := conn.PgConn().WaitForNotification(wctx)
-		cancel()
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err != nil && !pgconn.Timeout(err) {
-			return err
-		}
-		c.reload(ctx)
-	}
+		return c.every, nil
+	})
 }
