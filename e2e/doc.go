@@ -3,5 +3,7 @@
 // By default TestMain builds every binary and starts the system as processes (devstack)
 // on free loopback ports. With E2E_BASE_URL, E2E_ADMIN_URL and E2E_ADMIN_TOKEN set it runs
 // against a system that is already running (e.g. the kind cluster of `make e2e-kind`);
-// tests that need to stop processes or the broker then skip.
+// tests that need to stop processes or the broker then skip. E2E_SERVICES (e.g.
+// "topics,pages") limits which services are built and started; E2E_LOGS=1 streams the
+// processes' logs.
 package e2e

@@ -63,8 +63,12 @@ func startLocal() (*devstack.Stack, func(), error) {
 	bin := filepath.Join(dir, "bin")
 	targets := []string{"./gateway"}
 	services, _ := filepath.Glob(filepath.Join(root, "services", "*"))
+	only := os.Getenv("E2E_SERVICES") // e.g. "topics,pages" while a service is being built
 	for _, s := range services {
-		targets = append(targets, "./services/"+filepath.Base(s))
+		name := filepath.Base(s)
+		if only == "" || strings.Contains(","+only+",", ","+name+",") {
+			targets = append(targets, "./services/"+name)
+		}
 	}
 	build := exec.Command("go", append([]string{"build", "-o", bin + "/"}, targets...)...)
 	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
