@@ -1,0 +1,56 @@
+package keys
+
+import (
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+func TestGenerateAndWellFormed(t *testing.T) {
+	seen := map[string]bool{}
+	for i := 0; i < 1000; i++ {
+		k, err := Generate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !WellFormed(k) || !strings.HasPrefix(k, Prefix) || seen[k] {
+			t.Fatalf("bad or repeated key %q", k)
+		}
+		seen[k] = true
+	}
+	for _, bad := range []string{"", "capi_", "capi_" + strings.Repeat("a", 39), "capx_" + strings.Repeat("a", 40), "capi_" + strings.Repeat("-", 40)} {
+		if WellFormed(bad) {
+			t.Errorf("WellFormed(%q) = true", bad)
+		}
+	}
+}
+
+func TestHasherIsKeyed(t *testing.T) {
+	if _, err := NewHasher([]byte("short")); err == nil {
+		t.Fatal("short pepper accepted")
+	}
+	a, _ := NewHasher([]byte(strings.Repeat("a", 32)))
+	b, _ := NewHasher([]byte(strings.Repeat("b", 32)))
+	if a.Hash("k") == b.Hash("k") || a.Hash("k") != a.Hash("k") || a.Hash("k") == a.Hash("l") {
+		t.Fatal("hash must depend on the pepper and the key, and be stable")
+	}
+}
+
+func TestCacheLookup(t *testing.T) {
+	h, _ := NewHasher([]byte(strings.Repeat("p", 32)))
+	c := NewCache(nil, h, 0, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	key, _ := Generate()
+	c.Put(Key{ID: "key_1", Hash: h.Hash(key), TenantIDs: []string{"acme"}})
+	if k := c.Lookup(key); k == nil || k.ID != "key_1" {
+		t.Fatalf("Lookup = %+v", k)
+	}
+	other, _ := Generate()
+	if c.Lookup(other) != nil || c.Lookup("") != nil || c.Lookup("not a key") != nil {
+		t.Fatal("unknown keys must not be found")
+	}
+	c.Remove(h.Hash(key))
+	if c.Lookup(key) != nil {
+		t.Fatal("removed key still found")
+	}
+}

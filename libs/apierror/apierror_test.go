@@ -1,0 +1,64 @@
+package apierror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+func TestFromMapsEveryFailure(t *testing.T) {
+	for name, tc := range map[string]struct {
+		err    error
+		status int
+		code   Code
+	}{
+		"api error":          {Conflict("x"), 409, CodeConflict},
+		"wrapped api error":  {fmt.Errorf("ctx: %w", NotFound("x")), 404, CodeNotFound},
+		"fiber 404":          {fiber.ErrNotFound, 404, CodeNotFound},
+		"fiber 405":          {fiber.ErrMethodNotAllowed, 405, CodeNotFound},
+		"fiber 413":          {fiber.ErrRequestEntityTooLarge, 400, CodeValidation},
+		"fiber 400":          {fiber.NewError(400, "bad"), 400, CodeValidation},
+		"fiber 431":          {fiber.ErrRequestHeaderFieldsTooLarge, 431, CodeValidation},
+		"fiber 503":          {fiber.ErrServiceUnavailable, 503, CodeServiceUnavailable},
+		"fiber 502":          {fiber.ErrBadGateway, 500, CodeInternal},
+		"deadline":           {context.DeadlineExceeded, 503, CodeServiceUnavailable},
+		"anything else":      {errors.New("boom"), 500, CodeInternal},
+		"validation":         {Validation(FieldQuery, Issue{Code: "c", Message: "m", Path: []any{"limit"}}), 400, CodeValidation},
+		"unauthorized":       {Unauthorized(), 401, CodeUnauthorized},
+		"forbidden":          {Forbidden("no"), 403, CodeForbidden},
+		"unavailable":        {Unavailable("later"), 503, CodeServiceUnavailable},
+		"internal wraps":     {Internal(errors.New("cause")), 500, CodeInternal},
+		"not found with fmt": {NotFoundf("page %s", "p1"), 404, CodeNotFound},
+	} {
+		e := From(tc.err)
+		if e.Status != tc.status || e.Code != tc.code || e.Detail == "" {
+			t.Errorf("%s: got %d %s %q", name, e.Status, e.Code, e.Detail)
+		}
+	}
+}
+
+func TestInternalHidesItsCause(t *testing.T) {
+	e := Internal(errors.New("password=hunter2"))
+	env := Renderer{BaseURL: "http://x"}.Envelope(e, "r")
+	if env.Detail != "an unexpected error occurred" || !errors.Is(e, e.Unwrap()) {
+		t.Fatalf("envelope = %+v", env)
+	}
+	if env.Title != http.StatusText(500) || env.Type != "http://x/errors/internal" {
+		t.Fatalf("envelope = %+v", env)
+	}
+}
+
+func TestValidationSummary(t *testing.T) {
+	e := Validation(FieldBody, Issue{Code: "too_big", Message: "too long", Path: []any{"tags", 2}},
+		Issue{Code: "x", Message: "y", Path: []any{}})
+	if e.Detail != "invalid body.tags.2: too long (and 1 more issues)" {
+		t.Fatalf("detail = %q", e.Detail)
+	}
+	if got := InvalidParam(FieldPath, "account_id", "invalid_string", "bad").Detail; got != "invalid path.account_id: bad" {
+		t.Fatalf("detail = %q", got)
+	}
+}
