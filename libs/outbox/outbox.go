@@ -36,6 +36,38 @@ func Add(ctx context.Context, tx pgx.Tx, topic string, evts ...events.Envelope) 
 	if len(evts) == 0 {
 		return nil
 	}
+	sql, args, err := insert(ctx, topic, evts)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, sql, args...); err != nil {
+		return fmt.Errorf("outbox: insert: %w", err)
+	}
+	return nil
+}
+
+// Queue appends the outbox insert of evts to b. A batch sent outside a transaction runs
+// as one implicit transaction, so a change and its events queued in one batch commit
+// together in a single round trip (the cheapest way to write a row and its event).
+func Queue(ctx context.Context, b *pgx.Batch, topic string, evts ...events.Envelope) error {
+	if len(evts) == 0 {
+		return nil
+	}
+	sql, args, err := insert(ctx, topic, evts)
+	if err != nil {
+		return err
+	}
+	b.Queue(sql, args...)
+	return nil
+}
+
+const insertSQL = `
+		INSERT INTO outbox (topic, event_id, msg_key, value, headers)
+		SELECT $1, e, k, v, h::jsonb
+		FROM unnest($2::text[], $3::text[], $4::bytea[], $5::text[]) WITH ORDINALITY AS t(e, k, v, h, n)
+		ORDER BY n`
+
+func insert(ctx context.Context, topic string, evts []events.Envelope) (string, []any, error) {
 	var (
 		eventIDs = make([]string, len(evts))
 		keys     = make([]string, len(evts))
@@ -45,21 +77,13 @@ func Add(ctx context.Context, tx pgx.Tx, topic string, evts ...events.Envelope) 
 	for i, e := range evts {
 		v, err := json.Marshal(e)
 		if err != nil {
-			return fmt.Errorf("outbox: marshal %s: %w", e.Type, err)
+			return "", nil, fmt.Errorf("outbox: marshal %s: %w", e.Type, err)
 		}
 		h, err := json.Marshal(e.Headers(ctx))
 		if err != nil {
-			return fmt.Errorf("outbox: marshal headers: %w", err)
+			return "", nil, fmt.Errorf("outbox: marshal headers: %w", err)
 		}
 		eventIDs[i], keys[i], values[i], headers[i] = e.ID, e.Subject, v, string(h)
 	}
-	_, err := tx.Exec(ctx, `
-		INSERT INTO outbox (topic, event_id, msg_key, value, headers)
-		SELECT $1, e, k, v, h::jsonb
-		FROM unnest($2::text[], $3::text[], $4::bytea[], $5::text[]) WITH ORDINALITY AS t(e, k, v, h, n)
-		ORDER BY n`, topic, eventIDs, keys, values, headers)
-	if err != nil {
-		return fmt.Errorf("outbox: insert: %w", err)
-	}
-	return nil
+	return insertSQL, []any{topic, eventIDs, keys, values, headers}, nil
 }

@@ -90,11 +90,33 @@ func write(t *testing.T, pool *pgxpool.Pool, subjects ...string) {
 	}
 }
 
-func runRelay(t *testing.T, pool *pgxpool.Pool, pub outbox.Publisher, create ...func(context.Context, ...string) error) {
+// newPool makes a database with the outbox schema and a pool whose commits wake the relay
+// (as service runtimes set it up); the Wakeup is returned for the relay.
+func newPool(t *testing.T) (*pgxpool.Pool, *outbox.Wakeup) {
+	t.Helper()
+	wake := outbox.NewWakeup()
+	ctx := context.Background()
+	pool, err := postgres.ConnectWith(ctx, pgtest.NewDatabase(t), func(c *pgxpool.Config) { c.ConnConfig.Tracer = wake })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := postgres.Migrate(ctx, pool, nil, outbox.Migrations); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { wake.Run(wctx, pool, quiet); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return pool, wake
+}
+
+func runRelay(t *testing.T, pool *pgxpool.Pool, wake *outbox.Wakeup, pub outbox.Publisher, create ...func(context.Context, ...string) error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	r := &outbox.Relay{Pool: pool, Publisher: pub, Log: quiet}
+	// A long backstop: the tests must pass on wake-ups alone.
+	r := &outbox.Relay{Pool: pool, Publisher: pub, Log: quiet, Wakeup: wake, IdleWake: time.Minute}
 	if len(create) > 0 {
 		r.CreateTopics = create[0]
 	}
@@ -111,9 +133,9 @@ func pending(t *testing.T, pool *pgxpool.Pool) int {
 }
 
 func TestRelayPublishesInCommitOrderAndDeletes(t *testing.T) {
-	pool := pgtest.NewPool(t, outbox.Migrations)
+	pool, wake := newPool(t)
 	rec := newRecorder()
-	runRelay(t, pool, rec)
+	runRelay(t, pool, wake, rec)
 	write(t, pool, "a1", "a2")
 	write(t, pool, "b1")
 	rec.wait(t, 3)
@@ -124,7 +146,7 @@ func TestRelayPublishesInCommitOrderAndDeletes(t *testing.T) {
 }
 
 func TestRelayNeverSkipsRowsOfAnOpenTransaction(t *testing.T) {
-	pool := pgtest.NewPool(t, outbox.Migrations)
+	pool, wake := newPool(t)
 	rec := newRecorder()
 	ctx := context.Background()
 	// Transaction A starts first and writes, but commits last.
@@ -136,7 +158,7 @@ func TestRelayNeverSkipsRowsOfAnOpenTransaction(t *testing.T) {
 	if err := outbox.Add(ctx, txA, "things", eA); err != nil {
 		t.Fatal(err)
 	}
-	runRelay(t, pool, rec)
+	runRelay(t, pool, wake, rec)
 	write(t, pool, "from-B")
 	time.Sleep(300 * time.Millisecond)
 	if n := len(rec.keys()); n != 0 {
@@ -152,9 +174,9 @@ func TestRelayNeverSkipsRowsOfAnOpenTransaction(t *testing.T) {
 }
 
 func TestRelayRollbackPublishesNothing(t *testing.T) {
-	pool := pgtest.NewPool(t, outbox.Migrations)
+	pool, wake := newPool(t)
 	rec := newRecorder()
-	runRelay(t, pool, rec)
+	runRelay(t, pool, wake, rec)
 	ctx := context.Background()
 	tx, _ := pool.Begin(ctx)
 	e, _ := events.New("t", "x", "rolled-back", nil)
@@ -171,10 +193,10 @@ func TestRelayRollbackPublishesNothing(t *testing.T) {
 }
 
 func TestRelayKeepsRowsWhileKafkaIsDown(t *testing.T) {
-	pool := pgtest.NewPool(t, outbox.Migrations)
+	pool, wake := newPool(t)
 	rec := newRecorder()
 	rec.setFail(true)
-	runRelay(t, pool, rec)
+	runRelay(t, pool, wake, rec)
 	write(t, pool, "e1", "e2")
 	time.Sleep(500 * time.Millisecond)
 	if n := pending(t, pool); n != 2 {
@@ -186,10 +208,10 @@ func TestRelayKeepsRowsWhileKafkaIsDown(t *testing.T) {
 }
 
 func TestOnlyOneRelayLeads(t *testing.T) {
-	pool := pgtest.NewPool(t, outbox.Migrations)
+	pool, wake := newPool(t)
 	a, b := newRecorder(), newRecorder()
-	runRelay(t, pool, a)
-	runRelay(t, pool, b)
+	runRelay(t, pool, wake, a)
+	runRelay(t, pool, nil, b)
 	for i := 0; i < 20; i++ {
 		write(t, pool, fmt.Sprintf("k%02d", i))
 	}
@@ -200,12 +222,12 @@ func TestOnlyOneRelayLeads(t *testing.T) {
 }
 
 func TestRelayToRealBroker(t *testing.T) {
-	pool := pgtest.NewPool(t, outbox.Migrations)
+	pool, wake := newPool(t)
 	broker := kafkatest.Start(t)
 	cfg := broker.Config()
 	w := cfg.Writer()
 	defer w.Close()
-	runRelay(t, pool, w, cfg.EnsureTopics)
+	runRelay(t, pool, wake, w, cfg.EnsureTopics)
 	write(t, pool, "s1", "s1", "s2")
 	waitFor(t, func() bool { return pending(t, pool) == 0 })
 	// Read every partition and collect the subjects seen.
@@ -243,5 +265,39 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 10s")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestQueuedBatchCommitsAtomicallyAndWakesTheRelay(t *testing.T) {
+	pool, wake := newPool(t)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, "CREATE TABLE things (id text PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	runRelay(t, pool, wake, rec)
+	send := func(id string) error {
+		e, _ := events.New("t", "thing.created", id, nil)
+		b := &pgx.Batch{}
+		b.Queue("INSERT INTO things (id) VALUES ($1)", id)
+		if err := outbox.Queue(ctx, b, "things", e); err != nil {
+			return err
+		}
+		return pool.SendBatch(ctx, b).Close()
+	}
+	if err := send("a"); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t, 1)
+	// A failing statement rolls the whole batch back: no row, no event.
+	if err := send("a"); err == nil {
+		t.Fatal("duplicate insert succeeded")
+	}
+	if err := send("b"); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t, 1)
+	if got := fmt.Sprint(rec.keys()); got != "[a b]" {
+		t.Fatalf("published %s", got)
 	}
 }

@@ -31,14 +31,16 @@ type Relay struct {
 	Log       *slog.Logger
 	// BatchSize bounds the rows published per round (default 500).
 	BatchSize int
-	// IdleWake is the backstop wake-up when no notification arrives (default 10s); it only
-	// matters if a notification is lost with a broken connection.
+	// IdleWake is the backstop wake-up when no notification arrives (default 2s); it only
+	// matters if a wake-up is lost (a broken connection, a writer outside the tracer).
 	IdleWake time.Duration
 	// Metrics, optional.
 	Metrics *Metrics
 	// CreateTopics, optional, makes sure topics exist before the first publish to each
 	// (events.KafkaConfig.EnsureTopics); brokers often refuse to create topics on demand.
 	CreateTopics func(ctx context.Context, topics ...string) error
+	// Wakeup, when set, wakes the relay in-process while it leads (see Wakeup).
+	Wakeup *Wakeup
 
 	created map[string]bool
 }
@@ -79,7 +81,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		r.BatchSize = 500
 	}
 	if r.IdleWake <= 0 {
-		r.IdleWake = 10 * time.Second
+		r.IdleWake = 2 * time.Second
 	}
 	backoff := 200 * time.Millisecond
 	for ctx.Err() == nil {
@@ -132,6 +134,10 @@ func (r *Relay) lead(ctx context.Context) error {
 		r.Metrics.leader.Set(1)
 		defer r.Metrics.leader.Set(0)
 	}
+	if r.Wakeup != nil {
+		r.Wakeup.leading.Store(true)
+		defer r.Wakeup.leading.Store(false)
+	}
 	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
@@ -146,13 +152,11 @@ func (r *Relay) lead(ctx context.Context) error {
 			// its end sends no notification when it wrote no outbox row, so look again soon.
 			wait = 100 * time.Millisecond
 		}
-		wctx, cancel := context.WithTimeout(ctx, wait)
-		err = conn.PgConn().WaitForNotification(wctx)
-		cancel()
+		err = r.wait(ctx, conn, wait)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if err != nil && !pgconn.Timeout(err) {
+		if err != nil {
 			return fmt.Errorf("wait for notification: %w", err)
 		}
 	}
@@ -301,4 +305,26 @@ func (r *Relay) ensureTopics(ctx context.Context, rows []row) error {
 		}
 		backoff = min(backoff*2, 5*time.Second)
 	}
+}
+
+// wait returns on a notification from the database, a local wake-up, or after d.
+func (r *Relay) wait(ctx context.Context, conn *pgx.Conn, d time.Duration) error {
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	if r.Wakeup != nil {
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			select {
+			case <-r.Wakeup.local:
+				cancel()
+			case <-stop:
+			}
+		}()
+	}
+	err := conn.PgConn().WaitForNotification(wctx)
+	if err == nil || pgconn.Timeout(err) || (errors.Is(err, context.Canceled) && ctx.Err() == nil) {
+		return nil
+	}
+	return err
 }

@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -15,12 +17,26 @@ import (
 )
 
 // Connect opens a pool for url (a postgres:// URL; pool_max_conns and friends may be set
-// in it) and waits, retrying, until the database answers or ctx ends: in a cluster a
+// in it; the pool defaults to max(16, 4×CPUs) connections) and waits, retrying, until the database answers or ctx ends: in a cluster a
 // service may start before its database.
 func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	return ConnectWith(ctx, url, nil)
+}
+
+// ConnectWith is Connect with a hook to adjust the pool configuration (e.g. a tracer).
+func ConnectWith(ctx context.Context, url string, configure func(*pgxpool.Config)) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: parse DATABASE_URL: %w", err)
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		// pgxpool's default (the number of CPUs, at least 4) queues requests behind a
+		// handful of connections; a service waits on the database far more than it
+		// computes, so allow more concurrent transactions.
+		cfg.MaxConns = int32(max(16, 4*runtime.NumCPU()))
+	}
+	if configure != nil {
+		configure(cfg)
 	}
 	if cfg.MaxConnIdleTime == 0 {
 		cfg.MaxConnIdleTime = 5 * time.Minute

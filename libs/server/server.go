@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/pprof"
 	"github.com/gofiber/fiber/v2/middleware/recover"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
@@ -52,8 +53,8 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// ReadyTimeout bounds one run of the readiness checks (default 2s).
 	ReadyTimeout time.Duration
-	// Metrics, when false, leaves /metrics off this listener (the gateway serves it on
-	// its admin listener instead).
+	// Metrics, when false, leaves /metrics and /debug/pprof off this listener (the gateway
+	// serves them on its admin listener instead).
 	Metrics bool
 }
 
@@ -114,6 +115,8 @@ func New(cfg Config, deps Deps) *Server {
 	s.App.Get("/readyz", s.readyz)
 	if cfg.Metrics && deps.Registry != nil {
 		s.App.Get("/metrics", telemetry.MetricsHandler(deps.Registry))
+		// Profiles on the same internal-only listener as the metrics.
+		s.App.Use(pprof.New())
 	}
 	return s
 }

@@ -101,7 +101,8 @@ func New(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.
 		Validator: request.NewValidator()}
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	pool, err := postgres.Connect(cctx, cfg.DatabaseURL)
+	wake := outbox.NewWakeup()
+	pool, err := postgres.ConnectWith(cctx, cfg.DatabaseURL, func(c *pgxpool.Config) { c.ConnConfig.Tracer = wake })
 	if err != nil {
 		return nil, err
 	}
@@ -118,8 +119,9 @@ func New(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.
 	}
 	rt.writer = cfg.Kafka.Writer()
 	rt.cleanups = append(rt.cleanups, func() { _ = rt.writer.Close() })
-	rt.relay = &outbox.Relay{Pool: pool, Publisher: rt.writer, Log: log,
+	rt.relay = &outbox.Relay{Pool: pool, Publisher: rt.writer, Log: log, Wakeup: wake,
 		Metrics: outbox.NewMetrics(rt.Registry), CreateTopics: cfg.Kafka.EnsureTopics}
+	rt.Go(func(ctx context.Context) error { wake.Run(ctx, pool, log); return nil })
 	rt.Server = server.New(server.Config{Name: cfg.Name, Addr: cfg.HTTPAddr, BaseURL: cfg.PublicBaseURL,
 		Metrics: true, ShutdownTimeout: cfg.ShutdownTimeout},
 		server.Deps{Log: log, Tracer: rt.Tracer, Registry: rt.Registry, Checks: []server.Check{

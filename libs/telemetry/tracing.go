@@ -59,6 +59,10 @@ func SetupTracing(ctx context.Context, service string) (*Tracing, error) {
 	}
 	if exp != nil {
 		opts = append(opts, sdktrace.WithBatcher(exp))
+	} else if os.Getenv("OTEL_TRACES_SAMPLER") == "" {
+		// Nothing exports spans, so record none: spans still get valid IDs (logs carry
+		// them, traceparent still flows downstream) without the cost of recording.
+		opts = append(opts, sdktrace.WithSampler(sdktrace.NeverSample()))
 	}
 	tp := sdktrace.NewTracerProvider(opts...)
 	otel.SetTracerProvider(tp)

@@ -124,19 +124,18 @@ func (p *Proxy) Handler() fiber.Handler {
 // internal headers and the API key are dropped, the tenant, key ID, request ID and trace
 // context are set.
 func prepare(c *fiber.Ctx, req *fasthttp.Request, up *Upstream, tenantID, keyID string) {
-	var internal []string
+	// One pass finds what to drop: client-sent internal headers, hop-by-hop headers and
+	// the API key, which the services never need to see.
+	var drop []string
 	req.Header.VisitAll(func(k, _ []byte) {
-		if tenant.IsInternal(string(k)) {
-			internal = append(internal, string(k))
+		name := string(k)
+		if tenant.IsInternal(name) || isHop(name) || strings.EqualFold(name, auth.HeaderAPIKey) {
+			drop = append(drop, name)
 		}
 	})
-	for _, k := range internal {
+	for _, k := range drop {
 		req.Header.Del(k)
 	}
-	for _, h := range hopHeaders {
-		req.Header.Del(h)
-	}
-	req.Header.Del(auth.HeaderAPIKey)
 	req.Header.Set(tenant.Header, tenantID)
 	req.Header.Set(tenant.KeyHeader, keyID)
 	req.Header.Set(requestid.Header, requestid.Ensure(c))
@@ -153,6 +152,15 @@ func prepare(c *fiber.Ctx, req *fasthttp.Request, up *Upstream, tenantID, keyID 
 	if up.URL.Path != "" && up.URL.Path != "/" {
 		req.SetRequestURI(strings.TrimRight(up.URL.Path, "/") + string(req.RequestURI()))
 	}
+}
+
+func isHop(name string) bool {
+	for _, h := range hopHeaders {
+		if strings.EqualFold(name, h) {
+			return true
+		}
+	}
+	return false
 }
 
 func upstreamError(service string, err error) *apierror.Error {

@@ -71,31 +71,47 @@ func scanEntry(r pgx.Row) (domain.Entry, error) {
 	return e, err
 }
 
+const (
+	lockDefaultSQL  = "SELECT pg_advisory_xact_lock(hashtextextended('topics-default:' || $1, 0))"
+	clearDefaultSQL = "UPDATE topics SET is_default = false WHERE tenant_id = $1 AND is_default AND topic_id <> $2"
+)
+
 // clearDefault makes no other topic of the tenant the default. A transaction-scoped
 // advisory lock per tenant serialises concurrent default changes.
 func clearDefault(ctx context.Context, tx pgx.Tx, tenantID, except string) error {
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended('topics-default:' || $1, 0))", tenantID); err != nil {
+	if _, err := tx.Exec(ctx, lockDefaultSQL, tenantID); err != nil {
 		return err
 	}
-	_, err := tx.Exec(ctx, "UPDATE topics SET is_default = false WHERE tenant_id = $1 AND is_default AND topic_id <> $2", tenantID, except)
+	_, err := tx.Exec(ctx, clearDefaultSQL, tenantID, except)
 	return err
 }
 
-// CreateTopic stores a new topic.
+// queueClearDefault is clearDefault as part of a batch.
+func queueClearDefault(b *pgx.Batch, tenantID, except string) {
+	b.Queue(lockDefaultSQL, tenantID)
+	b.Queue(clearDefaultSQL, tenantID, except)
+}
+
+// CreateTopic stores a new topic and its event in one round trip: a batch outside a
+// transaction runs as one implicit transaction.
 func (s *Store) CreateTopic(ctx context.Context, t domain.Topic) error {
-	return postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if t.IsDefault {
-			if err := clearDefault(ctx, tx, t.TenantID, t.ID); err != nil {
-				return fmt.Errorf("clear default: %w", err)
-			}
-		}
-		_, err := tx.Exec(ctx, "INSERT INTO topics ("+topicCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-			t.ID, t.TenantID, t.Title, t.Purpose, t.SortOrder, t.IsDefault, t.CreatedAt, t.UpdatedAt)
-		if err != nil {
-			return fmt.Errorf("insert topic: %w", err)
-		}
-		return emit(ctx, tx, t.TenantID, domain.EventTopicCreated, t.ID, domain.NewTopicEvent(t))
-	})
+	b := &pgx.Batch{}
+	if t.IsDefault {
+		queueClearDefault(b, t.TenantID, t.ID)
+	}
+	b.Queue("INSERT INTO topics ("+topicCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+		t.ID, t.TenantID, t.Title, t.Purpose, t.SortOrder, t.IsDefault, t.CreatedAt, t.UpdatedAt)
+	e, err := events.New(t.TenantID, domain.EventTopicCreated, t.ID, domain.NewTopicEvent(t))
+	if err != nil {
+		return err
+	}
+	if err := outbox.Queue(ctx, b, events.TopicTopics, e); err != nil {
+		return err
+	}
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("insert topic: %w", mapUniqueDefault(err))
+	}
+	return nil
 }
 
 // UpdateTopic locks the topic, lets fn change it, and stores the result when fn reports
@@ -177,17 +193,27 @@ func entriesOf(ctx context.Context, q querier, tenantID string, topicIDs []strin
 	return out, nil
 }
 
-// GetTopic returns a topic with its entries.
+// GetTopic returns a topic with its entries (one round trip).
 func (s *Store) GetTopic(ctx context.Context, tenantID, id string) (domain.Topic, error) {
-	t, err := scanTopic(s.pool.QueryRow(ctx, "SELECT "+topicCols+" FROM topics WHERE tenant_id = $1 AND topic_id = $2", tenantID, id))
+	b := &pgx.Batch{}
+	b.Queue("SELECT "+topicCols+" FROM topics WHERE tenant_id = $1 AND topic_id = $2", tenantID, id)
+	b.Queue("SELECT "+entryCols+` FROM topic_entries WHERE tenant_id = $1 AND topic_id = $2
+		ORDER BY sort_order, topic_entry_id`, tenantID, id)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	t, err := scanTopic(br.QueryRow())
 	if postgres.IsNoRows(err) {
 		return domain.Topic{}, domain.ErrTopicNotFound
 	}
 	if err != nil {
 		return domain.Topic{}, fmt.Errorf("get topic: %w", err)
 	}
-	if t.Entries, err = entriesOf(ctx, s.pool, tenantID, []string{id}); err != nil {
-		return domain.Topic{}, err
+	rows, err := br.Query()
+	if err != nil {
+		return domain.Topic{}, fmt.Errorf("get entries: %w", err)
+	}
+	if t.Entries, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Entry, error) { return scanEntry(r) }); err != nil {
+		return domain.Topic{}, fmt.Errorf("get entries: %w", err)
 	}
 	return t, nil
 }
