@@ -35,6 +35,13 @@ test: deps lint ## Run every test of every module (unit, integration, end-to-end
 test-short: ## Run the tests without the end-to-end suite
 	$(GO) test $(TEST_FLAGS) $(filter-out %/e2e/...,$(PKGS))
 
+.PHONY: bench
+bench: deps build ## Run the benchmarks and write the results into docs/benchmarks.md (needs wrk and nginx; installs them on Debian as root)
+	@command -v wrk >/dev/null && command -v nginx >/dev/null || { [ "$$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk nginx-light >/dev/null; }
+	$(GO) test -run '^$$' -bench . -benchtime 2s $(filter-out %/e2e/...,$(PKGS)) 2>&1 | grep -E '^(Benchmark|goos|goarch|cpu|pkg)' | tee $(BIN)/go-bench.txt
+	$(GO) run ./e2e/cmd/loadbench -out docs/benchmarks.md -go-bench $(BIN)/go-bench.txt
+	$(GO) run ./e2e/cmd/loadbench -bin $(BIN) -out docs/benchmarks.md
+
 .PHONY: lint
 lint: ## gofmt, go vet and go mod tidy checks over every module
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -52,7 +52,15 @@ func run() error {
 	profile := flag.String("profile", "", "directory to save CPU profiles of the gateway and the service during the gateway runs")
 	var extraEnv envFlag
 	flag.Var(&extraEnv, "env", "extra process setting NAME=value or process:NAME=value (repeatable)")
+	goBench := flag.String("go-bench", "", "write this file of `go test -bench` output into the \"go\" section of -out and exit")
 	flag.Parse()
+	if *goBench != "" {
+		b, err := os.ReadFile(*goBench)
+		if err != nil {
+			return err
+		}
+		return replaceSection(*out, "go", "```\n"+strings.TrimSpace(string(b))+"\n```\n")
+	}
 	binDir, _ := filepath.Abs(*bin)
 
 	dir, err := os.MkdirTemp("", "loadbench-")
