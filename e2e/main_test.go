@@ -41,9 +41,15 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	defer cleanup()
 	sys.stack, sys.base, sys.admin, sys.adminToken = s, s.GatewayURL, s.AdminURL, s.AdminToken
-	return m.Run()
+	code := m.Run()
+	cleanup()
+	// Stopping the system leaves no process behind.
+	if left := s.Running(); len(left) > 0 {
+		fmt.Fprintln(os.Stderr, "e2e: still running after stop:", left)
+		return 1
+	}
+	return code
 }
 
 // startLocal builds the binaries and starts the system on free ports.

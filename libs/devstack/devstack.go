@@ -455,6 +455,31 @@ func terminate(p *proc, grace time.Duration) {
 	}
 }
 
+// Running lists the processes (and the PostgreSQL server) still alive; after Stop it is
+// empty.
+func (s *Stack) Running() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, name := range s.order {
+		p := s.procs[name]
+		if p.cmd == nil || p.cmd.Process == nil {
+			continue
+		}
+		if p.cmd.Process.Signal(syscall.Signal(0)) == nil {
+			select {
+			case <-p.done:
+			default:
+				out = append(out, name)
+			}
+		}
+	}
+	if s.cluster != nil && s.cluster.Alive() {
+		out = append(out, "postgres")
+	}
+	return out
+}
+
 // Stop stops the gateway, then the services, the broker and the cluster, in that order.
 func (s *Stack) Stop() {
 	s.mu.Lock()

@@ -228,6 +228,17 @@ func (c *Cluster) Stop() error {
 	}
 }
 
+// Alive reports whether the server process is still running.
+func (c *Cluster) Alive() bool {
+	select {
+	case err := <-c.done:
+		c.done <- err
+		return false
+	default:
+		return true
+	}
+}
+
 // Kill stops the server abruptly (SIGKILL), as a crash would.
 func (c *Cluster) Kill() {
 	if c.cmd.Process != nil {
