@@ -22,6 +22,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/customerapi/platform/libs/devstack"
@@ -242,7 +243,8 @@ http {
 	for i := 0; i < 100; i++ {
 		if resp, err := http.Get(url + "/healthz"); err == nil {
 			resp.Body.Close()
-			return url, func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }, nil
+			// SIGQUIT is nginx's graceful stop; its workers exit with the master.
+			return url, func() { _ = cmd.Process.Signal(syscall.SIGQUIT); _ = cmd.Wait() }, nil
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
