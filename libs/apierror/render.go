@@ -63,6 +63,7 @@ func (r Renderer) Write(c *fiber.Ctx, err error) error {
 	for k, v := range e.Headers {
 		c.Set(k, v)
 	}
+	requestid.Stamp(c, reqID) // the response may have been reset since the ID was set
 	c.Status(e.Status)
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	return c.Send(body)

@@ -50,12 +50,12 @@ func Middleware() fiber.Handler {
 	}
 }
 
+var headerKey = []byte(Header)
+
 // Ensure returns the request ID of c, assigning one (from a sane request header or new)
-// when none has been assigned yet, and sets the response header (again, in case the
-// response was reset meanwhile).
+// and setting the response header when none has been assigned yet.
 func Ensure(c *fiber.Ctx) string {
 	if id, ok := c.Locals(localsKey).(string); ok && id != "" {
-		c.Set(Header, id)
 		return id
 	}
 	id := c.Get(Header)
@@ -63,8 +63,14 @@ func Ensure(c *fiber.Ctx) string {
 		id = New()
 	}
 	c.Locals(localsKey, id)
-	c.Set(Header, id)
+	Stamp(c, id)
 	return id
+}
+
+// Stamp sets the response header to id (again, after the response was reset or replaced).
+func Stamp(c *fiber.Ctx, id string) {
+	// SetCanonical: the name is canonical and the value sane, so skip fasthttp's checks.
+	c.Response().Header.SetCanonical(headerKey, []byte(id))
 }
 
 // With returns a context carrying the request ID.

@@ -72,17 +72,45 @@ func ceilSeconds(d time.Duration) int64 {
 	return int64(math.Ceil(d.Seconds()))
 }
 
+var (
+	hdrLimit     = []byte("RateLimit-Limit")
+	hdrRemaining = []byte("RateLimit-Remaining")
+	hdrReset     = []byte("RateLimit-Reset")
+	hdrPolicy    = []byte("RateLimit-Policy")
+	hdrState     = []byte("RateLimit")
+)
+
 // setHeaders writes the classic RateLimit-* headers and the IETF draft's structured
-// RateLimit-Policy and RateLimit fields.
+// RateLimit-Policy and RateLimit fields. It runs on every request, so it builds the values
+// in one small buffer and skips fasthttp's name and value sanitising (they are ours).
 func setHeaders(c *fiber.Ctx, p ratelimit.Policy, d ratelimit.Decision) {
-	limit := strconv.Itoa(d.Limit)
-	remaining := strconv.Itoa(d.Remaining)
-	reset := strconv.FormatInt(ceilSeconds(d.ResetAfter), 10)
-	c.Set("RateLimit-Limit", limit)
-	c.Set("RateLimit-Remaining", remaining)
-	c.Set("RateLimit-Reset", reset)
-	c.Set("RateLimit-Policy", `"default";q=`+limit+`;w=`+strconv.FormatInt(max(ceilSeconds(p.Window), 1), 10))
-	c.Set("RateLimit", `"default";r=`+remaining+`;t=`+reset)
+	h := &c.Response().Header
+	var buf [160]byte
+	b := buf[:0]
+	start := len(b)
+	b = strconv.AppendInt(b, int64(d.Limit), 10)
+	limit := b[start:]
+	start = len(b)
+	b = strconv.AppendInt(b, int64(d.Remaining), 10)
+	remaining := b[start:]
+	start = len(b)
+	b = strconv.AppendInt(b, ceilSeconds(d.ResetAfter), 10)
+	reset := b[start:]
+	h.SetCanonical(hdrLimit, limit)
+	h.SetCanonical(hdrRemaining, remaining)
+	h.SetCanonical(hdrReset, reset)
+	start = len(b)
+	b = append(b, `"default";q=`...)
+	b = append(b, limit...)
+	b = append(b, ";w="...)
+	b = strconv.AppendInt(b, max(ceilSeconds(p.Window), 1), 10)
+	h.SetCanonical(hdrPolicy, b[start:])
+	start = len(b)
+	b = append(b, `"default";r=`...)
+	b = append(b, remaining...)
+	b = append(b, ";t="...)
+	b = append(b, reset...)
+	h.SetCanonical(hdrState, b[start:])
 }
 
 // rateLimited is the spec's 429 with its details and a Retry-After header.

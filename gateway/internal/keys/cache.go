@@ -25,6 +25,7 @@ type Cache struct {
 	loaded  atomic.Int64 // unix nanos of the last successful load
 	reloads prometheus.Counter
 	size    prometheus.Gauge
+	memo    hashMemo
 }
 
 // NewCache returns an empty cache; call Load before serving, then Run.
@@ -46,7 +47,7 @@ func (c *Cache) Lookup(presented string) *Key {
 	if !WellFormed(presented) {
 		return nil
 	}
-	h := c.hasher.Hash(presented)
+	h := c.memo.hash(presented, c.hasher)
 	k := (*c.byHash.Load())[h]
 	if k == nil {
 		return nil

@@ -111,11 +111,12 @@ func (p *Proxy) Handler() fiber.Handler {
 			resp.Reset()
 			return upstreamError(service, err)
 		}
+		// The upstream connection's fate is not the client's (fasthttp keeps Connection
+		// and Transfer-Encoding to itself; the services send no other hop-by-hop header).
 		resp.Header.ResetConnectionClose()
-		for _, h := range hopHeaders {
-			resp.Header.Del(h)
+		if len(resp.Header.Peek(requestid.Header)) == 0 { // services echo it; make sure
+			requestid.Stamp(c, requestid.Ensure(c))
 		}
-		requestid.Ensure(c)
 		return nil
 	}
 }
@@ -136,9 +137,11 @@ func prepare(c *fiber.Ctx, req *fasthttp.Request, up *Upstream, tenantID, keyID 
 	for _, k := range drop {
 		req.Header.Del(k)
 	}
-	req.Header.Set(tenant.Header, tenantID)
-	req.Header.Set(tenant.KeyHeader, keyID)
-	req.Header.Set(requestid.Header, requestid.Ensure(c))
+	// SetCanonical skips fasthttp's value sanitising: these values are ours and already
+	// safe (validated tenant IDs, generated key IDs, sane request IDs).
+	req.Header.SetCanonical([]byte(tenant.Header), []byte(tenantID))
+	req.Header.SetCanonical([]byte(tenant.KeyHeader), []byte(keyID))
+	req.Header.SetCanonical([]byte(requestid.Header), []byte(requestid.Ensure(c)))
 	if ip := c.IP(); ip != "" {
 		if prior := string(req.Header.Peek("X-Forwarded-For")); prior != "" {
 			req.Header.Set("X-Forwarded-For", prior+", "+ip)
