@@ -142,7 +142,7 @@ func TestKilledServiceLosesNoAcknowledgedWrite(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; ctx.Err() == nil; i++ {
-				r, err := tryDo(c, "POST", "/v0/topics", map[string]any{"title": fmt.Sprintf("load-%d", i)})
+				r, err := c.Try("POST", "/v0/topics", map[string]any{"title": fmt.Sprintf("load-%d", i)})
 				if err == nil && r.Status == 201 {
 					mu.Lock()
 					acked = append(acked, r.Map()["topicId"].(string))

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/customerapi/platform/gateway/internal/app"
 	"github.com/customerapi/platform/libs/config"
@@ -29,16 +28,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	log := telemetry.NewLogger(os.Stdout, "gateway", cfg.LogLevel)
-	tracing, err := telemetry.SetupTracing(ctx, "gateway")
+	log, tracing, shutdown, err := telemetry.Setup(ctx, "gateway", cfg.LogLevel)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = tracing.Shutdown(sctx)
-	}()
+	defer shutdown()
 	a, cleanup, err := app.New(ctx, cfg, log, tracing)
 	if err != nil {
 		return err

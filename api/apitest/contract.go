@@ -216,6 +216,12 @@ func (c *Client) Do(method, path string, body any) *Response {
 	return resp
 }
 
+// Try is Do that returns transport and contract errors instead of failing the test (for
+// requests sent while a service is being killed, say).
+func (c *Client) Try(method, path string, body any) (*Response, error) {
+	return c.do(method, path, body)
+}
+
 func (c *Client) do(method, path string, body any) (*Response, error) {
 	var rd io.Reader
 	var raw []byte

@@ -185,16 +185,11 @@ func run(name, defaultAddr string, migrations []postgres.MigrationSet, setup fun
 	if err := env.Err(); err != nil {
 		return err
 	}
-	log := telemetry.NewLogger(os.Stdout, name, cfg.LogLevel)
-	tracing, err := telemetry.SetupTracing(ctx, name)
+	log, tracing, shutdown, err := telemetry.Setup(ctx, name, cfg.LogLevel)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = tracing.Shutdown(sctx)
-	}()
+	defer shutdown()
 	rt, err := New(ctx, cfg, tracing, log, migrations...)
 	if err != nil {
 		return err

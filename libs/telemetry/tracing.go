@@ -6,8 +6,10 @@ package telemetry
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -68,6 +70,22 @@ func SetupTracing(ctx context.Context, service string) (*Tracing, error) {
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(Propagator)
 	return &Tracing{Provider: tp}, nil
+}
+
+// Setup prepares a process's logs and traces: a JSON logger at the given level and the
+// tracer provider from the OTEL_* variables. shutdown flushes pending spans (bounded).
+func Setup(ctx context.Context, service, level string) (log *slog.Logger, tracing *Tracing, shutdown func(), err error) {
+	log = NewLogger(os.Stdout, service, level)
+	tracing, err = SetupTracing(ctx, service)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	shutdown = func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = tracing.Shutdown(sctx)
+	}
+	return log, tracing, shutdown, nil
 }
 
 func exporterFromEnv(ctx context.Context) (sdktrace.SpanExporter, error) {
