@@ -1,0 +1,371 @@
+package adapters_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/postgres"
+	"github.com/customerapi/platform/libs/postgres/pgtest"
+	"github.com/customerapi/platform/services/webhooks/internal/adapters"
+	"github.com/customerapi/platform/services/webhooks/internal/domain"
+	"github.com/customerapi/platform/services/webhooks/migrations"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+func newStore(t testing.TB) (*adapters.Store, *pgxpool.Pool) {
+	pool := pgtest.NewPool(t, migrations.Set)
+	return adapters.NewStore(pool), pool
+}
+
+func addSubscription(t testing.TB, s *adapters.Store, tenantID, id string, active bool, evts []string) {
+	t.Helper()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	if err := s.CreateSubscription(context.Background(), domain.Subscription{ID: id, TenantID: tenantID,
+		URL: "https://hooks.example.com/" + id, Events: evts, Active: active, Secret: "whsec_c2VjcmV0",
+		CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func record(t testing.TB, s *adapters.Store, pool *pgxpool.Pool, e events.Envelope) int64 {
+	t.Helper()
+	var n int64
+	if err := postgres.InTx(context.Background(), pool, func(tx pgx.Tx) error {
+		var err error
+		n, err = s.RecordEvent(context.Background(), tx, e)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func newEvent(t testing.TB, tenantID, typ, subject string) events.Envelope {
+	t.Helper()
+	e, err := events.New(tenantID, typ, subject, json.RawMessage(`{"type":"`+typ+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// The intake matches active subscriptions of the event's tenant that list its type, and
+// an event recorded twice (even past the consumer's inbox) adds no delivery.
+func TestRecordEventMatchesAndIsIdempotent(t *testing.T) {
+	s, pool := newStore(t)
+	addSubscription(t, s, "acme", "whsub_all", true, nil)
+	addSubscription(t, s, "acme", "whsub_forms", true, []string{events.TypeFormSubmitted})
+	addSubscription(t, s, "acme", "whsub_pages", true, []string{events.TypePageVersionCreated})
+	addSubscription(t, s, "acme", "whsub_off", false, nil)
+	addSubscription(t, s, "globex", "whsub_other", true, nil)
+	e := newEvent(t, "acme", events.TypeFormSubmitted, "form_1")
+	if n := record(t, s, pool, e); n != 2 {
+		t.Fatalf("recorded %d deliveries, want 2", n)
+	}
+	if n := record(t, s, pool, e); n != 0 {
+		t.Fatalf("the same event again recorded %d deliveries", n)
+	}
+	var subs []string
+	rows, _ := pool.Query(context.Background(), "SELECT subscription_id FROM deliveries ORDER BY subscription_id")
+	subs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || fmt.Sprint(subs) != "[whsub_all whsub_forms]" {
+		t.Fatalf("deliveries for %v (%v)", subs, err)
+	}
+	bad := e
+	bad.ID, bad.Payload = "evt_bad", json.RawMessage(`{"type":"form.enriched"}`)
+	if err := postgres.InTx(context.Background(), pool, func(tx pgx.Tx) error {
+		_, err := s.RecordEvent(context.Background(), tx, bad)
+		return err
+	}); err == nil {
+		t.Fatal("a payload whose type differs from the event's was recorded")
+	}
+}
+
+func fill(t testing.TB, s *adapters.Store, pool *pgxpool.Pool, subs []string, perSub int) {
+	t.Helper()
+	for _, sub := range subs {
+		addSubscription(t, s, "acme", sub, true, []string{"form.submitted"})
+	}
+	for i := 0; i < perSub; i++ {
+		for _, sub := range subs {
+			e := newEvent(t, "acme", events.TypeFormSubmitted, fmt.Sprintf("form_%s_%d", sub, i))
+			// One subscription per event here: make the others skip it.
+			if _, err := pool.Exec(context.Background(), "UPDATE subscriptions SET active = (subscription_id = $1)", sub); err != nil {
+				t.Fatal(err)
+			}
+			record(t, s, pool, e)
+		}
+	}
+	if _, err := pool.Exec(context.Background(), "UPDATE subscriptions SET active = true"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Replicas claiming at once never get the same delivery, and together get all of them.
+func TestClaimIsExclusiveUnderConcurrency(t *testing.T) {
+	s, pool := newStore(t)
+	fill(t, s, pool, []string{"whsub_a", "whsub_b", "whsub_c", "whsub_d"}, 50)
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				jobs, err := s.Claim(context.Background(), 7, 1000, nil, time.Minute)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(jobs) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, j := range jobs {
+					seen[j.DeliveryID]++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(seen) != 200 {
+		t.Fatalf("claimed %d of 200", len(seen))
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Fatalf("%s claimed %d times", id, n)
+		}
+	}
+}
+
+func TestClaimLimitsPerSubscriptionAndHonoursExclusions(t *testing.T) {
+	s, pool := newStore(t)
+	fill(t, s, pool, []string{"whsub_a", "whsub_b"}, 10)
+	jobs, err := s.Claim(context.Background(), 100, 3, nil, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := map[string]int{}
+	var lastSeq int64
+	for _, j := range jobs {
+		per[j.SubscriptionID]++
+		if j.Seq < lastSeq {
+			t.Fatal("claims are not in due order")
+		}
+		lastSeq = j.Seq
+		if j.AttemptNo != 1 || j.LeaseToken != 1 || !j.Active || j.URL == "" || len(j.Body) == 0 {
+			t.Fatalf("job %+v", j)
+		}
+	}
+	if per["whsub_a"] != 3 || per["whsub_b"] != 3 {
+		t.Fatalf("per subscription %v", per)
+	}
+	jobs, err = s.Claim(context.Background(), 100, 3, []string{"whsub_a"}, time.Minute)
+	if err != nil || len(jobs) != 3 {
+		t.Fatalf("%d jobs, %v", len(jobs), err)
+	}
+	for _, j := range jobs {
+		if j.SubscriptionID != "whsub_b" {
+			t.Fatalf("claimed %s despite the exclusion", j.SubscriptionID)
+		}
+	}
+	// Held deliveries are not claimed again while their lease runs.
+	wait, ok, err := s.NextDue(context.Background(), []string{"whsub_a", "whsub_b"})
+	if err != nil || !ok || wait < 50*time.Second {
+		t.Fatalf("next due in %s (%v, %v), want the lease's end", wait, ok, err)
+	}
+	wait, ok, err = s.NextDue(context.Background(), nil)
+	if err != nil || !ok || wait > 0 {
+		t.Fatalf("next due in %s (%v, %v), want now", wait, ok, err)
+	}
+}
+
+// A lease that runs out lets another claim take the delivery; the first claim's late
+// result then records its attempt but does not change the delivery.
+func TestExpiredLeaseIsClaimedAgain(t *testing.T) {
+	s, pool := newStore(t)
+	fill(t, s, pool, []string{"whsub_a"}, 1)
+	first, err := s.Claim(context.Background(), 10, 10, nil, 100*time.Millisecond)
+	if err != nil || len(first) != 1 {
+		t.Fatalf("%v %v", first, err)
+	}
+	if again, _ := s.Claim(context.Background(), 10, 10, nil, time.Minute); len(again) != 0 {
+		t.Fatal("claimed while leased")
+	}
+	time.Sleep(150 * time.Millisecond)
+	second, err := s.Claim(context.Background(), 10, 10, nil, time.Minute)
+	if err != nil || len(second) != 1 || second[0].DeliveryID != first[0].DeliveryID || second[0].AttemptNo != 2 {
+		t.Fatalf("%+v %v", second, err)
+	}
+	code := 500
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	stale := adapters.Result{TenantID: "acme", DeliveryID: first[0].DeliveryID, SubscriptionID: "whsub_a",
+		LeaseToken: first[0].LeaseToken, AttemptNo: first[0].AttemptNo, Status: domain.StatusFailed,
+		Attempt: &domain.Attempt{AttemptedAt: at, StatusCode: &code}}
+	if _, err := s.Complete(context.Background(), []adapters.Result{stale}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.GetDelivery(context.Background(), "acme", "whsub_a", first[0].DeliveryID)
+	if err != nil || d.Status != domain.StatusPending || len(d.Attempts) != 1 || !d.InFlight {
+		t.Fatalf("after the stale result: %+v %v", d, err)
+	}
+	ok := 200
+	fresh := stale
+	fresh.LeaseToken, fresh.AttemptNo, fresh.Status = second[0].LeaseToken, second[0].AttemptNo, domain.StatusSucceeded
+	fresh.Attempt = &domain.Attempt{AttemptedAt: at, StatusCode: &ok}
+	if _, err := s.Complete(context.Background(), []adapters.Result{fresh}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	d, _ = s.GetDelivery(context.Background(), "acme", "whsub_a", first[0].DeliveryID)
+	if d.Status != domain.StatusSucceeded || len(d.Attempts) != 2 || d.InFlight || d.NextAttemptAt != nil {
+		t.Fatalf("after the fresh result: %+v", d)
+	}
+}
+
+// A 410 disables the subscription and fails its other pending deliveries in the same
+// transaction; a retry result of a now inactive subscription fails as well.
+func TestCompleteDisablesOnGone(t *testing.T) {
+	s, pool := newStore(t)
+	fill(t, s, pool, []string{"whsub_a"}, 3)
+	jobs, err := s.Claim(context.Background(), 2, 10, nil, time.Minute)
+	if err != nil || len(jobs) != 2 {
+		t.Fatal(jobs, err)
+	}
+	code, at := 410, time.Now().UTC().Truncate(time.Millisecond)
+	gone := adapters.Result{TenantID: "acme", DeliveryID: jobs[0].DeliveryID, SubscriptionID: "whsub_a",
+		LeaseToken: jobs[0].LeaseToken, AttemptNo: 1, Status: domain.StatusFailed, Gone: true,
+		Attempt: &domain.Attempt{AttemptedAt: at, StatusCode: &code}}
+	c500 := 500
+	retry := adapters.Result{TenantID: "acme", DeliveryID: jobs[1].DeliveryID, SubscriptionID: "whsub_a",
+		LeaseToken: jobs[1].LeaseToken, AttemptNo: 1, Status: domain.StatusPending, Delay: time.Second, RetryStep: 1,
+		Attempt: &domain.Attempt{AttemptedAt: at, StatusCode: &c500}}
+	disabled, err := s.Complete(context.Background(), []adapters.Result{gone, retry}, time.Hour)
+	if err != nil || len(disabled) != 1 || !disabled[0].Gone || disabled[0].Reason != domain.ReasonGone {
+		t.Fatalf("disabled %+v, %v", disabled, err)
+	}
+	sub, _ := s.GetSubscription(context.Background(), "acme", "whsub_a")
+	if sub.Active || sub.DisabledReason == nil || sub.DisabledAt == nil {
+		t.Fatalf("subscription %+v", sub)
+	}
+	var pending int
+	if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM deliveries WHERE status = 'pending'").Scan(&pending); err != nil || pending != 0 {
+		t.Fatalf("%d deliveries still pending (%v)", pending, err)
+	}
+	if _, ok, _ := s.NextDue(context.Background(), nil); ok {
+		t.Fatal("something is still due")
+	}
+}
+
+// Failures without a success for the configured period disable the subscription; a
+// success restarts the streak.
+func TestFailureStreakDisables(t *testing.T) {
+	s, pool := newStore(t)
+	fill(t, s, pool, []string{"whsub_a"}, 4)
+	base := time.Now().UTC().Truncate(time.Millisecond)
+	attempt := func(j adapters.Job, at time.Time, code int, status domain.Status) adapters.Result {
+		return adapters.Result{TenantID: "acme", DeliveryID: j.DeliveryID, SubscriptionID: "whsub_a", LeaseToken: j.LeaseToken,
+			AttemptNo: j.AttemptNo, Status: status, Delay: time.Hour, RetryStep: 1,
+			Attempt: &domain.Attempt{AttemptedAt: at, StatusCode: &code}}
+	}
+	jobs, _ := s.Claim(context.Background(), 4, 10, nil, time.Minute)
+	// Failing for 3 days, then a success: the streak restarts.
+	d, err := s.Complete(context.Background(), []adapters.Result{
+		attempt(jobs[0], base, 500, domain.StatusPending),
+		attempt(jobs[1], base.Add(72*time.Hour), 200, domain.StatusSucceeded),
+	}, 120*time.Hour)
+	if err != nil || len(d) != 0 {
+		t.Fatal(d, err)
+	}
+	// Failing from day 3 to day 7: four days, not yet five.
+	if d, err := s.Complete(context.Background(), []adapters.Result{attempt(jobs[2], base.Add(96*time.Hour), 500, domain.StatusPending)}, 120*time.Hour); err != nil || len(d) != 0 {
+		t.Fatal(d, err)
+	}
+	d, err = s.Complete(context.Background(), []adapters.Result{attempt(jobs[3], base.Add(196*time.Hour), 500, domain.StatusPending)}, 120*time.Hour)
+	if err != nil || len(d) != 0 {
+		t.Fatalf("disabled after 100 hours: %+v %v", d, err)
+	}
+	// The next failure, 121 hours into the streak, disables it.
+	if _, err := pool.Exec(context.Background(), "UPDATE deliveries SET next_attempt_at = now() WHERE status = 'pending'"); err != nil {
+		t.Fatal(err)
+	}
+	jobs, _ = s.Claim(context.Background(), 1, 10, nil, time.Minute)
+	d, err = s.Complete(context.Background(), []adapters.Result{attempt(jobs[0], base.Add(217*time.Hour), 500, domain.StatusPending)}, 120*time.Hour)
+	if err != nil || len(d) != 1 || d[0].Gone {
+		t.Fatalf("not disabled after 121 hours: %+v %v", d, err)
+	}
+	sub, _ := s.GetSubscription(context.Background(), "acme", "whsub_a")
+	if sub.Active || *sub.DisabledReason != domain.ReasonFailing(120*time.Hour, base.Add(96*time.Hour)) {
+		t.Fatalf("subscription %+v", sub)
+	}
+}
+
+// An event matching more subscriptions than one statement's IDs still reaches them all.
+func TestRecordEventFansOutBeyondOneRound(t *testing.T) {
+	s, pool := newStore(t)
+	for i := 0; i < 40; i++ {
+		addSubscription(t, s, "acme", fmt.Sprintf("whsub_%02d", i), true, nil)
+	}
+	e := newEvent(t, "acme", events.TypeFormEnriched, "form_1")
+	if n := record(t, s, pool, e); n != 40 {
+		t.Fatalf("recorded %d deliveries, want 40", n)
+	}
+	if n := record(t, s, pool, e); n != 0 {
+		t.Fatalf("the event again recorded %d", n)
+	}
+	var distinct int
+	if err := pool.QueryRow(context.Background(), "SELECT count(DISTINCT delivery_id) FROM deliveries").Scan(&distinct); err != nil || distinct != 40 {
+		t.Fatalf("%d distinct delivery IDs (%v)", distinct, err)
+	}
+}
+
+func TestStatsAndRetention(t *testing.T) {
+	s, pool := newStore(t)
+	ctx := context.Background()
+	if st, err := s.Stats(ctx); err != nil || st != (adapters.QueueStats{}) {
+		t.Fatalf("empty queue: %+v %v", st, err)
+	}
+	fill(t, s, pool, []string{"whsub_a"}, 3)
+	if _, err := pool.Exec(ctx, "UPDATE deliveries SET created_at = now() - interval '1 hour', next_attempt_at = now() - interval '10 minutes'"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Stats(ctx)
+	if err != nil || st.Pending != 3 || st.OldestPendingAge < 59*time.Minute || st.DispatchLag < 9*time.Minute {
+		t.Fatalf("stats %+v %v", st, err)
+	}
+	// Finish two: one long ago, one just now.
+	jobs, _ := s.Claim(ctx, 2, 10, nil, time.Minute)
+	code, at := 200, time.Now().UTC().Truncate(time.Millisecond)
+	var results []adapters.Result
+	for _, j := range jobs {
+		results = append(results, adapters.Result{TenantID: "acme", DeliveryID: j.DeliveryID, SubscriptionID: j.SubscriptionID,
+			LeaseToken: j.LeaseToken, AttemptNo: j.AttemptNo, Status: domain.StatusSucceeded,
+			Attempt: &domain.Attempt{AttemptedAt: at, StatusCode: &code}})
+	}
+	if _, err := s.Complete(ctx, results, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, "UPDATE deliveries SET updated_at = now() - interval '40 days' WHERE delivery_id = $1", jobs[0].DeliveryID); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.PurgeFinished(ctx, time.Now().Add(-30*24*time.Hour), 1000)
+	if err != nil || n != 1 {
+		t.Fatalf("purged %d (%v)", n, err)
+	}
+	var left, attempts int
+	if err := pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM deliveries), (SELECT count(*) FROM delivery_attempts)").Scan(&left, &attempts); err != nil ||
+		left != 2 || attempts != 1 {
+		t.Fatalf("%d deliveries and %d attempts left (%v)", left, attempts, err)
+	}
+}

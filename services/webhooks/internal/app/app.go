@@ -1,0 +1,161 @@
+// Package app holds the webhooks use cases: it makes IDs, secrets and timestamps, checks
+// target URLs, applies patches and calls the repository.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/customerapi/platform/libs/ids"
+	"github.com/customerapi/platform/libs/timestamp"
+	"github.com/customerapi/platform/services/webhooks/internal/adapters"
+	"github.com/customerapi/platform/services/webhooks/internal/domain"
+	"github.com/customerapi/platform/services/webhooks/internal/signing"
+	"github.com/customerapi/platform/services/webhooks/internal/ssrf"
+)
+
+// Repository is what the use cases need from storage.
+type Repository interface {
+	CreateSubscription(ctx context.Context, s domain.Subscription) error
+	GetSubscription(ctx context.Context, tenantID, id string) (domain.Subscription, error)
+	ListSubscriptions(ctx context.Context, tenantID, after string, limit int) ([]domain.Subscription, int64, error)
+	UpdateSubscription(ctx context.Context, tenantID, id string, fn func(*domain.Subscription) bool) (domain.Subscription, error)
+	DeleteSubscription(ctx context.Context, tenantID, id string) error
+	ListDeliveries(ctx context.Context, tenantID, subscriptionID string, f adapters.DeliveryFilter, limit int) ([]domain.Delivery, int64, error)
+	GetDelivery(ctx context.Context, tenantID, subscriptionID, deliveryID string) (domain.Delivery, error)
+	RetryDelivery(ctx context.Context, tenantID, subscriptionID, deliveryID string) (domain.Delivery, error)
+}
+
+// URLChecker checks a target URL against the SSRF policy (*ssrf.Guard is one).
+type URLChecker interface {
+	CheckURL(ctx context.Context, u *url.URL) error
+}
+
+// RefusedURLError reports a subscription URL the SSRF policy refuses.
+type RefusedURLError struct{ Reason string }
+
+// Error implements error.
+func (e *RefusedURLError) Error() string { return e.Reason }
+
+// Service runs the webhooks use cases.
+type Service struct {
+	Repo Repository
+	URLs URLChecker
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return timestamp.Truncate(s.Now())
+	}
+	return timestamp.Truncate(time.Now())
+}
+
+// lookupTimeout bounds the DNS lookup of a URL check.
+const lookupTimeout = 3 * time.Second
+
+// checkURL refuses a URL whose host is, or resolves to, a forbidden address. A name
+// that does not resolve (yet) is accepted: every delivery checks again when it dials.
+func (s *Service) checkURL(ctx context.Context, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return &RefusedURLError{Reason: "not a URL"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+	defer cancel()
+	err = s.URLs.CheckURL(ctx, u)
+	var refused *ssrf.RefusedError
+	if errors.As(err, &refused) {
+		return &RefusedURLError{Reason: "the URL's host " + refused.Error() + "; deliveries only go to public addresses"}
+	}
+	return nil
+}
+
+// NewSubscription is the input of CreateSubscription.
+type NewSubscription struct {
+	URL string
+	// Events lists the event types; nil means every type.
+	Events []string
+	Active bool
+}
+
+// CreateSubscription creates a subscription with a fresh signing secret.
+func (s *Service) CreateSubscription(ctx context.Context, tenantID string, in NewSubscription) (domain.Subscription, error) {
+	if err := s.checkURL(ctx, in.URL); err != nil {
+		return domain.Subscription{}, err
+	}
+	secret, err := signing.NewSecret()
+	if err != nil {
+		return domain.Subscription{}, err
+	}
+	now := s.now()
+	sub := domain.Subscription{ID: ids.New("whsub"), TenantID: tenantID, URL: in.URL, Events: in.Events,
+		Active: in.Active, Secret: secret, CreatedAt: now, UpdatedAt: now}
+	if err := s.Repo.CreateSubscription(ctx, sub); err != nil {
+		return domain.Subscription{}, err
+	}
+	return sub, nil
+}
+
+// GetSubscription returns a subscription.
+func (s *Service) GetSubscription(ctx context.Context, tenantID, id string) (domain.Subscription, error) {
+	return s.Repo.GetSubscription(ctx, tenantID, id)
+}
+
+// ListSubscriptions returns a page of subscriptions in creation order.
+func (s *Service) ListSubscriptions(ctx context.Context, tenantID, after string, limit int) ([]domain.Subscription, int64, error) {
+	return s.Repo.ListSubscriptions(ctx, tenantID, after, limit)
+}
+
+// UpdateSubscription applies a patch; a new URL is checked first.
+func (s *Service) UpdateSubscription(ctx context.Context, tenantID, id string, p domain.Patch) (domain.Subscription, error) {
+	if p.URL != nil {
+		if err := s.checkURL(ctx, *p.URL); err != nil {
+			return domain.Subscription{}, err
+		}
+	}
+	now := s.now()
+	return s.Repo.UpdateSubscription(ctx, tenantID, id, func(sub *domain.Subscription) bool { return sub.Apply(p, now) })
+}
+
+// RotateSecret gives a subscription a new signing secret; the old one keeps signing
+// webhook-signature for domain.SecretGrace.
+func (s *Service) RotateSecret(ctx context.Context, tenantID, id string) (domain.Subscription, error) {
+	secret, err := signing.NewSecret()
+	if err != nil {
+		return domain.Subscription{}, err
+	}
+	now := s.now()
+	return s.Repo.UpdateSubscription(ctx, tenantID, id, func(sub *domain.Subscription) bool {
+		sub.Rotate(secret, now)
+		return true
+	})
+}
+
+// DeleteSubscription deletes a subscription with its deliveries.
+func (s *Service) DeleteSubscription(ctx context.Context, tenantID, id string) error {
+	return s.Repo.DeleteSubscription(ctx, tenantID, id)
+}
+
+// ListDeliveries returns a page of a subscription's deliveries, newest first.
+func (s *Service) ListDeliveries(ctx context.Context, tenantID, subscriptionID string, f adapters.DeliveryFilter, limit int) ([]domain.Delivery, int64, error) {
+	return s.Repo.ListDeliveries(ctx, tenantID, subscriptionID, f, limit)
+}
+
+// GetDelivery returns a delivery with its attempts.
+func (s *Service) GetDelivery(ctx context.Context, tenantID, subscriptionID, deliveryID string) (domain.Delivery, error) {
+	return s.Repo.GetDelivery(ctx, tenantID, subscriptionID, deliveryID)
+}
+
+// RetryDelivery makes a delivery due now with a fresh retry schedule.
+func (s *Service) RetryDelivery(ctx context.Context, tenantID, subscriptionID, deliveryID string) (domain.Delivery, error) {
+	d, err := s.Repo.RetryDelivery(ctx, tenantID, subscriptionID, deliveryID)
+	if err != nil {
+		return domain.Delivery{}, fmt.Errorf("retry delivery: %w", err)
+	}
+	return d, nil
+}

@@ -1,0 +1,200 @@
+// Package application wires the webhooks service onto the shared service runtime: the
+// subscription routes, the intake consumer and the delivery engine.
+package application
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/customerapi/platform/libs/config"
+	"github.com/customerapi/platform/libs/consumer"
+	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/postgres"
+	"github.com/customerapi/platform/libs/service"
+	"github.com/customerapi/platform/services/webhooks/internal/adapters"
+	"github.com/customerapi/platform/services/webhooks/internal/app"
+	"github.com/customerapi/platform/services/webhooks/internal/dispatch"
+	"github.com/customerapi/platform/services/webhooks/internal/domain"
+	"github.com/customerapi/platform/services/webhooks/internal/ports"
+	"github.com/customerapi/platform/services/webhooks/internal/ssrf"
+	"github.com/customerapi/platform/services/webhooks/migrations"
+)
+
+// Name is the service name.
+const Name = "webhooks"
+
+// DefaultAddr is the local listen address.
+const DefaultAddr = "127.0.0.1:25015"
+
+// Migrations are the service's own migration sets.
+var Migrations = []postgres.MigrationSet{migrations.Set}
+
+// IntakeConsumer is the consumer group (and inbox name) of the intake.
+const IntakeConsumer = "webhooks-intake"
+
+// Settings are the webhooks service's own settings (docs/architecture.md lists them).
+type Settings struct {
+	// Retry schedules retries (WEBHOOK_RETRY_SCHEDULE, WEBHOOK_RETRY_JITTER_PERCENT,
+	// WEBHOOK_RETRY_AFTER_MAX).
+	Retry domain.RetryPolicy
+	// Timeout bounds one attempt (WEBHOOK_TIMEOUT).
+	Timeout time.Duration
+	// DisableAfter is the failure streak that disables a subscription (WEBHOOK_DISABLE_AFTER).
+	DisableAfter time.Duration
+	// AllowPrivate lets deliveries reach private, loopback and link-local addresses
+	// (WEBHOOK_ALLOW_PRIVATE_TARGETS; local development only).
+	AllowPrivate bool
+	// Workers and PerSubscription bound the deliveries a replica holds in all and per
+	// subscription (WEBHOOK_WORKERS, WEBHOOK_SUBSCRIPTION_CONCURRENCY).
+	Workers, PerSubscription int
+	// Retention is how long finished deliveries are kept (WEBHOOK_RETENTION, 0 = forever).
+	Retention time.Duration
+}
+
+// SettingsFromEnv reads the settings, recording every problem on env.
+func SettingsFromEnv(env *config.Env) Settings {
+	s := Settings{
+		Retry: domain.RetryPolicy{
+			Schedule:      env.Durations("WEBHOOK_RETRY_SCHEDULE", domain.DefaultSchedule),
+			Jitter:        float64(env.Int("WEBHOOK_RETRY_JITTER_PERCENT", 20)) / 100,
+			RetryAfterMin: time.Second,
+			RetryAfterMax: env.Duration("WEBHOOK_RETRY_AFTER_MAX", time.Hour),
+		},
+		Timeout:         env.Duration("WEBHOOK_TIMEOUT", 10*time.Second),
+		DisableAfter:    env.Duration("WEBHOOK_DISABLE_AFTER", 5*24*time.Hour),
+		AllowPrivate:    env.Bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", false),
+		Workers:         env.Int("WEBHOOK_WORKERS", 256),
+		PerSubscription: env.Int("WEBHOOK_SUBSCRIPTION_CONCURRENCY", 8),
+		Retention:       env.Duration("WEBHOOK_RETENTION", 30*24*time.Hour),
+	}
+	for _, d := range s.Retry.Schedule {
+		if d <= 0 {
+			env.Fail("WEBHOOK_RETRY_SCHEDULE", "every wait must be positive")
+			break
+		}
+	}
+	if s.Retry.Jitter < 0 || s.Retry.Jitter >= 1 {
+		env.Fail("WEBHOOK_RETRY_JITTER_PERCENT", "must be from 0 to 99")
+	}
+	if s.Retry.RetryAfterMax < s.Retry.RetryAfterMin {
+		env.Fail("WEBHOOK_RETRY_AFTER_MAX", "must be at least %s", s.Retry.RetryAfterMin)
+	}
+	if s.Timeout <= 0 || s.Timeout > 5*time.Minute {
+		env.Fail("WEBHOOK_TIMEOUT", "must be positive and at most 5m")
+	}
+	if s.DisableAfter <= 0 {
+		env.Fail("WEBHOOK_DISABLE_AFTER", "must be positive")
+	}
+	if s.Workers < 1 || s.Workers > 100000 {
+		env.Fail("WEBHOOK_WORKERS", "must be from 1 to 100000")
+	}
+	if s.PerSubscription < 1 || s.PerSubscription > s.Workers {
+		env.Fail("WEBHOOK_SUBSCRIPTION_CONCURRENCY", "must be from 1 to WEBHOOK_WORKERS")
+	}
+	return s
+}
+
+// Options are hooks for tests.
+type Options struct {
+	// Resolver replaces the system's name resolution (tests need no DNS).
+	Resolver ssrf.Resolver
+	// Idle is the engine's backstop wake-up (default one minute).
+	Idle time.Duration
+}
+
+// Setup adds the webhooks routes, the intake and the delivery engine to a runtime.
+func Setup(rt *service.Runtime, env *config.Env) error { return SetupWith(Options{})(rt, env) }
+
+// SetupWith returns a Setup using the given hooks.
+func SetupWith(o Options) func(*service.Runtime, *config.Env) error {
+	return func(rt *service.Runtime, env *config.Env) error {
+		s := SettingsFromEnv(env)
+		if err := env.Err(); err != nil {
+			return err
+		}
+		if o.Idle <= 0 {
+			o.Idle = time.Minute
+		}
+		store := adapters.NewStore(rt.Pool)
+		guard := ssrf.NewGuard(ssrf.Policy{AllowPrivate: s.AllowPrivate}, o.Resolver, min(s.Timeout, 5*time.Second))
+		h := &ports.Handlers{
+			App:       &app.Service{Repo: store, URLs: guard},
+			Validator: rt.Validator,
+			Cursors:   rt.Cursors,
+		}
+		h.Register(rt.API)
+
+		ensureTopics(rt)
+		rt.Consume(&consumer.Consumer{
+			Name:   IntakeConsumer,
+			Topics: []string{events.TopicPages, events.TopicPersons},
+			Types:  events.PublicTypes,
+			Handler: func(ctx context.Context, tx pgx.Tx, evt events.Envelope) error {
+				_, err := store.RecordEvent(ctx, tx, evt)
+				return err
+			},
+		})
+
+		sender := dispatch.NewSender(guard, s.Timeout, s.PerSubscription*2)
+		engine := dispatch.New(dispatch.Config{
+			Workers:         s.Workers,
+			PerSubscription: s.PerSubscription,
+			// Long enough for the attempts ahead in its lane and its own.
+			Lease:         5*s.Timeout + 30*time.Second,
+			ClaimBatch:    100,
+			Policy:        s.Retry,
+			DisableAfter:  s.DisableAfter,
+			ShutdownGrace: min(s.Timeout, 5*time.Second),
+			Idle:          o.Idle,
+		}, store, sender, rt.Pool, rt.Log, dispatch.NewMetrics(rt.Registry, store.Stats, rt.Log))
+		rt.Go(func(ctx context.Context) error {
+			defer sender.Close()
+			return engine.Run(ctx)
+		})
+		if s.Retention > 0 {
+			rt.Go(func(ctx context.Context) error { purge(ctx, store, s.Retention, rt.Log); return nil })
+		}
+		return nil
+	}
+}
+
+// ensureTopics creates the intake's topics if they do not exist yet: a consumer group
+// that joins before a topic exists gets no partitions of it until the next rebalance. A
+// broker that is down now is logged, not fatal (readiness treats Kafka as optional).
+func ensureTopics(rt *service.Runtime) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := rt.Config.Kafka.EnsureTopics(ctx, events.TopicPages, events.TopicPersons); err != nil {
+		rt.Log.Warn("intake topics not ensured; the intake may miss a topic created later until it rebalances",
+			slog.Any("error", err))
+	}
+}
+
+// purge deletes finished deliveries older than the retention, hourly, in small batches.
+func purge(ctx context.Context, store *adapters.Store, retention time.Duration, log *slog.Logger) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		for {
+			n, err := store.PurgeFinished(ctx, time.Now().Add(-retention), 1000)
+			if err != nil {
+				if ctx.Err() == nil {
+					log.Warn("purging old deliveries failed", slog.Any("error", fmt.Errorf("retention: %w", err)))
+				}
+				break
+			}
+			if n < 1000 {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

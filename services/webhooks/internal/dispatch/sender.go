@@ -1,0 +1,221 @@
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/customerapi/platform/libs/timestamp"
+	"github.com/customerapi/platform/services/webhooks/internal/adapters"
+	"github.com/customerapi/platform/services/webhooks/internal/domain"
+	"github.com/customerapi/platform/services/webhooks/internal/signing"
+	"github.com/customerapi/platform/services/webhooks/internal/ssrf"
+)
+
+// Limits of what an attempt reads and records.
+const (
+	// SnippetBytes is how much of an answer's body an attempt records.
+	SnippetBytes = 512
+	// drainBytes is how much of an answer is read at most: reading a short body to the
+	// end lets the connection be reused; a longer one is cut off with its connection.
+	drainBytes  = 64 << 10
+	maxErrorLen = 500
+)
+
+// UserAgent identifies the sender to receivers.
+const UserAgent = "CustomerAPI-Webhooks/0.0.1"
+
+// Sender makes the HTTP attempts: pooled keep-alive connections through the SSRF guard,
+// no proxy, no redirects, a total timeout, capped reads.
+type Sender struct {
+	client  *http.Client
+	timeout time.Duration
+	now     func() time.Time
+}
+
+// NewSender returns a Sender whose connections go through guard; maxConnsPerHost bounds
+// the idle connections kept per receiver host.
+func NewSender(guard *ssrf.Guard, timeout time.Duration, maxConnsPerHost int) *Sender {
+	transport := &http.Transport{
+		Proxy:                  nil, // a proxy would dial instead of the guard
+		DialContext:            guard.DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           4096,
+		MaxIdleConnsPerHost:    maxConnsPerHost,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    timeout,
+		ResponseHeaderTimeout:  timeout,
+		DisableCompression:     true,
+		MaxResponseHeaderBytes: 64 << 10,
+	}
+	return &Sender{
+		client: &http.Client{
+			Transport: transport,
+			Timeout:   timeout,
+			// A redirect is an answer like any other non-2xx: the target must be the URL
+			// that was checked.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		timeout: timeout,
+		now:     time.Now,
+	}
+}
+
+// Close drops the idle connections.
+func (s *Sender) Close() { s.client.CloseIdleConnections() }
+
+// Outcome classifies an attempt for the retry decision.
+type Outcome struct {
+	// Result labels the attempt for metrics: success, http_error, timeout,
+	// network_error or refused.
+	Result string
+	// Success is a 2xx answer.
+	Success bool
+	// Gone is a 410 answer: the receiver asks to stop.
+	Gone bool
+	// RetryAfter is the wait a 429 or 503 answer asked for (0 when none).
+	RetryAfter time.Duration
+}
+
+// Send makes one attempt of job, signed at the moment it is sent.
+func (s *Sender) Send(ctx context.Context, job adapters.Job) (domain.Attempt, Outcome) {
+	start := s.now()
+	att := domain.Attempt{AttemptedAt: timestamp.Truncate(start)}
+	fail := func(result, msg string) (domain.Attempt, Outcome) {
+		att.DurationMs = s.now().Sub(start).Milliseconds()
+		msg = truncate(msg, maxErrorLen)
+		att.Error = &msg
+		return att, Outcome{Result: result}
+	}
+	keys, err := keysOf(job)
+	if err != nil {
+		return fail("network_error", err.Error())
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, job.URL, bytes.NewReader(job.Body))
+	if err != nil {
+		return fail("network_error", "invalid request: "+err.Error())
+	}
+	req.Header = make(http.Header, 10)
+	req.Header["Content-Type"] = []string{"application/json"}
+	req.Header["User-Agent"] = []string{UserAgent}
+	signing.Sign(req.Header, keys, job.EventID, job.Body, start)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return fail(classifyError(err, s.timeout))
+	}
+	snippet := readBody(resp.Body)
+	resp.Body.Close()
+	att.DurationMs = s.now().Sub(start).Milliseconds()
+	code := resp.StatusCode
+	att.StatusCode = &code
+	if snippet != "" {
+		att.ResponseSnippet = &snippet
+	}
+	out := Outcome{Result: "http_error"}
+	var msg string
+	switch {
+	case code >= 200 && code < 300:
+		// The status decides; a body cut short or too long does not undo it.
+		return att, Outcome{Result: "success", Success: true}
+	case code >= 300 && code < 400:
+		msg = fmt.Sprintf("redirect not followed (status %d)", code)
+	case code == http.StatusGone:
+		msg = "receiver answered 410 Gone: the subscription is disabled"
+		out.Gone = true
+	default:
+		msg = fmt.Sprintf("receiver answered %d %s", code, http.StatusText(code))
+		if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
+			out.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), start)
+		}
+	}
+	att.Error = &msg
+	return att, out
+}
+
+func keysOf(job adapters.Job) (signing.Keys, error) {
+	cur, err := signing.ParseKey(job.Secret)
+	if err != nil {
+		return signing.Keys{}, fmt.Errorf("signing secret unusable: %w", err)
+	}
+	keys := signing.Keys{Current: cur}
+	if job.PreviousSecret != nil {
+		if prev, err := signing.ParseKey(*job.PreviousSecret); err == nil {
+			keys.Previous = &prev
+		}
+	}
+	return keys, nil
+}
+
+// readBody reads up to drainBytes of an answer (so the connection can be reused) and
+// returns its first SnippetBytes as valid UTF-8 text without NUL bytes, which
+// PostgreSQL text cannot hold. A read error only shortens the snippet.
+func readBody(r io.Reader) string {
+	buf, _ := io.ReadAll(io.LimitReader(r, drainBytes))
+	if len(buf) > SnippetBytes {
+		buf = buf[:SnippetBytes]
+		// Drop a character cut in half at the end.
+		for i := 0; i < utf8.UTFMax-1 && len(buf) > 0; i++ {
+			if r, size := utf8.DecodeLastRune(buf); r != utf8.RuneError || size != 1 {
+				break
+			}
+			buf = buf[:len(buf)-1]
+		}
+	}
+	s := strings.ToValidUTF8(string(buf), "\uFFFD")
+	return strings.ReplaceAll(s, "\x00", "")
+}
+
+// classifyError turns a transport error into a metrics label and the recorded message.
+func classifyError(err error, timeout time.Duration) (string, string) {
+	var refused *ssrf.RefusedError
+	if errors.As(err, &refused) {
+		return "refused", refused.Error()
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
+		return "timeout", fmt.Sprintf("no answer within %s", timeout)
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err // without the method and URL, which the delivery already shows
+	}
+	return "network_error", err.Error()
+}
+
+// parseRetryAfter reads a Retry-After header: delay seconds or an HTTP date.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 {
+			return 0
+		}
+		return time.Duration(min(n, 1<<31)) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.RuneStart(s[len(s)-1]) {
+		s = s[:len(s)-1]
+	}
+	return strings.ToValidUTF8(s, "") + "…"
+}

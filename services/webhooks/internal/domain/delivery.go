@@ -1,0 +1,87 @@
+package domain
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/timestamp"
+)
+
+// Status is the state of a delivery.
+type Status string
+
+// Delivery states: pending until an attempt succeeds or the retry schedule is exhausted.
+const (
+	StatusPending   Status = "pending"
+	StatusSucceeded Status = "succeeded"
+	StatusFailed    Status = "failed"
+)
+
+// Statuses lists the delivery states (the deliveries list's status filter).
+var Statuses = []string{string(StatusPending), string(StatusSucceeded), string(StatusFailed)}
+
+// Delivery is one event for one subscription, with its attempts.
+type Delivery struct {
+	ID             string
+	SubscriptionID string
+	EventID        string
+	EventType      string
+	Status         Status
+	CreatedAt      time.Time
+	// NextAttemptAt is when the next attempt is due; nil unless pending.
+	NextAttemptAt *time.Time
+	// InFlight is true while a worker holds the delivery for an attempt.
+	InFlight bool
+	Attempts []Attempt
+}
+
+// Attempt is one try to deliver.
+type Attempt struct {
+	AttemptedAt time.Time
+	// StatusCode is nil when no HTTP answer arrived (refused, unreachable, timed out).
+	StatusCode *int
+	DurationMs int64
+	// Error says why the attempt failed; nil on success.
+	Error *string
+	// ResponseSnippet holds the first bytes of the answer's body.
+	ResponseSnippet *string
+}
+
+// Reasons the platform records when it disables a subscription.
+const (
+	ReasonGone = "the receiver answered 410 Gone"
+)
+
+// ReasonFailing is the reason recorded when deliveries kept failing for d since since.
+func ReasonFailing(d time.Duration, since time.Time) string {
+	return "every delivery attempt failed for " + d.String() + " (since " + since.UTC().Format(time.RFC3339) + ")"
+}
+
+// Body is what a delivery sends: the event's time and ID, and its payload unchanged.
+type Body struct {
+	Timestamp string          `json:"timestamp"`
+	EventID   string          `json:"eventId"`
+	Payload   json.RawMessage `json:"payload"`
+}
+
+// ErrBadPayload reports an event whose payload breaks the event contract.
+var ErrBadPayload = errors.New("event payload is not a JSON object whose type is the event's type")
+
+// NewBody renders the body of every delivery of an event. The payload must be a JSON
+// object whose "type" is the event's type: receivers rely on it.
+func NewBody(e events.Envelope) ([]byte, error) {
+	var head struct {
+		Type *string `json:"type"`
+	}
+	if err := json.Unmarshal(e.Payload, &head); err != nil || head.Type == nil || *head.Type != e.Type {
+		return nil, fmt.Errorf("%w (event %s)", ErrBadPayload, e.ID)
+	}
+	b, err := json.Marshal(Body{Timestamp: timestamp.Format(e.OccurredAt), EventID: e.ID, Payload: e.Payload})
+	if err != nil {
+		return nil, fmt.Errorf("render body of event %s: %w", e.ID, err)
+	}
+	return b, nil
+}

@@ -1,0 +1,334 @@
+// Package ports serves the webhooks context over HTTP: it maps requests to use cases and
+// results to the API's shapes, and nothing else.
+package ports
+
+import (
+	"encoding/json"
+	"errors"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/customerapi/platform/libs/apierror"
+	"github.com/customerapi/platform/libs/pagination"
+	"github.com/customerapi/platform/libs/request"
+	"github.com/customerapi/platform/libs/tenant"
+	"github.com/customerapi/platform/libs/timestamp"
+	"github.com/customerapi/platform/services/webhooks/internal/adapters"
+	"github.com/customerapi/platform/services/webhooks/internal/app"
+	"github.com/customerapi/platform/services/webhooks/internal/domain"
+)
+
+// Handlers serve the webhooks routes.
+type Handlers struct {
+	App       *app.Service
+	Validator *request.Validator
+	Cursors   *pagination.Codec
+}
+
+// Register mounts the routes on the tenant-scoped /v0 router.
+func (h *Handlers) Register(r fiber.Router) {
+	const sub = "/webhook_subscriptions/:subscription_id"
+	r.Get("/webhook_subscriptions", h.listSubscriptions)
+	r.Post("/webhook_subscriptions", h.createSubscription)
+	r.Get(sub, h.getSubscription)
+	r.Patch(sub, h.updateSubscription)
+	r.Delete(sub, h.deleteSubscription)
+	r.Post(sub+"/rotate_secret", h.rotateSecret)
+	r.Get(sub+"/deliveries", h.listDeliveries)
+	r.Get(sub+"/deliveries/:delivery_id", h.getDelivery)
+	r.Post(sub+"/deliveries/:delivery_id/retry", h.retryDelivery)
+}
+
+// --- shapes of the API
+
+type subscriptionView struct {
+	SubscriptionID string   `json:"subscriptionId"`
+	URL            string   `json:"url"`
+	Events         []string `json:"events"`
+	Active         bool     `json:"active"`
+	DisabledReason *string  `json:"disabledReason"`
+	DisabledAt     *string  `json:"disabledAt"`
+	CreatedAt      string   `json:"createdAt"`
+	UpdatedAt      string   `json:"updatedAt"`
+	// SigningSecret is shown only when the secret is created or rotated.
+	SigningSecret string `json:"signingSecret,omitempty"`
+}
+
+func viewSubscription(s domain.Subscription) subscriptionView {
+	return subscriptionView{SubscriptionID: s.ID, URL: s.URL, Events: s.Events, Active: s.Active,
+		DisabledReason: s.DisabledReason, DisabledAt: timestamp.FormatPtr(s.DisabledAt),
+		CreatedAt: timestamp.Format(s.CreatedAt), UpdatedAt: timestamp.Format(s.UpdatedAt)}
+}
+
+func viewWithSecret(s domain.Subscription) subscriptionView {
+	v := viewSubscription(s)
+	v.SigningSecret = s.Secret
+	return v
+}
+
+type attemptView struct {
+	AttemptedAt     string  `json:"attemptedAt"`
+	StatusCode      *int    `json:"statusCode"`
+	DurationMs      int64   `json:"durationMs"`
+	Error           *string `json:"error"`
+	ResponseSnippet *string `json:"responseSnippet"`
+}
+
+type deliveryView struct {
+	DeliveryID     string        `json:"deliveryId"`
+	SubscriptionID string        `json:"subscriptionId"`
+	EventID        string        `json:"eventId"`
+	EventType      string        `json:"eventType"`
+	Status         string        `json:"status"`
+	CreatedAt      string        `json:"createdAt"`
+	NextAttemptAt  *string       `json:"nextAttemptAt"`
+	Attempts       []attemptView `json:"attempts"`
+}
+
+func viewDelivery(d domain.Delivery) deliveryView {
+	v := deliveryView{DeliveryID: d.ID, SubscriptionID: d.SubscriptionID, EventID: d.EventID, EventType: d.EventType,
+		Status: string(d.Status), CreatedAt: timestamp.Format(d.CreatedAt), NextAttemptAt: timestamp.FormatPtr(d.NextAttemptAt),
+		Attempts: make([]attemptView, len(d.Attempts))}
+	for i, a := range d.Attempts {
+		v.Attempts[i] = attemptView{AttemptedAt: timestamp.Format(a.AttemptedAt), StatusCode: a.StatusCode,
+			DurationMs: a.DurationMs, Error: a.Error, ResponseSnippet: a.ResponseSnippet}
+	}
+	return v
+}
+
+type subscriptionCreate struct {
+	URL    string                     `json:"url" validate:"required,max=2048,httpurl"`
+	Events request.Nullable[[]string] `json:"events" validate:"omitnil,min=1,max=6,unique,dive,oneof=page.version.created page.version.processed page.version.published form.submitted form.enriched form.enrichment_failed"`
+	Active *bool                      `json:"active"`
+}
+
+type subscriptionUpdate struct {
+	URL    *string                    `json:"url" validate:"omitnil,min=1,max=2048,httpurl"`
+	Events request.Nullable[[]string] `json:"events" validate:"omitnil,min=1,max=6,unique,dive,oneof=page.version.created page.version.processed page.version.published form.submitted form.enriched form.enrichment_failed"`
+	Active *bool                      `json:"active"`
+}
+
+// empty is the body of the action endpoints: none, or an empty object.
+type empty struct{}
+
+func eventsOf(n request.Nullable[[]string]) []string {
+	if p := n.Ptr(); p != nil {
+		return *p
+	}
+	return nil // absent or null: every type
+}
+
+// --- handlers
+
+func (h *Handlers) createSubscription(c *fiber.Ctx) error {
+	var in subscriptionCreate
+	err := h.Validator.Body(c, &in)
+	// events is required but may be null, which the validator cannot say: add the issue
+	// to the others, so that one answer lists every problem.
+	if !hasKey(c.Body(), "events") && !wholeBodyInvalid(err) {
+		err = withIssue(err, apierror.Issue{Code: "invalid_type", Message: "Required", Path: []any{"events"}})
+	}
+	if err != nil {
+		return err
+	}
+	if err := checkURL(&in.URL); err != nil {
+		return err
+	}
+	active := true // the spec's default
+	if in.Active != nil {
+		active = *in.Active
+	}
+	s, err := h.App.CreateSubscription(c.UserContext(), tenant.From(c), app.NewSubscription{
+		URL: in.URL, Events: eventsOf(in.Events), Active: active})
+	if err != nil {
+		return mapError(err)
+	}
+	return c.Status(fiber.StatusCreated).JSON(viewWithSecret(s))
+}
+
+// hasKey reports whether body is a JSON object with the key (even when its value is
+// invalid and decoding stopped early).
+func hasKey(body []byte, key string) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return false
+	}
+	_, ok := m[key]
+	return ok
+}
+
+// wholeBodyInvalid reports a body that could not be read as an object at all.
+func wholeBodyInvalid(err error) bool {
+	e := apierror.As(err)
+	if e == nil {
+		return false
+	}
+	d, ok := e.Details.([]apierror.FieldIssues)
+	if !ok {
+		return true
+	}
+	for _, f := range d {
+		for _, is := range f.Issues {
+			if len(is.Path) == 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkURL applies the URL rules the validator's tags cannot say (domain.URLProblem) to
+// a body that is otherwise valid.
+func checkURL(raw *string) error {
+	if raw == nil {
+		return nil
+	}
+	if p := domain.URLProblem(*raw); p != "" {
+		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_string", Message: "Invalid url: " + p, Path: []any{"url"}})
+	}
+	return nil
+}
+
+// withIssue adds a body issue to a validation error (or makes one).
+func withIssue(err error, is apierror.Issue) error {
+	var issues []apierror.Issue
+	if e := apierror.As(err); e != nil {
+		if d, ok := e.Details.([]apierror.FieldIssues); ok && len(d) == 1 {
+			issues = d[0].Issues
+		}
+	}
+	return apierror.Validation(apierror.FieldBody, append(issues, is)...)
+}
+
+func (h *Handlers) getSubscription(c *fiber.Ctx) error {
+	s, err := h.App.GetSubscription(c.UserContext(), tenant.From(c), c.Params("subscription_id"))
+	if err != nil {
+		return mapError(err)
+	}
+	return c.JSON(viewSubscription(s))
+}
+
+func (h *Handlers) updateSubscription(c *fiber.Ctx) error {
+	var in subscriptionUpdate
+	if err := h.Validator.Body(c, &in); err != nil {
+		return err
+	}
+	if err := checkURL(in.URL); err != nil {
+		return err
+	}
+	s, err := h.App.UpdateSubscription(c.UserContext(), tenant.From(c), c.Params("subscription_id"), domain.Patch{
+		URL: in.URL, SetEvents: in.Events.Set, Events: eventsOf(in.Events), Active: in.Active})
+	if err != nil {
+		return mapError(err)
+	}
+	return c.JSON(viewSubscription(s))
+}
+
+func (h *Handlers) deleteSubscription(c *fiber.Ctx) error {
+	if err := h.App.DeleteSubscription(c.UserContext(), tenant.From(c), c.Params("subscription_id")); err != nil {
+		return mapError(err)
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+func (h *Handlers) rotateSecret(c *fiber.Ctx) error {
+	if err := h.Validator.Body(c, &empty{}); err != nil {
+		return err
+	}
+	s, err := h.App.RotateSecret(c.UserContext(), tenant.From(c), c.Params("subscription_id"))
+	if err != nil {
+		return mapError(err)
+	}
+	return c.JSON(viewWithSecret(s))
+}
+
+func (h *Handlers) listSubscriptions(c *fiber.Ctx) error {
+	q := request.NewQuery(c)
+	p := h.Cursors.Parse(q, pagination.Scope(tenant.From(c), "webhook_subscriptions"))
+	after, err := oneKey(q, p)
+	if err != nil {
+		return err
+	}
+	subs, total, err := h.App.ListSubscriptions(c.UserContext(), tenant.From(c), after, p.Limit+1)
+	if err != nil {
+		return mapError(err)
+	}
+	views := make([]subscriptionView, len(subs))
+	for i, s := range subs {
+		views[i] = viewSubscription(s)
+	}
+	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v subscriptionView) []string { return []string{v.SubscriptionID} }))
+}
+
+// oneKey reads a keyset position of one ID ("" on the first page).
+func oneKey(q *request.Query, p pagination.Params) (string, error) {
+	if p.After != nil && len(p.After) != 1 {
+		q.Fail("cursor", "invalid_cursor", "Invalid cursor: malformed position")
+	}
+	if err := q.Err(); err != nil {
+		return "", err
+	}
+	if p.After == nil {
+		return "", nil
+	}
+	return p.After[0], nil
+}
+
+func (h *Handlers) listDeliveries(c *fiber.Ctx) error {
+	subID := c.Params("subscription_id")
+	q := request.NewQuery(c)
+	status := q.Enum("status", domain.Statuses...)
+	p := h.Cursors.Parse(q, pagination.Scope(tenant.From(c), "deliveries", subID, status))
+	before, err := oneKey(q, p)
+	if err != nil {
+		return err
+	}
+	ds, total, err := h.App.ListDeliveries(c.UserContext(), tenant.From(c), subID,
+		adapters.DeliveryFilter{Status: status, Before: before}, p.Limit+1)
+	if err != nil {
+		return mapError(err)
+	}
+	views := make([]deliveryView, len(ds))
+	for i, d := range ds {
+		views[i] = viewDelivery(d)
+	}
+	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v deliveryView) []string { return []string{v.DeliveryID} }))
+}
+
+func (h *Handlers) getDelivery(c *fiber.Ctx) error {
+	d, err := h.App.GetDelivery(c.UserContext(), tenant.From(c), c.Params("subscription_id"), c.Params("delivery_id"))
+	if err != nil {
+		return mapError(err)
+	}
+	return c.JSON(viewDelivery(d))
+}
+
+func (h *Handlers) retryDelivery(c *fiber.Ctx) error {
+	if err := h.Validator.Body(c, &empty{}); err != nil {
+		return err
+	}
+	d, err := h.App.RetryDelivery(c.UserContext(), tenant.From(c), c.Params("subscription_id"), c.Params("delivery_id"))
+	if err != nil {
+		return mapError(err)
+	}
+	return c.Status(fiber.StatusAccepted).JSON(viewDelivery(d))
+}
+
+func mapError(err error) error {
+	var refused *app.RefusedURLError
+	switch {
+	case errors.As(err, &refused):
+		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "custom", Message: refused.Reason, Path: []any{"url"}})
+	case errors.Is(err, domain.ErrSubscriptionNotFound):
+		return apierror.NotFound("webhook subscription not found")
+	case errors.Is(err, domain.ErrDeliveryNotFound):
+		return apierror.NotFound("delivery not found")
+	case errors.Is(err, domain.ErrSubscriptionInactive):
+		return apierror.Conflict("the subscription is not active; activate it before retrying its deliveries")
+	case errors.Is(err, domain.ErrTooManySubscriptions):
+		return apierror.Conflict("the tenant already has the maximum of 100 webhook subscriptions")
+	case errors.Is(err, domain.ErrAttemptInProgress):
+		return apierror.Conflict("an attempt of this delivery is in progress; retry after it ends")
+	}
+	return apierror.Internal(err)
+}
