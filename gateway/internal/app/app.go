@@ -75,6 +75,9 @@ func ConfigFromEnv(env *config.Env) (Config, error) {
 			Timeout:     env.Duration("UPSTREAM_TIMEOUT", 10*time.Second),
 			DialTimeout: env.Duration("UPSTREAM_DIAL_TIMEOUT", time.Second),
 			MaxConns:    env.Int("UPSTREAM_MAX_CONNS", 1024),
+			// Uploads and downloads of large files stream for longer than a JSON call.
+			TransferTimeout: env.Duration("UPSTREAM_TRANSFER_TIMEOUT", 10*time.Minute),
+			MaxUploadBytes:  int64(env.Int("UPLOAD_MAX_BYTES", 50<<20)),
 		},
 		KeyRefresh:      env.Duration("KEY_CACHE_REFRESH", time.Second),
 		LogLevel:        env.String("LOG_LEVEL", "info"),
@@ -94,6 +97,12 @@ func ConfigFromEnv(env *config.Env) (Config, error) {
 	}
 	if c.DefaultLimit.Limit < 1 || c.DefaultLimit.Window <= 0 {
 		env.Fail("RATE_LIMIT_DEFAULT", "limit and window must be positive")
+	}
+	if c.Proxy.TransferTimeout <= 0 {
+		env.Fail("UPSTREAM_TRANSFER_TIMEOUT", "must be positive")
+	}
+	if c.Proxy.MaxUploadBytes < 1 || c.Proxy.MaxUploadBytes > 1<<30 {
+		env.Fail("UPLOAD_MAX_BYTES", "must be from 1 to 1073741824")
 	}
 	if c.KeyRefresh <= 0 || c.KeyRefresh > 2*time.Second {
 		env.Fail("KEY_CACHE_REFRESH", "must be between 1ms and 2s (revocation must show within 2 s)")
@@ -192,12 +201,22 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 	public := server.New(server.Config{Name: "gateway", Addr: cfg.HTTPAddr, BaseURL: cfg.PublicBaseURL,
 		ShutdownTimeout: cfg.ShutdownTimeout},
 		server.Deps{Log: log, Tracer: tracer, Registry: reg, Checks: checks})
+	// Request bodies stream: an upload passes through to its service as it arrives instead
+	// of being buffered whole (and multipart forms are not pre-parsed into memory or
+	// temporary files); every other route reads its body under the 1 MiB limit.
+	srv := public.App.Server()
+	srv.StreamRequestBody = true
+	srv.DisablePreParseMultipartForm = true
+	px := proxy.New(upstreams, cfg.Proxy)
 	public.App.Get("/v0/openapi.json", func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 		return c.Send(openapiJSON)
 	})
+	// Signed downloads need no key (the signature is the authorisation); GET and HEAD
+	// only: any other method on the path goes through authentication like every route.
+	public.App.Get(proxy.FilesRoute, px.Files())
 	public.App.Use((&auth.Middleware{Cache: cache, Limiter: limiter, Default: cfg.DefaultLimit}).Handler())
-	public.App.All("/*", proxy.New(upstreams, cfg.Proxy).Handler())
+	public.App.All("/*", px.Handler())
 
 	validator := request.NewValidator()
 	if err := validator.Register("tenantid", func(v reflect.Value) bool { return admin.ValidTenantID(v.String()) }); err != nil {

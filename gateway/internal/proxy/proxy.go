@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"strings"
@@ -26,13 +27,32 @@ type Options struct {
 	DialTimeout time.Duration
 	// MaxConns bounds the pooled connections per upstream.
 	MaxConns int
+	// TransferTimeout bounds one streamed upload or download (both directions, whole).
+	TransferTimeout time.Duration
+	// MaxUploadBytes is the largest file an upload route accepts; the gateway lets a
+	// body of up to this plus UploadOverhead through and refuses larger ones.
+	MaxUploadBytes int64
 }
+
+// DefaultMaxUploadBytes is the upload limit when Options leave it unset (50 MiB).
+const DefaultMaxUploadBytes = 50 << 20
+
+// UploadOverhead is what a multipart upload may carry beyond its file: text fields, part
+// headers and boundaries.
+const UploadOverhead = 1 << 20
+
+// hardBodyLimit is the most of a non-upload body the gateway reads to answer it with a
+// 400: a larger one is refused at once and its connection closed.
+const hardBodyLimit = 4 * apierror.MaxBodyBytes
 
 // Upstream is one service with its connection pool.
 type Upstream struct {
 	Name   string
 	URL    *url.URL
 	client *fasthttp.HostClient
+	// transfer carries streamed uploads and downloads: its timeouts fit large bodies, and
+	// its connections do not hold up the pool of ordinary requests.
+	transfer *fasthttp.HostClient
 }
 
 // NewUpstream parses the service's base URL and sets up its pool.
@@ -46,22 +66,29 @@ func NewUpstream(name, rawURL string, o Options) (*Upstream, error) {
 		addr = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
 	}
 	dialTimeout := o.DialTimeout
-	return &Upstream{Name: name, URL: u, client: &fasthttp.HostClient{
-		Addr:                          addr,
-		Name:                          "customer-api-gateway",
-		IsTLS:                         u.Scheme == "https",
-		MaxConns:                      o.MaxConns,
-		ReadTimeout:                   o.Timeout,
-		WriteTimeout:                  o.Timeout,
-		MaxIdleConnDuration:           60 * time.Second,
-		MaxConnWaitTimeout:            o.DialTimeout,
-		DisableHeaderNamesNormalizing: true,
-		DisablePathNormalizing:        true,
-		NoDefaultUserAgentHeader:      true,
-		Dial: func(addr string) (net.Conn, error) {
-			return fasthttp.DialTimeout(addr, dialTimeout)
-		},
-	}}, nil
+	newClient := func(timeout time.Duration) *fasthttp.HostClient {
+		return &fasthttp.HostClient{
+			Addr:                          addr,
+			Name:                          "customer-api-gateway",
+			IsTLS:                         u.Scheme == "https",
+			MaxConns:                      o.MaxConns,
+			ReadTimeout:                   timeout,
+			WriteTimeout:                  timeout,
+			MaxIdleConnDuration:           60 * time.Second,
+			MaxConnWaitTimeout:            o.DialTimeout,
+			DisableHeaderNamesNormalizing: true,
+			DisablePathNormalizing:        true,
+			NoDefaultUserAgentHeader:      true,
+			Dial: func(addr string) (net.Conn, error) {
+				return fasthttp.DialTimeout(addr, dialTimeout)
+			},
+		}
+	}
+	transferTimeout := o.TransferTimeout
+	if transferTimeout <= 0 {
+		transferTimeout = o.Timeout
+	}
+	return &Upstream{Name: name, URL: u, client: newClient(o.Timeout), transfer: newClient(transferTimeout)}, nil
 }
 
 // Proxy is the forwarding handler.
@@ -69,19 +96,33 @@ type Proxy struct {
 	table     table
 	upstreams map[string]*Upstream
 	timeout   time.Duration
+	transfer  time.Duration
+	maxUpload int64
 }
 
 // New returns a Proxy over the given upstreams (by service name). A route whose service
 // has no upstream answers 503.
 func New(upstreams map[string]*Upstream, o Options) *Proxy {
-	return &Proxy{table: newTable(Routes), upstreams: upstreams, timeout: o.Timeout}
+	transfer := o.TransferTimeout
+	if transfer <= 0 {
+		transfer = o.Timeout
+	}
+	maxUpload := o.MaxUploadBytes
+	if maxUpload <= 0 {
+		maxUpload = DefaultMaxUploadBytes
+	}
+	return &Proxy{table: newTable(Routes), upstreams: upstreams, timeout: o.Timeout, transfer: transfer,
+		maxUpload: maxUpload}
 }
 
 // hopHeaders are meaningful only for one connection and never forwarded.
+// Expect is answered by the gateway itself (fasthttp sends 100 Continue to the client).
 var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
-	"Proxy-Authorization", "Te", "Trailer", "Upgrade"}
+	"Proxy-Authorization", "Te", "Trailer", "Upgrade", "Expect"}
 
-// Handler forwards the request to its service and copies the answer back.
+// Handler forwards the request to its service and copies the answer back. Bodies are
+// read whole under the 1 MiB JSON limit, except on upload routes, where they stream
+// through to the service as they arrive.
 func (p *Proxy) Handler() fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		service, ok := p.table.match(c.Path())
@@ -93,38 +134,169 @@ func (p *Proxy) Handler() fiber.Handler {
 			return apierror.Unavailable("the " + service + " service is not available")
 		}
 		req := c.Request()
-		if len(req.Body()) > apierror.MaxBodyBytes && !isMultipart(c) {
-			return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "too_big", Path: []any{},
-				Message: "request body exceeds the limit of 1 MiB"})
+		client, timeout := up.client, p.timeout
+		var capped *capReader
+		if isUpload(c.Method(), c.Path()) {
+			var err error
+			if capped, err = p.admitUpload(c); err != nil {
+				return err
+			}
+			client, timeout = up.transfer, p.transfer
+		} else if err := bufferBody(c); err != nil {
+			return err
 		}
 		key := auth.Key(c)
-		prepare(c, req, up, key.TenantIDs[0], key.ID)
-		closeAfter := req.Header.ConnectionClose()
-		req.Header.ResetConnectionClose()
-
-		resp := c.Response()
-		err := up.client.DoTimeout(req, resp, p.timeout)
-		if closeAfter {
-			req.Header.SetConnectionClose()
+		prepare(c, req, up)
+		// SetCanonical skips fasthttp's value sanitising: these values are ours and
+		// already safe (validated tenant IDs, generated key IDs).
+		req.Header.SetCanonical([]byte(tenant.Header), []byte(key.TenantIDs[0]))
+		req.Header.SetCanonical([]byte(tenant.KeyHeader), []byte(key.ID))
+		err := forward(c, client, timeout)
+		if err != nil && capped != nil && capped.over {
+			return uploadTooBig(p.maxUpload)
 		}
 		if err != nil {
-			resp.Reset()
 			return upstreamError(service, err)
-		}
-		// The upstream connection's fate is not the client's (fasthttp keeps Connection
-		// and Transfer-Encoding to itself; the services send no other hop-by-hop header).
-		resp.Header.ResetConnectionClose()
-		if len(resp.Header.Peek(requestid.Header)) == 0 { // services echo it; make sure
-			requestid.Stamp(c, requestid.Ensure(c))
 		}
 		return nil
 	}
 }
 
+// Files serves signed downloads without an API key: GET or HEAD of FilesPrefix + token
+// goes to the assets service's FilesUpstreamPath + token, with no tenant (the token is
+// the authorisation), and the file streams back to the client without being buffered.
+func (p *Proxy) Files() fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		req := c.Request()
+		if cl := req.Header.ContentLength(); cl > 0 || cl == -1 { // a length, or chunked
+			return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_type", Path: []any{},
+				Message: "a download takes no request body"})
+		}
+		up := p.upstreams[FilesService]
+		if up == nil {
+			return apierror.Unavailable("the " + FilesService + " service is not available")
+		}
+		token := c.Params("token")
+		prepare(c, req, up)
+		base := ""
+		if up.URL.Path != "" && up.URL.Path != "/" {
+			base = strings.TrimRight(up.URL.Path, "/")
+		}
+		// The query string is dropped: the token carries everything.
+		req.SetRequestURI(base + FilesUpstreamPath + url.PathEscape(token))
+		c.Response().StreamBody = true
+		if err := forward(c, up.transfer, p.transfer); err != nil {
+			return upstreamError(FilesService, err)
+		}
+		return nil
+	}
+}
+
+// forward sends the prepared request upstream and leaves the answer in c's response.
+func forward(c *fiber.Ctx, client *fasthttp.HostClient, timeout time.Duration) error {
+	req, resp := c.Request(), c.Response()
+	closeAfter := req.Header.ConnectionClose()
+	req.Header.ResetConnectionClose()
+	err := client.DoTimeout(req, resp, timeout)
+	if closeAfter {
+		req.Header.SetConnectionClose()
+	}
+	if err != nil {
+		resp.Reset()
+		return err
+	}
+	// The upstream connection's fate is not the client's (fasthttp keeps Connection
+	// and Transfer-Encoding to itself; the services send no other hop-by-hop header).
+	resp.Header.ResetConnectionClose()
+	if len(resp.Header.Peek(requestid.Header)) == 0 { // services echo it; make sure
+		requestid.Stamp(c, requestid.Ensure(c))
+	}
+	return nil
+}
+
+func tooBig(limit string) *apierror.Error {
+	return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "too_big", Path: []any{},
+		Message: "request body exceeds the limit of " + limit})
+}
+
+func uploadTooBig(maxUpload int64) *apierror.Error {
+	return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "too_big", Path: []any{"file"},
+		Message: fmt.Sprintf("the file exceeds the upload limit of %d bytes", maxUpload)})
+}
+
+// bufferBody reads a non-upload body whole, which must be at most 1 MiB. The server
+// streams every body (so uploads need not be buffered); here a body is read up to the
+// hard limit to answer it with a 400, and past that refused at once.
+func bufferBody(c *fiber.Ctx) error {
+	req := c.Request()
+	if !req.IsBodyStream() {
+		if len(req.Body()) > apierror.MaxBodyBytes {
+			return tooBig("1 MiB")
+		}
+		return nil
+	}
+	cl := req.Header.ContentLength()
+	if cl > hardBodyLimit {
+		return tooBig("1 MiB") // answered before reading; the server closes the connection
+	}
+	stream := req.BodyStream()
+	b, err := io.ReadAll(io.LimitReader(stream, apierror.MaxBodyBytes+1))
+	if err != nil {
+		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_json", Path: []any{},
+			Message: "the request body could not be read"})
+	}
+	if len(b) > apierror.MaxBodyBytes {
+		// Read the rest (bounded) so that the client gets the answer, not a reset.
+		_, _ = io.CopyN(io.Discard, stream, hardBodyLimit)
+		return tooBig("1 MiB")
+	}
+	req.SetBodyRaw(b)
+	return nil
+}
+
+// admitUpload lets an upload's body stream through: it refuses a declared size over the
+// limit, gives the transfer its own read deadline, and caps a body of unknown size.
+func (p *Proxy) admitUpload(c *fiber.Ctx) (*capReader, error) {
+	req := c.Request()
+	limit := p.maxUpload + UploadOverhead
+	_ = c.Context().SetReadDeadline(time.Now().Add(p.transfer))
+	cl := req.Header.ContentLength()
+	if cl > 0 && int64(cl) > limit {
+		// Read what is sent (bounded) before answering, so the client reads the answer.
+		if s := req.BodyStream(); s != nil {
+			_, _ = io.CopyN(io.Discard, s, limit)
+		}
+		return nil, uploadTooBig(p.maxUpload)
+	}
+	if cl >= 0 || !req.IsBodyStream() {
+		return nil, nil // a known length: the upstream gets exactly that many bytes
+	}
+	capped := &capReader{r: req.BodyStream(), left: limit}
+	req.SetBodyStream(capped, -1)
+	return capped, nil
+}
+
+// capReader fails a chunked body once it exceeds its limit.
+type capReader struct {
+	r    io.Reader
+	left int64
+	over bool
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	if c.left < 0 {
+		c.over = true
+		return n, errors.New("upload exceeds the limit")
+	}
+	return n, err
+}
+
 // prepare rewrites the incoming request in place into the upstream request: client-sent
-// internal headers and the API key are dropped, the tenant, key ID, request ID and trace
-// context are set.
-func prepare(c *fiber.Ctx, req *fasthttp.Request, up *Upstream, tenantID, keyID string) {
+// internal headers, hop-by-hop headers and the API key are dropped, the request ID and
+// trace context are set. The caller adds the tenant when there is one.
+func prepare(c *fiber.Ctx, req *fasthttp.Request, up *Upstream) {
 	// One pass finds what to drop: client-sent internal headers, hop-by-hop headers and
 	// the API key, which the services never need to see.
 	var drop []string
@@ -137,10 +309,6 @@ func prepare(c *fiber.Ctx, req *fasthttp.Request, up *Upstream, tenantID, keyID 
 	for _, k := range drop {
 		req.Header.Del(k)
 	}
-	// SetCanonical skips fasthttp's value sanitising: these values are ours and already
-	// safe (validated tenant IDs, generated key IDs, sane request IDs).
-	req.Header.SetCanonical([]byte(tenant.Header), []byte(tenantID))
-	req.Header.SetCanonical([]byte(tenant.KeyHeader), []byte(keyID))
 	req.Header.SetCanonical([]byte(requestid.Header), []byte(requestid.Ensure(c)))
 	if ip := c.IP(); ip != "" {
 		if prior := string(req.Header.Peek("X-Forwarded-For")); prior != "" {
@@ -204,8 +372,4 @@ func (u *Upstream) Ready(timeout time.Duration) error {
 		return fmt.Errorf("%s: readyz answered %d", u.Name, resp.StatusCode())
 	}
 	return nil
-}
-
-func isMultipart(c *fiber.Ctx) bool {
-	return strings.HasPrefix(strings.ToLower(c.Get(fiber.HeaderContentType)), "multipart/")
 }

@@ -21,6 +21,39 @@ var Routes = []Route{
 	{"/v0/webhook_subscriptions", "webhooks"},
 }
 
+// Upload is a route whose request body streams through to the service (a multipart
+// upload of up to the upload limit) instead of being read whole under the 1 MiB limit.
+type Upload struct {
+	Method string
+	Path   string
+}
+
+// Uploads are the platform's streamed upload routes.
+var Uploads = []Upload{{"POST", "/v0/assets"}}
+
+// isUpload reports whether method and path name an upload route (a trailing slash
+// allowed, as the services' routers allow it).
+func isUpload(method, path string) bool {
+	path = strings.TrimSuffix(path, "/")
+	for _, u := range Uploads {
+		if u.Method == method && u.Path == path {
+			return true
+		}
+	}
+	return false
+}
+
+// Signed downloads: the one path served without an API key. The token in it is the
+// authorisation (the assets service checks its signature and expiry); the gateway
+// forwards GET and HEAD of FilesPrefix + token, and nothing else, to FilesService at
+// FilesUpstreamPath + token, with no tenant.
+const (
+	FilesPrefix       = "/v0/asset_files/"
+	FilesRoute        = FilesPrefix + ":token"
+	FilesService      = "assets"
+	FilesUpstreamPath = "/files/"
+)
+
 // Services lists the service names in Routes, once each, in order.
 func Services() []string {
 	var out []string

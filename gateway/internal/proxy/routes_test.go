@@ -28,3 +28,21 @@ func TestRouteMatching(t *testing.T) {
 		t.Fatalf("Services() = %v", s)
 	}
 }
+
+func TestUploadRoutes(t *testing.T) {
+	for _, tc := range []struct {
+		method, path string
+		want         bool
+	}{
+		{"POST", "/v0/assets", true},
+		{"POST", "/v0/assets/", true},
+		{"PUT", "/v0/assets", false},
+		{"POST", "/v0/assets/asset_1/trash", false},
+		{"POST", "/v0/topics", false},
+		{"POST", "/v0/assetsX", false},
+	} {
+		if got := isUpload(tc.method, tc.path); got != tc.want {
+			t.Errorf("isUpload(%s %s) = %v", tc.method, tc.path, got)
+		}
+	}
+}

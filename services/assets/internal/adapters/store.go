@@ -1,0 +1,312 @@
+// Package adapters stores the assets context in PostgreSQL; every change writes its event
+// to the outbox in the same transaction, and every object that may have to be removed
+// from storage is recorded in object_cleanup in the transaction that makes it so.
+package adapters
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/outbox"
+	"github.com/customerapi/platform/libs/postgres"
+	"github.com/customerapi/platform/services/assets/internal/domain"
+)
+
+// Store is the assets repository.
+type Store struct{ pool *pgxpool.Pool }
+
+// NewStore returns a Store on pool.
+func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+const cols = `asset_id, tenant_id, name, purpose, tags, asset_type, parent_asset_id, hidden,
+	file_id, object_key, content_type, size_bytes, sha256,
+	preview_file_id, preview_key, preview_content_type, preview_size_bytes, preview_sha256,
+	lifecycle_state, created_at, updated_at, trashed_at, deleted_at`
+
+func scan(r pgx.Row) (domain.Asset, error) {
+	var a domain.Asset
+	var pID, pKey, pType, pSHA *string
+	var pSize *int64
+	var state string
+	err := r.Scan(&a.ID, &a.TenantID, &a.Name, &a.Purpose, &a.Tags, &a.Type, &a.ParentID, &a.Hidden,
+		&a.File.ID, &a.File.Key, &a.File.ContentType, &a.File.Size, &a.File.SHA256,
+		&pID, &pKey, &pType, &pSize, &pSHA,
+		&state, &a.CreatedAt, &a.UpdatedAt, &a.TrashedAt, &a.DeletedAt)
+	if err != nil {
+		return a, err
+	}
+	a.State = domain.State(state)
+	if pID != nil && pKey != nil && pType != nil && pSize != nil && pSHA != nil {
+		a.Preview = &domain.File{ID: *pID, Key: *pKey, ContentType: *pType, Size: *pSize, SHA256: *pSHA}
+	}
+	if a.Tags == nil {
+		a.Tags = []string{}
+	}
+	return a, nil
+}
+
+func emit(ctx context.Context, tx pgx.Tx, a domain.Asset, typ, reason string) error {
+	e, err := events.New(a.TenantID, typ, a.ID, domain.NewEvent(a, reason))
+	if err != nil {
+		return err
+	}
+	return outbox.Add(ctx, tx, events.TopicAssets, e)
+}
+
+// Reserve records keys as objects to remove at due unless an asset claims them first.
+// An upload calls it before writing an object, so a crash at any later point leaves the
+// object tracked.
+func (s *Store) Reserve(ctx context.Context, tenantID string, keys []string, due time.Time) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO object_cleanup (tenant_id, object_key, due_at)
+		SELECT $1, k, $3 FROM unnest($2::text[]) k`, tenantID, keys, due)
+	if err != nil {
+		return fmt.Errorf("reserve objects: %w", err)
+	}
+	return nil
+}
+
+// Forget drops the cleanup records of keys (their objects are gone).
+func (s *Store) Forget(ctx context.Context, keys []string) error {
+	if _, err := s.pool.Exec(ctx, "DELETE FROM object_cleanup WHERE object_key = ANY($1)", keys); err != nil {
+		return fmt.Errorf("forget objects: %w", err)
+	}
+	return nil
+}
+
+// DueNow makes the cleanup of keys due at once (their removal failed; the janitor retries).
+func (s *Store) DueNow(ctx context.Context, keys []string, now time.Time) error {
+	if _, err := s.pool.Exec(ctx, "UPDATE object_cleanup SET due_at = $2 WHERE object_key = ANY($1)", keys, now); err != nil {
+		return fmt.Errorf("schedule object cleanup: %w", err)
+	}
+	return nil
+}
+
+// Create stores a new asset whose objects were written under keys, and claims those
+// objects: their cleanup records go in the same transaction. When the janitor already
+// took a record (the upload outlasted its grace period and the object may be gone),
+// nothing is stored and the result is ErrUploadExpired.
+func (s *Store) Create(ctx context.Context, a domain.Asset, keys []string) error {
+	return postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if a.ParentID != nil {
+			// FOR SHARE keeps the parent from being deleted until this commits.
+			var state string
+			err := tx.QueryRow(ctx, `SELECT lifecycle_state FROM assets WHERE tenant_id = $1 AND asset_id = $2 FOR SHARE`,
+				a.TenantID, *a.ParentID).Scan(&state)
+			if postgres.IsNoRows(err) || state == string(domain.Deleted) {
+				return domain.ErrParentMissing
+			}
+			if err != nil {
+				return fmt.Errorf("look up parent: %w", err)
+			}
+		}
+		tag, err := tx.Exec(ctx, "DELETE FROM object_cleanup WHERE object_key = ANY($1)", keys)
+		if err != nil {
+			return fmt.Errorf("claim objects: %w", err)
+		}
+		if tag.RowsAffected() != int64(len(keys)) {
+			return domain.ErrUploadExpired
+		}
+		var pID, pKey, pType, pSHA *string
+		var pSize *int64
+		if p := a.Preview; p != nil {
+			pID, pKey, pType, pSize, pSHA = &p.ID, &p.Key, &p.ContentType, &p.Size, &p.SHA256
+		}
+		_, err = tx.Exec(ctx, "INSERT INTO assets ("+cols+`) VALUES
+			($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`,
+			a.ID, a.TenantID, a.Name, a.Purpose, a.Tags, a.Type, a.ParentID, a.Hidden,
+			a.File.ID, a.File.Key, a.File.ContentType, a.File.Size, a.File.SHA256,
+			pID, pKey, pType, pSize, pSHA,
+			string(a.State), a.CreatedAt, a.UpdatedAt, a.TrashedAt, a.DeletedAt)
+		if err != nil {
+			return fmt.Errorf("insert asset: %w", err)
+		}
+		return emit(ctx, tx, a, domain.EventCreated, "")
+	})
+}
+
+// Get returns an asset of the tenant in any state.
+func (s *Store) Get(ctx context.Context, tenantID, id string) (domain.Asset, error) {
+	a, err := scan(s.pool.QueryRow(ctx, "SELECT "+cols+" FROM assets WHERE tenant_id = $1 AND asset_id = $2", tenantID, id))
+	if postgres.IsNoRows(err) {
+		return a, domain.ErrNotFound
+	}
+	if err != nil {
+		return a, fmt.Errorf("get asset: %w", err)
+	}
+	return a, nil
+}
+
+// Change is what an update did: the event to emit ("" for none) and the objects that
+// must now be removed.
+type Change struct {
+	Event  string
+	Reason string
+	Remove []string
+}
+
+// Update locks an asset, lets fn change it, and stores the result with its event and
+// the cleanup records of the objects it frees (due at once), in one transaction.
+func (s *Store) Update(ctx context.Context, tenantID, id string, now time.Time, fn func(*domain.Asset) (Change, error)) (domain.Asset, Change, error) {
+	var out domain.Asset
+	var ch Change
+	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		a, err := scan(tx.QueryRow(ctx, "SELECT "+cols+" FROM assets WHERE tenant_id = $1 AND asset_id = $2 FOR UPDATE", tenantID, id))
+		if postgres.IsNoRows(err) {
+			return domain.ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("load asset: %w", err)
+		}
+		if ch, err = fn(&a); err != nil {
+			return err
+		}
+		if ch.Event != "" {
+			if err := save(ctx, tx, a, ch, now); err != nil {
+				return err
+			}
+		}
+		out = a
+		return nil
+	})
+	return out, ch, err
+}
+
+func save(ctx context.Context, tx pgx.Tx, a domain.Asset, ch Change, now time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE assets SET lifecycle_state = $3, updated_at = $4, trashed_at = $5, deleted_at = $6
+		WHERE tenant_id = $1 AND asset_id = $2`, a.TenantID, a.ID, string(a.State), a.UpdatedAt, a.TrashedAt, a.DeletedAt)
+	if err != nil {
+		return fmt.Errorf("update asset: %w", err)
+	}
+	if len(ch.Remove) > 0 {
+		if _, err := tx.Exec(ctx, `INSERT INTO object_cleanup (tenant_id, object_key, due_at)
+			SELECT $1, k, $3 FROM unnest($2::text[]) k ON CONFLICT (object_key) DO UPDATE SET due_at = excluded.due_at`,
+			a.TenantID, ch.Remove, now); err != nil {
+			return fmt.Errorf("schedule object removal: %w", err)
+		}
+	}
+	return emit(ctx, tx, a, ch.Event, ch.Reason)
+}
+
+// Filter narrows a list.
+type Filter struct {
+	// Type is an asset type, or "" for all.
+	Type string
+	// Query matches name or any tag, case-insensitively, as a substring ("" for all).
+	Query string
+}
+
+// List returns up to limit assets of the tenant in state, newest first, after the asset
+// with ID after ("" for the first page), and the count of all matches.
+func (s *Store) List(ctx context.Context, tenantID string, state domain.State, f Filter, after string, limit int) ([]domain.Asset, int64, error) {
+	// Only the conditions in use go into the statement, so the planner can use the index
+	// that matches (with the type filter: tenant, state, type, ID).
+	where := "tenant_id = $1 AND lifecycle_state = $2"
+	args := []any{tenantID, string(state)}
+	if f.Type != "" {
+		args = append(args, f.Type)
+		where += fmt.Sprintf(" AND asset_type = $%d", len(args))
+	}
+	if f.Query != "" {
+		args = append(args, f.Query)
+		n := len(args)
+		where += fmt.Sprintf(` AND (strpos(lower(name), lower($%d)) > 0
+			OR EXISTS (SELECT 1 FROM unnest(tags) t WHERE strpos(lower(t), lower($%d)) > 0))`, n, n)
+	}
+	page := where
+	pageArgs := args
+	if after != "" {
+		pageArgs = append(append([]any{}, args...), after)
+		page += fmt.Sprintf(" AND asset_id < $%d", len(pageArgs))
+	}
+	pageArgs = append(pageArgs, limit)
+	b := &pgx.Batch{}
+	b.Queue(fmt.Sprintf("SELECT "+cols+" FROM assets WHERE %s ORDER BY asset_id DESC LIMIT $%d", page, len(pageArgs)), pageArgs...)
+	b.Queue("SELECT count(*) FROM assets WHERE "+where, args...)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	rows, err := br.Query()
+	if err != nil {
+		return nil, 0, fmt.Errorf("list assets: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Asset, error) { return scan(r) })
+	if err != nil {
+		return nil, 0, fmt.Errorf("list assets: %w", err)
+	}
+	var total int64
+	if err := br.QueryRow().Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("count assets: %w", err)
+	}
+	return out, total, nil
+}
+
+// PurgeDue marks deleted up to limit assets trashed before cutoff, across tenants, and
+// returns the objects to remove. SKIP LOCKED lets several replicas purge side by side
+// without waiting on each other or taking the same asset twice.
+func (s *Store) PurgeDue(ctx context.Context, cutoff, now time.Time, limit int) (purged int, remove []string, err error) {
+	err = postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, "SELECT "+cols+` FROM assets WHERE lifecycle_state = 'trashed' AND trashed_at < $1
+			ORDER BY trashed_at LIMIT $2 FOR UPDATE SKIP LOCKED`, cutoff, limit)
+		if err != nil {
+			return fmt.Errorf("find trashed assets: %w", err)
+		}
+		due, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Asset, error) { return scan(r) })
+		if err != nil {
+			return fmt.Errorf("find trashed assets: %w", err)
+		}
+		for _, a := range due {
+			keys := a.Delete(now)
+			ch := Change{Event: domain.EventDeleted, Reason: domain.ReasonRetention, Remove: keys}
+			if err := save(ctx, tx, a, ch, now); err != nil {
+				return err
+			}
+			remove = append(remove, keys...)
+		}
+		purged = len(due)
+		return nil
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return purged, remove, nil
+}
+
+// Sweep takes up to limit cleanup records due at now, calls remove for each object, and
+// drops the records whose object is gone; a failed removal is retried after retry. Row
+// locks (SKIP LOCKED) keep replicas apart and keep an upload from claiming an object
+// while it is being removed.
+func (s *Store) Sweep(ctx context.Context, now time.Time, limit int, retry time.Duration,
+	remove func(ctx context.Context, key string) error) (removed int, err error) {
+	err = postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT object_key FROM object_cleanup WHERE due_at <= $1
+			ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED`, now, limit)
+		if err != nil {
+			return fmt.Errorf("find due objects: %w", err)
+		}
+		keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return fmt.Errorf("find due objects: %w", err)
+		}
+		var gone, failed []string
+		for _, k := range keys {
+			if err := remove(ctx, k); err != nil {
+				failed = append(failed, k)
+				continue
+			}
+			gone = append(gone, k)
+		}
+		if _, err := tx.Exec(ctx, "DELETE FROM object_cleanup WHERE object_key = ANY($1)", gone); err != nil {
+			return fmt.Errorf("drop cleanup records: %w", err)
+		}
+		if _, err := tx.Exec(ctx, "UPDATE object_cleanup SET due_at = $2 WHERE object_key = ANY($1)", failed, now.Add(retry)); err != nil {
+			return fmt.Errorf("postpone cleanup: %w", err)
+		}
+		removed = len(gone)
+		return nil
+	})
+	return removed, err
+}

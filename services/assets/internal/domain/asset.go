@@ -1,0 +1,169 @@
+// Package domain holds the assets context's types and rules: asset types and the media
+// each accepts, the lifecycle, and the limits of names and tags. Plain Go.
+package domain
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// State is an asset's lifecycleState.
+type State string
+
+// Lifecycle states: active → trashed → active again, or deleted (from either).
+const (
+	Active  State = "active"
+	Trashed State = "trashed"
+	Deleted State = "deleted"
+)
+
+// Asset types (the spec's assetType filter values).
+const (
+	TypeImage           = "image"
+	TypeLogo            = "logo"
+	TypeIcon            = "icon"
+	TypeVideo           = "video"
+	TypeCustomComponent = "custom-component"
+)
+
+// Types lists the asset types in the spec's order.
+var Types = []string{TypeImage, TypeLogo, TypeIcon, TypeVideo, TypeCustomComponent}
+
+// Limits of the fields (the spec leaves them open; docs/api.md records them).
+const (
+	MaxNameLen    = 255
+	MaxPurposeLen = 1000
+	MaxTags       = 50
+	MaxTagLen     = 64
+	MaxQueryLen   = 200
+)
+
+// accepted lists the media types each asset type accepts, as sniffed from the bytes.
+var accepted = map[string][]string{
+	TypeImage: {"image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp", "image/avif", "image/svg+xml"},
+	TypeLogo:  {"image/png", "image/jpeg", "image/gif", "image/webp", "image/svg+xml"},
+	TypeIcon:  {"image/png", "image/x-icon", "image/gif", "image/webp", "image/svg+xml"},
+	TypeVideo: {"video/mp4", "video/webm", "video/quicktime"},
+	TypeCustomComponent: {"text/html", "text/javascript", "text/css", "application/json", "application/zip",
+		"text/plain"},
+}
+
+// Accepted returns the media types an asset type accepts.
+func Accepted(assetType string) []string { return accepted[assetType] }
+
+// Accepts reports whether an asset of assetType may hold bytes of mediaType (without
+// parameters).
+func Accepts(assetType, mediaType string) bool {
+	return slices.Contains(accepted[assetType], mediaType)
+}
+
+// IsType reports whether s is an asset type.
+func IsType(s string) bool { return slices.Contains(Types, s) }
+
+// Errors the application maps to API errors.
+var (
+	ErrNotFound      = errors.New("asset not found")
+	ErrNotActive     = errors.New("asset is not active")
+	ErrNotTrashed    = errors.New("asset is not in the trash")
+	ErrParentMissing = errors.New("parent asset does not exist")
+	ErrUploadExpired = errors.New("upload took longer than the cleanup grace period")
+)
+
+// File is one stored object: the original bytes or the preview.
+type File struct {
+	ID          string
+	Key         string
+	ContentType string
+	Size        int64
+	SHA256      string // lower-case hex
+}
+
+// Asset is a stored media item with its lifecycle.
+type Asset struct {
+	ID        string
+	TenantID  string
+	Name      string
+	Purpose   string
+	Tags      []string
+	Type      string
+	ParentID  *string
+	Hidden    bool
+	File      File
+	Preview   *File
+	State     State
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	TrashedAt *time.Time
+	DeletedAt *time.Time
+}
+
+// Trash moves an active asset to the trash.
+func (a *Asset) Trash(now time.Time) error {
+	if a.State != Active {
+		return ErrNotActive
+	}
+	a.State, a.TrashedAt, a.UpdatedAt = Trashed, &now, now
+	return nil
+}
+
+// Restore brings a trashed asset back.
+func (a *Asset) Restore(now time.Time) error {
+	if a.State != Trashed {
+		return ErrNotTrashed
+	}
+	a.State, a.TrashedAt, a.UpdatedAt = Active, nil, now
+	return nil
+}
+
+// Delete marks the asset deleted and returns the keys of the objects to remove. Deleting
+// a deleted asset changes nothing and returns no keys.
+func (a *Asset) Delete(now time.Time) []string {
+	if a.State == Deleted {
+		return nil
+	}
+	keys := []string{a.File.Key}
+	if a.Preview != nil {
+		keys = append(keys, a.Preview.Key)
+	}
+	a.State, a.DeletedAt, a.UpdatedAt = Deleted, &now, now
+	return keys
+}
+
+// HasBytes reports whether the asset's objects exist (everything but deleted assets).
+func (a *Asset) HasBytes() bool { return a.State != Deleted }
+
+// TagProblem describes why a tag is not acceptable, or "" when it is.
+func TagProblem(tag string) string {
+	switch {
+	case tag == "":
+		return "Tag must contain at least 1 character(s)"
+	case !utf8.ValidString(tag):
+		return "Tag must be valid UTF-8"
+	case utf8.RuneCountInString(tag) > MaxTagLen:
+		return "Tag must contain at most 64 character(s)"
+	case strings.TrimSpace(tag) != tag:
+		return "Tag must not start or end with white space"
+	case strings.IndexFunc(tag, unicode.IsControl) >= 0:
+		return "Tag must not contain control characters"
+	}
+	return ""
+}
+
+// DuplicateTag returns the index of the first tag equal (ignoring case) to an earlier
+// one, or -1. Tags are matched case-insensitively, so two that differ only in case are
+// the same tag.
+func DuplicateTag(tags []string) int {
+	seen := make(map[string]bool, len(tags))
+	for i, t := range tags {
+		k := strings.ToLower(t)
+		if seen[k] {
+			return i
+		}
+		seen[k] = true
+	}
+	return -1
+}

@@ -1,0 +1,69 @@
+package domain
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLifecycle(t *testing.T) {
+	now := time.Now()
+	a := Asset{State: Active, File: File{Key: "k"}, Preview: &File{Key: "p"}}
+	if err := a.Restore(now); err != ErrNotTrashed {
+		t.Fatalf("restore active: %v", err)
+	}
+	if err := a.Trash(now); err != nil || a.State != Trashed || a.TrashedAt == nil {
+		t.Fatalf("trash: %v %+v", err, a)
+	}
+	if err := a.Trash(now); err != ErrNotActive {
+		t.Fatalf("trash twice: %v", err)
+	}
+	if err := a.Restore(now); err != nil || a.State != Active || a.TrashedAt != nil {
+		t.Fatalf("restore: %v %+v", err, a)
+	}
+	if keys := a.Delete(now); len(keys) != 2 || a.State != Deleted || a.DeletedAt == nil || a.HasBytes() {
+		t.Fatalf("delete: %v %+v", keys, a)
+	}
+	if keys := a.Delete(now); keys != nil {
+		t.Fatalf("delete twice returned %v", keys)
+	}
+	if a.Trash(now) != ErrNotActive || a.Restore(now) != ErrNotTrashed {
+		t.Fatal("a deleted asset moved")
+	}
+}
+
+func TestAccepts(t *testing.T) {
+	for _, tc := range []struct {
+		typ, media string
+		ok         bool
+	}{
+		{TypeImage, "image/png", true},
+		{TypeImage, "video/mp4", false},
+		{TypeLogo, "image/svg+xml", true},
+		{TypeLogo, "image/bmp", false},
+		{TypeIcon, "image/x-icon", true},
+		{TypeVideo, "video/webm", true},
+		{TypeVideo, "image/gif", false},
+		{TypeCustomComponent, "text/html", true},
+		{TypeCustomComponent, "application/x-msdownload", false},
+		{"nope", "image/png", false},
+	} {
+		if Accepts(tc.typ, tc.media) != tc.ok {
+			t.Errorf("Accepts(%s, %s) != %v", tc.typ, tc.media, tc.ok)
+		}
+	}
+}
+
+func TestTags(t *testing.T) {
+	for tag, bad := range map[string]bool{
+		"brand": false, "Große Marke": false, "": true, " lead": true, "tab\tin": true,
+		strings.Repeat("x", 64): false, strings.Repeat("x", 65): true, "\xff": true,
+	} {
+		if (TagProblem(tag) != "") != bad {
+			t.Errorf("TagProblem(%q) = %q", tag, TagProblem(tag))
+		}
+	}
+	if DuplicateTag([]string{"a", "B", "b"}) != 2 || DuplicateTag([]string{"a", "b"}) != -1 {
+		t.Fatal("DuplicateTag")
+	}
+}

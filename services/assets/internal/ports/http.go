@@ -1,0 +1,157 @@
+// Package ports serves the assets context over HTTP: streamed multipart uploads, the
+// lists and lifecycle operations, and signed downloads. It maps requests to use cases and
+// results to the API's shapes.
+package ports
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/customerapi/platform/libs/apierror"
+	"github.com/customerapi/platform/libs/pagination"
+	"github.com/customerapi/platform/libs/request"
+	"github.com/customerapi/platform/libs/tenant"
+	"github.com/customerapi/platform/services/assets/internal/adapters"
+	"github.com/customerapi/platform/services/assets/internal/app"
+	"github.com/customerapi/platform/services/assets/internal/domain"
+	"github.com/customerapi/platform/services/assets/internal/signing"
+)
+
+// Handlers serve the assets routes.
+type Handlers struct {
+	App       *app.Service
+	Validator *request.Validator
+	Cursors   *pagination.Codec
+	Log       *slog.Logger
+	// TransferTimeout bounds reading one upload and writing one download.
+	TransferTimeout time.Duration
+}
+
+// FilesRoute is the service's path of signed downloads (the gateway maps the public
+// /v0/asset_files/{token} to it). It lies outside /v0, where every request needs a tenant.
+const FilesRoute = "/files/:token"
+
+// Register mounts the tenant-scoped routes on api (the /v0 group) and the signed
+// downloads on root.
+func (h *Handlers) Register(api, root fiber.Router) {
+	api.Post("/assets", h.upload)
+	api.Get("/assets", h.list(domain.Active, "assets"))
+	api.Get("/assets/trash", h.list(domain.Trashed, "assets/trash"))
+	api.Get("/assets/:asset_id", h.get)
+	api.Post("/assets/:asset_id/trash", bufferJSON, h.trash)
+	api.Post("/assets/:asset_id/restore", bufferJSON, h.restore)
+	api.Delete("/assets/:asset_id", bufferJSON, h.delete)
+	root.Get(FilesRoute, h.download) // Fiber serves HEAD with it
+}
+
+func (h *Handlers) respond(c *fiber.Ctx, status int, a domain.Asset) error {
+	return c.Status(status).JSON(view(a, h.App.Links(a)))
+}
+
+func (h *Handlers) get(c *fiber.Ctx) error {
+	a, err := h.App.Get(c.UserContext(), tenant.From(c), c.Params("asset_id"))
+	if err != nil {
+		return h.mapError(c.UserContext(), err)
+	}
+	return h.respond(c, fiber.StatusOK, a)
+}
+
+// noBody accepts an absent body or an empty JSON object.
+type noBody struct{}
+
+func (h *Handlers) trash(c *fiber.Ctx) error {
+	if err := h.Validator.Body(c, &noBody{}); err != nil {
+		return err
+	}
+	a, err := h.App.Trash(c.UserContext(), tenant.From(c), c.Params("asset_id"))
+	if err != nil {
+		return h.mapError(c.UserContext(), err)
+	}
+	return h.respond(c, fiber.StatusOK, a)
+}
+
+func (h *Handlers) restore(c *fiber.Ctx) error {
+	if err := h.Validator.Body(c, &noBody{}); err != nil {
+		return err
+	}
+	a, err := h.App.Restore(c.UserContext(), tenant.From(c), c.Params("asset_id"))
+	if err != nil {
+		return h.mapError(c.UserContext(), err)
+	}
+	return h.respond(c, fiber.StatusOK, a)
+}
+
+func (h *Handlers) delete(c *fiber.Ctx) error {
+	if err := h.App.Delete(c.UserContext(), tenant.From(c), c.Params("asset_id")); err != nil {
+		return h.mapError(c.UserContext(), err)
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// list serves a list of the assets in state, filtered by assetType and query.
+func (h *Handlers) list(state domain.State, name string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		q := request.NewQuery(c)
+		f := adapters.Filter{Type: q.Enum("assetType", domain.Types...), Query: q.String("query")}
+		// The text reaches SQL as a parameter: invalid UTF-8 or a NUL would fail there.
+		if p := textProblem(f.Query, 0, domain.MaxQueryLen); p != "" {
+			q.Fail("query", codeFor(p), p)
+		}
+		tenantID := tenant.From(c)
+		p := h.Cursors.Parse(q, pagination.Scope(tenantID, name, f.Type, f.Query))
+		after := ""
+		if p.After != nil {
+			if len(p.After) != 1 || p.After[0] == "" {
+				q.Fail("cursor", "invalid_cursor", "Invalid cursor: malformed position")
+			} else {
+				after = p.After[0]
+			}
+		}
+		if err := q.Err(); err != nil {
+			return err
+		}
+		assets, total, err := h.App.List(c.UserContext(), tenantID, state, f, after, p.Limit+1)
+		if err != nil {
+			return h.mapError(c.UserContext(), err)
+		}
+		views := make([]assetView, len(assets))
+		for i, a := range assets {
+			views[i] = view(a, h.App.Links(a))
+		}
+		return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v assetView) []string { return []string{v.AssetID} }))
+	}
+}
+
+func (h *Handlers) mapError(ctx context.Context, err error) error {
+	var media *app.MediaError
+	var undecodable *app.UndecodableError
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		return apierror.NotFound("asset not found")
+	case errors.Is(err, domain.ErrNotActive):
+		return apierror.Conflict("only an active asset can be moved to the trash")
+	case errors.Is(err, domain.ErrNotTrashed):
+		return apierror.Conflict("only an asset in the trash can be restored")
+	case errors.Is(err, domain.ErrParentMissing):
+		return fieldIssue("parentAssetId", "custom", "no asset with this ID exists (or it was deleted)")
+	case errors.As(err, &media):
+		return fieldIssue("file", "invalid_type", media.Error())
+	case errors.As(err, &undecodable):
+		return fieldIssue("file", "invalid_type", undecodable.Error())
+	case errors.Is(err, app.ErrTooLarge):
+		return fieldIssue("file", "too_big", "the file exceeds the upload limit of "+formatBytes(h.App.MaxUploadBytes))
+	case errors.Is(err, domain.ErrUploadExpired):
+		return apierror.Unavailable("the upload took too long to complete; retry")
+	case errors.Is(err, signing.ErrInvalid), errors.Is(err, signing.ErrExpired):
+		return apierror.Forbidden(err.Error())
+	}
+	return apierror.Internal(err)
+}
+
+func fieldIssue(field, code, message string) *apierror.Error {
+	return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: code, Message: message, Path: []any{field}})
+}

@@ -1,0 +1,67 @@
+package signing
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func signer(t *testing.T, key string) *Signer {
+	t.Helper()
+	s, err := New([]byte(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestSignAndVerify(t *testing.T) {
+	s := signer(t, strings.Repeat("k", 32))
+	now := time.Now()
+	c := Claims{TenantID: "acme", AssetID: "asset_1", FileID: "file_1", Variant: Preview, Expires: now.Add(time.Hour)}
+	tok := s.Sign(c)
+	got, err := s.Verify(tok, now)
+	if err != nil || got.TenantID != "acme" || got.AssetID != "asset_1" || got.FileID != "file_1" || got.Variant != Preview ||
+		got.Expires.Unix() != c.Expires.Unix() {
+		t.Fatalf("verify = %+v, %v", got, err)
+	}
+
+	body, sig, _ := strings.Cut(tok, ".")
+	flip := func(s string, i int) string {
+		b := []byte(s)
+		if b[i] == 'A' {
+			b[i] = 'B'
+		} else {
+			b[i] = 'A'
+		}
+		return string(b)
+	}
+	other := signer(t, strings.Repeat("o", 32)).Sign(c)
+	for name, bad := range map[string]string{
+		"empty":          "",
+		"no signature":   body,
+		"body changed":   flip(body, 5) + "." + sig,
+		"sig changed":    body + "." + flip(sig, 3),
+		"sig truncated":  body + "." + sig[:20],
+		"other key":      other,
+		"garbage":        "!!!.???",
+		"huge":           strings.Repeat("a", 5000) + "." + sig,
+		"signed garbage": "e30." + flip(sig, 0), // {} with a wrong signature
+	} {
+		if _, err := s.Verify(bad, now); err != ErrInvalid {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+	}
+	if _, err := s.Verify(tok, c.Expires); err != ErrExpired {
+		t.Fatalf("at expiry: %v", err)
+	}
+	if _, err := s.Verify(tok, now.Add(2*time.Hour)); err != ErrExpired {
+		t.Fatalf("after expiry: %v", err)
+	}
+}
+
+func TestShortKeyIsRefused(t *testing.T) {
+	if _, err := New([]byte("short")); err == nil {
+		t.Fatal("a short key was accepted")
+	}
+}
