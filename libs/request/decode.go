@@ -307,3 +307,30 @@ func jsonErrorText(err error) string {
 	}
 	return err.Error()
 }
+
+// nulPath returns the path of the first string (value or object key) in v that holds a
+// NUL character, which PostgreSQL cannot store in text or jsonb, or nil when there is none.
+func nulPath(v any, path []any) []any {
+	switch v := v.(type) {
+	case string:
+		if strings.IndexByte(v, 0) >= 0 {
+			return clonePath(path)
+		}
+	case []any:
+		for i, e := range v {
+			if p := nulPath(e, append(path, i)); p != nil {
+				return p
+			}
+		}
+	case map[string]any:
+		for k, e := range v {
+			if strings.IndexByte(k, 0) >= 0 {
+				return clonePath(append(path, k))
+			}
+			if p := nulPath(e, append(path, k)); p != nil {
+				return p
+			}
+		}
+	}
+	return nil
+}

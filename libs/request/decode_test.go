@@ -78,6 +78,10 @@ func TestDecodeJSON(t *testing.T) {
 		{"payload must be object", `{"title":"a","payload":[1]}`, []string{"invalid_type"}, [][]any{{"payload"}}},
 		{"map value type", `{"title":"a","labels":{"k":1}}`, []string{"invalid_type"}, [][]any{{"labels", "k"}}},
 		{"nullable empty string", `{"title":"a","purpose":""}`, []string{"too_small"}, [][]any{{"purpose"}}},
+		{"NUL in a string", `{"title":"a\u0000"}`, []string{"invalid_string"}, [][]any{{"title"}}},
+		{"NUL deep in free-form JSON", `{"title":"a","payload":{"a":[1,{"b":"x\u0000"}]}}`, []string{"invalid_string"}, [][]any{{"payload", "a", 1, "b"}}},
+		{"NUL in an object key", `{"title":"a","payload":{"k\u0000":1}}`, []string{"invalid_string"}, [][]any{{"payload", "k\x00"}}},
+		{"escaped backslash before u0000 is text", `{"title":"a\\u0000"}`, []string{"too_big"}, [][]any{{"title"}}},
 		{"several issues at once", `{"title":1,"x":1,"flag":"yes"}`, []string{"invalid_type", "invalid_type", "unrecognized_keys"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,8 +1,10 @@
 package request
 
 import (
+	"bytes"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -33,6 +35,12 @@ func (q *Query) Raw(name string) (string, bool) {
 	case 0:
 		return "", false
 	case 1:
+		// PostgreSQL stores neither NUL nor invalid UTF-8: refuse them here, once for
+		// every service, rather than as a database error later.
+		if !utf8.Valid(vals[0]) || bytes.IndexByte(vals[0], 0) >= 0 {
+			q.Fail(name, "invalid_string", "Expected UTF-8 text without NUL characters")
+			return "", false
+		}
 		return string(vals[0]), true
 	}
 	q.Fail(name, "invalid_type", "Expected a single value, received several")

@@ -85,6 +85,10 @@ func (v *Validator) DecodeJSON(body []byte, dst any) *apierror.Error {
 	if issue != nil {
 		return apierror.Validation(apierror.FieldBody, *issue)
 	}
+	if path := nulPath(generic, []any{}); path != nil {
+		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_string",
+			Message: "Text must not contain the NUL character (\\u0000)", Path: path})
+	}
 	ch := &checker{present: map[string]bool{}}
 	ch.check(reflect.TypeOf(dst).Elem(), generic, []any{})
 	if len(ch.issues) > 0 {
