@@ -1,0 +1,154 @@
+package adapters
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/customerapi/platform/libs/postgres"
+	"github.com/customerapi/platform/services/pages/internal/domain"
+)
+
+const changeCols = "id, message_id, field, previous_value, new_value, applied_version_id IS NOT NULL, created_at"
+
+func scanChange(r pgx.Row) (domain.Change, error) {
+	var c domain.Change
+	err := r.Scan(&c.ID, &c.MessageID, &c.Field, &c.PreviousValue, &c.NewValue, &c.Applied, &c.CreatedAt)
+	return c, err
+}
+
+func collectChanges(rows pgx.Rows, err error) ([]domain.Change, error) {
+	if err != nil {
+		return nil, fmt.Errorf("load changes: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Change, error) { return scanChange(r) })
+	if err != nil {
+		return nil, fmt.Errorf("load changes: %w", err)
+	}
+	return out, nil
+}
+
+func pendingChanges(ctx context.Context, q querier, tenantID, audienceID string) ([]domain.Change, error) {
+	return collectChanges(q.Query(ctx, "SELECT "+changeCols+` FROM audience_changes
+		WHERE tenant_id = $1 AND audience_id = $2 AND applied_version_id IS NULL ORDER BY id`, tenantID, audienceID))
+}
+
+// Messages reads an audience's conversation, its messages with their changes (oldest
+// first), the pending changes and the page context.
+func (s *Store) Messages(ctx context.Context, tenantID, pageID, audienceID string) (domain.Messages, error) {
+	var out domain.Messages
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		a, err := s.getAudience(ctx, tx, tenantID, pageID, audienceID, "")
+		if err != nil {
+			return err
+		}
+		var pageContext string
+		if err := tx.QueryRow(ctx, "SELECT page_context FROM pages WHERE tenant_id = $1 AND id = $2", tenantID, pageID).
+			Scan(&pageContext); err != nil {
+			return fmt.Errorf("load page context: %w", err)
+		}
+		out.Context = domain.ContextOf(&a, pageContext)
+		var conv domain.Conversation
+		err = tx.QueryRow(ctx, `SELECT id, audience_id, published_message_id, created_at, updated_at FROM audience_conversations
+			WHERE tenant_id = $1 AND audience_id = $2`, tenantID, audienceID).
+			Scan(&conv.ID, &conv.AudienceID, &conv.PublishedMessageID, &conv.CreatedAt, &conv.UpdatedAt)
+		switch {
+		case err == nil:
+			out.Conversation = &conv
+		case !postgres.IsNoRows(err):
+			return fmt.Errorf("load conversation: %w", err)
+		}
+		rows, err := tx.Query(ctx, `SELECT id, audience_id, content, has_snapshot, is_interrupted, created_at FROM audience_messages
+			WHERE tenant_id = $1 AND audience_id = $2 ORDER BY id`, tenantID, audienceID)
+		if err != nil {
+			return fmt.Errorf("load messages: %w", err)
+		}
+		out.Messages, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Message, error) {
+			var m domain.Message
+			err := r.Scan(&m.ID, &m.AudienceID, &m.Content, &m.HasSnapshot, &m.IsInterrupted, &m.CreatedAt)
+			return m, err
+		})
+		if err != nil {
+			return fmt.Errorf("load messages: %w", err)
+		}
+		changes, err := collectChanges(tx.Query(ctx, "SELECT "+changeCols+` FROM audience_changes
+			WHERE tenant_id = $1 AND audience_id = $2 ORDER BY message_id, position`, tenantID, audienceID))
+		if err != nil {
+			return err
+		}
+		index := make(map[string]int, len(out.Messages))
+		for i := range out.Messages {
+			index[out.Messages[i].ID] = i
+			out.Messages[i].Changes = []domain.Change{}
+		}
+		out.PendingChanges = []domain.Change{}
+		for _, c := range changes {
+			if i, ok := index[c.MessageID]; ok {
+				out.Messages[i].Changes = append(out.Messages[i].Changes, c)
+			}
+			if !c.Applied {
+				out.PendingChanges = append(out.PendingChanges, c)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// AddMessage stores a message of an unarchived audience with its changes, whose previous
+// values are taken from the audience's current context (prev), creating the conversation
+// on the first message.
+func (s *Store) AddMessage(ctx context.Context, tenantID, pageID string, m domain.Message, conversationID string,
+	prev func(a *domain.Audience, pageContext string) domain.Context) (domain.Message, error) {
+	var out domain.Message
+	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		a, err := s.getAudience(ctx, tx, tenantID, pageID, m.AudienceID, " FOR UPDATE OF a")
+		if err != nil {
+			return err
+		}
+		if a.ArchivedAt != nil {
+			return domain.ErrAudienceArchived
+		}
+		var pageContext string
+		if err := tx.QueryRow(ctx, "SELECT page_context FROM pages WHERE tenant_id = $1 AND id = $2", tenantID, pageID).
+			Scan(&pageContext); err != nil {
+			return fmt.Errorf("load page context: %w", err)
+		}
+		cur := prev(&a, pageContext)
+		// A pending change of the same field is the value the next version would show.
+		pending, err := pendingChanges(ctx, tx, tenantID, a.ID)
+		if err != nil {
+			return err
+		}
+		latest := map[string]string{}
+		for _, c := range pending {
+			latest[c.Field] = c.NewValue
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO audience_conversations (tenant_id, id, audience_id, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $4) ON CONFLICT (tenant_id, audience_id) DO UPDATE SET updated_at = $4`,
+			tenantID, conversationID, a.ID, m.CreatedAt); err != nil {
+			return fmt.Errorf("upsert conversation: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO audience_messages (tenant_id, id, audience_id, content, created_at)
+			VALUES ($1, $2, $3, $4, $5)`, tenantID, m.ID, a.ID, m.Content, m.CreatedAt); err != nil {
+			return fmt.Errorf("insert message: %w", err)
+		}
+		for i := range m.Changes {
+			c := &m.Changes[i]
+			c.PreviousValue = cur.Value(c.Field)
+			if v, ok := latest[c.Field]; ok {
+				c.PreviousValue = v
+			}
+			latest[c.Field] = c.NewValue
+			if _, err := tx.Exec(ctx, `INSERT INTO audience_changes (tenant_id, id, audience_id, message_id, position, field,
+				previous_value, new_value, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+				tenantID, c.ID, a.ID, m.ID, i, c.Field, c.PreviousValue, c.NewValue, c.CreatedAt); err != nil {
+				return fmt.Errorf("insert change: %w", err)
+			}
+		}
+		out = m
+		return nil
+	})
+	return out, err
+}

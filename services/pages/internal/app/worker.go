@@ -1,0 +1,101 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/customerapi/platform/libs/postgres"
+	"github.com/customerapi/platform/services/pages/internal/adapters"
+	"github.com/customerapi/platform/services/pages/internal/domain"
+)
+
+// Worker processes queued versions. Its whole state is in the database: a version is
+// claimed with a lease (FOR UPDATE SKIP LOCKED), processed, and finished in one
+// transaction fenced by the claim, so a worker that dies mid-processing leaves a version
+// that another worker (or the restarted one) claims again once the lease expires, and
+// finishing happens exactly once. Several replicas run side by side safely.
+type Worker struct {
+	Store *adapters.Store
+	Pool  *pgxpool.Pool
+	Log   *slog.Logger
+	// Lease is how long a claim is held before another worker may take the version over.
+	Lease time.Duration
+	// Poll is the longest wait between checks when no notification arrives (expired
+	// leases are found this way).
+	Poll time.Duration
+	// Process runs between claim and finish (the place of the page agent's generation;
+	// nil does nothing). Tests use it to simulate a crash.
+	Process func(ctx context.Context, c adapters.Claim) error
+	// Metrics counts outcomes (nil: none).
+	Metrics *Metrics
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+func (w *Worker) now() time.Time {
+	if w.Now != nil {
+		return w.Now()
+	}
+	return time.Now()
+}
+
+// Run processes versions until ctx ends, woken by NOTIFY on new versions.
+func (w *Worker) Run(ctx context.Context) error {
+	postgres.ListenLoop(ctx, w.Pool, adapters.WorkChannel, w.Poll, w.Log, func(ctx context.Context) (time.Duration, error) {
+		for ctx.Err() == nil {
+			done, err := w.Step(ctx)
+			if err != nil {
+				w.Log.Warn("version processing failed; retrying after the lease", slog.Any("error", err))
+				return 0, nil
+			}
+			if !done {
+				return 0, nil
+			}
+		}
+		return 0, nil
+	})
+	return nil
+}
+
+// Step claims and processes one version; it reports false when none was ready.
+func (w *Worker) Step(ctx context.Context) (bool, error) {
+	c, err := w.Store.Claim(ctx, timestampNow(w.now()), w.Lease)
+	if errors.Is(err, domain.ErrNothingToProcess) {
+		return false, nil
+	}
+	if errors.Is(err, domain.ErrGaveUp) {
+		w.Metrics.outcome("gave_up")
+		w.Log.Warn("version cancelled after failing too often", slog.Int("attempts", adapters.MaxAttempts))
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if w.Process != nil {
+		if err := w.Process(ctx, c); err != nil {
+			w.Metrics.outcome("failed")
+			return true, fmt.Errorf("process version %s: %w", c.VersionID, err)
+		}
+	}
+	v, err := w.Store.Finish(ctx, c, timestampNow(w.now()))
+	if errors.Is(err, domain.ErrLeaseLost) {
+		w.Metrics.outcome("taken_over")
+		w.Log.Warn("version was taken over by another worker", slog.String("versionId", c.VersionID))
+		return true, nil
+	}
+	if err != nil {
+		w.Metrics.outcome("failed")
+		return true, fmt.Errorf("finish version %s: %w", c.VersionID, err)
+	}
+	w.Metrics.outcome(v.Status)
+	w.Metrics.queued(v.QueueDurationMs)
+	w.Log.Debug("version processed", slog.String("versionId", v.ID), slog.String("status", v.Status))
+	return true, nil
+}
+
+func timestampNow(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }

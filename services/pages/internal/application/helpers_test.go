@@ -1,0 +1,88 @@
+package application_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/libs/postgres/pgtest"
+	"github.com/customerapi/platform/libs/service/servicetest"
+	"github.com/customerapi/platform/libs/tenant"
+	"github.com/customerapi/platform/services/pages/internal/application"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+var contract = func() *apitest.Contract {
+	c, err := apitest.Load()
+	if err != nil {
+		panic(err)
+	}
+	return c
+}()
+
+// start runs the whole pages service with a fast worker; env adds settings.
+func start(t testing.TB, opts servicetest.Options) *servicetest.Service {
+	t.Helper()
+	env := map[string]string{"PAGES_WORKER_POLL": "100ms", "SESSION_COMPUTE_INTERVAL": "100ms"}
+	for k, v := range opts.Env {
+		env[k] = v
+	}
+	opts.Env = env
+	return servicetest.Start(t, application.Name, application.Migrations, application.Setup, opts)
+}
+
+func client(t apitest.TB, s *servicetest.Service, tenantID string) *apitest.Client {
+	return (&apitest.Client{T: t, Base: s.URL, Contract: contract}).With(tenant.Header, tenantID)
+}
+
+func mustStatus(t testing.TB, r *apitest.Response, status int) map[string]any {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status %d, want %d: %s", r.Status, status, r.Body)
+	}
+	return r.Map()
+}
+
+func createPage(t testing.TB, c *apitest.Client, body map[string]any) map[string]any {
+	t.Helper()
+	if body == nil {
+		body = map[string]any{"name": "home", "title": "Welcome", "pageType": "inbound"}
+	}
+	return mustStatus(t, c.Do("POST", "/v0/pages", body), 201)
+}
+
+func createAudience(t testing.TB, c *apitest.Client, pageID string, body map[string]any) map[string]any {
+	t.Helper()
+	if body == nil {
+		body = map[string]any{}
+	}
+	return mustStatus(t, c.Do("POST", "/v0/pages/"+pageID+"/audiences", body), 201)
+}
+
+// waitAudience polls an audience until cond holds (10 s at most).
+func waitAudience(t testing.TB, c *apitest.Client, pageID, audienceID string, cond func(a map[string]any) bool) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		a := mustStatus(t, c.Do("GET", fmt.Sprintf("/v0/pages/%s/audiences/%s", pageID, audienceID), nil), 200)
+		if cond(a) {
+			return a
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("audience never reached the expected state: %v", a)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func status(want string) func(map[string]any) bool {
+	return func(a map[string]any) bool { return a["status"] == want }
+}
+
+func obj(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}

@@ -1,0 +1,314 @@
+package application_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/events/kafkatest"
+	"github.com/customerapi/platform/libs/service/servicetest"
+	"github.com/customerapi/platform/services/pages/internal/adapters"
+	"github.com/customerapi/platform/services/pages/internal/app"
+	"github.com/customerapi/platform/services/pages/internal/domain"
+)
+
+// message is one event as read from Kafka, with its key and partition.
+type message struct {
+	events.Envelope
+	Key       string
+	Partition int
+}
+
+// readPages reads pages.events from the start until n distinct events of the given types
+// are seen, then briefly for more (to catch a second event for the same step). Delivery is
+// at least once, so a redelivery of the same event ID (the relay stopped between publish
+// and delete) is dropped here as every consumer drops it.
+func readPages(t *testing.T, b *kafkatest.Broker, n int, types ...string) []message {
+	t.Helper()
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{b.Addr}, GroupID: fmt.Sprint("reader-", time.Now().UnixNano()),
+		Topic: events.TopicPages, StartOffset: kafka.FirstOffset, MaxWait: 100 * time.Millisecond})
+	defer r.Close()
+	want := map[string]bool{}
+	for _, typ := range types {
+		want[typ] = true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out []message
+	seen := map[string]bool{}
+	extra := time.Time{}
+	for {
+		rctx := ctx
+		if len(out) >= n {
+			if extra.IsZero() {
+				extra = time.Now().Add(time.Second)
+			}
+			var c context.CancelFunc
+			rctx, c = context.WithDeadline(ctx, extra)
+			defer c()
+		}
+		m, err := r.ReadMessage(rctx)
+		if err != nil {
+			if len(out) >= n && errors.Is(err, context.DeadlineExceeded) {
+				return out
+			}
+			t.Fatalf("read %d of %d events: %v", len(out), n, err)
+		}
+		e, err := events.Decode(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want[e.Type] && !seen[e.ID] {
+			seen[e.ID] = true
+			out = append(out, message{Envelope: e, Key: string(m.Key), Partition: m.Partition})
+		}
+	}
+}
+
+// Events of one audience arrive in lifecycle order, keyed by the audience ID (so on one
+// partition), with the spec's page.version.created payload.
+func TestVersionEventsInOrderPerAudience(t *testing.T) {
+	s := start(t, servicetest.Options{})
+	c := client(t, s, "acme")
+	pageID := createPage(t, c, nil)["pageId"].(string)
+	const audiences, versions = 3, 3
+	var aids []string
+	for i := 0; i < audiences; i++ {
+		aid := createAudience(t, c, pageID, nil)["audienceId"].(string)
+		aids = append(aids, aid)
+		for j := 1; j < versions; j++ {
+			mustStatus(t, c.Do("POST", fmt.Sprintf("/v0/pages/%s/audiences/%s/versions", pageID, aid), nil), 201)
+		}
+	}
+	for _, aid := range aids {
+		waitAudience(t, c, pageID, aid, func(a map[string]any) bool {
+			return obj(a["publishedVersion"])["versionNumber"] == float64(versions)
+		})
+	}
+	got := readPages(t, s.Broker, audiences*versions*3, events.TypePageVersionCreated, events.TypePageVersionProcessed,
+		events.TypePageVersionPublished)
+	if len(got) != audiences*versions*3 {
+		t.Fatalf("got %d events, want %d (a duplicate?)", len(got), audiences*versions*3)
+	}
+	type step struct{ typ, versionID string }
+	perAudience := map[string][]step{}
+	partition := map[string]int{}
+	versionAudience := map[string]string{}
+	for _, m := range got {
+		if m.Key != m.Subject || m.TenantID != "acme" {
+			t.Fatalf("event %+v keyed %q", m.Envelope, m.Key)
+		}
+		if p, ok := partition[m.Key]; ok && p != m.Partition {
+			t.Fatalf("audience %s on partitions %d and %d", m.Key, p, m.Partition)
+		}
+		partition[m.Key] = m.Partition
+		var body map[string]any
+		if err := json.Unmarshal(m.Payload, &body); err != nil {
+			t.Fatal(err)
+		}
+		if body["type"] != m.Type || body["pageId"] != pageID {
+			t.Fatalf("payload %v", body)
+		}
+		vid := body["versionId"].(string)
+		if m.Type == events.TypePageVersionCreated {
+			keys := make([]string, 0, len(body))
+			for k := range body {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			if fmt.Sprint(keys) != "[createdAt pageId type versionId]" {
+				t.Fatalf("created payload has %v", keys)
+			}
+			versionAudience[vid] = m.Key
+		} else if body["audienceId"] != m.Key || body["versionNumber"] == nil || body["status"] != "published" {
+			t.Fatalf("payload %v keyed %s", body, m.Key)
+		}
+		perAudience[m.Key] = append(perAudience[m.Key], step{m.Type, vid})
+	}
+	for aid, steps := range perAudience {
+		pos := map[step]int{}
+		var processed []string
+		for i, st := range steps {
+			pos[st] = i
+			if st.typ == events.TypePageVersionProcessed {
+				processed = append(processed, st.versionID)
+			}
+		}
+		if len(steps) != versions*3 {
+			t.Fatalf("audience %s has %d events", aid, len(steps))
+		}
+		for vid, owner := range versionAudience {
+			if owner != aid {
+				continue
+			}
+			c, p, pub := pos[step{events.TypePageVersionCreated, vid}], pos[step{events.TypePageVersionProcessed, vid}],
+				pos[step{events.TypePageVersionPublished, vid}]
+			if !(c < p && p < pub) {
+				t.Fatalf("audience %s version %s out of order: %v", aid, vid, steps)
+			}
+		}
+		// Versions finish in creation order (TypeIDs sort by creation).
+		if !sort.StringsAreSorted(processed) {
+			t.Fatalf("audience %s processed out of order: %v", aid, processed)
+		}
+	}
+}
+
+// A worker that dies mid-processing (it claimed a version and never finished it) loses
+// nothing: after a restart, the version's lease expires, another worker processes it
+// once, and the dead worker's late finish changes nothing.
+func TestWorkerRestartMidProcessing(t *testing.T) {
+	// First run: no workers, so the version stays queued; a "worker" claims it and dies.
+	first := start(t, servicetest.Options{Env: map[string]string{"PAGES_WORKERS": "0"}})
+	c := client(t, first, "acme")
+	pageID := createPage(t, c, nil)["pageId"].(string)
+	a := createAudience(t, c, pageID, nil)
+	aid, vid := a["audienceId"].(string), obj(a["latestVersion"])["versionId"].(string)
+	store := adapters.NewStore(first.Runtime.Pool)
+	ctx := context.Background()
+	dead, err := store.Claim(ctx, time.Now(), 700*time.Millisecond)
+	if err != nil || dead.VersionID != vid {
+		t.Fatalf("claim = %+v, %v", dead, err)
+	}
+	if got := mustStatus(t, c.Do("GET", fmt.Sprintf("/v0/pages/%s/audiences/%s", pageID, aid), nil), 200); got["status"] != "processing" {
+		t.Fatalf("audience while claimed = %v", got)
+	}
+	// While the lease runs, nobody else takes the version.
+	if _, err := store.Claim(ctx, time.Now(), time.Second); !errors.Is(err, domain.ErrNothingToProcess) {
+		t.Fatalf("second claim during the lease: %v", err)
+	}
+	first.Stop()
+
+	// Restart on the same database and broker, with workers.
+	second := start(t, servicetest.Options{DatabaseURL: first.DatabaseURL, Broker: first.Broker,
+		Env: map[string]string{"PAGES_VERSION_LEASE": "5s"}})
+	c2 := client(t, second, "acme")
+	done := waitAudience(t, c2, pageID, aid, status("published"))
+	pv := obj(done["publishedVersion"])
+	if pv["versionId"] != vid || pv["queueDurationMs"] == nil {
+		t.Fatalf("published = %v", done)
+	}
+	var attempts int
+	if err := second.Runtime.Pool.QueryRow(ctx, "SELECT attempts FROM audience_versions WHERE id = $1", vid).Scan(&attempts); err != nil {
+		t.Fatal(err)
+	}
+	if attempts != 2 {
+		t.Fatalf("attempts = %d, want 2 (the dead claim and the takeover)", attempts)
+	}
+	// The dead worker wakes up and tries to finish: fenced off.
+	if _, err := adapters.NewStore(second.Runtime.Pool).Finish(ctx, dead, time.Now()); !errors.Is(err, domain.ErrLeaseLost) {
+		t.Fatalf("late finish = %v, want ErrLeaseLost", err)
+	}
+	got := readPages(t, second.Broker, 3, events.TypePageVersionCreated, events.TypePageVersionProcessed, events.TypePageVersionPublished)
+	if len(got) != 3 || got[0].Type != events.TypePageVersionCreated || got[1].Type != events.TypePageVersionProcessed ||
+		got[2].Type != events.TypePageVersionPublished {
+		var types []string
+		for _, m := range got {
+			types = append(types, m.Type)
+		}
+		t.Fatalf("events = %v, want created, processed, published once each", types)
+	}
+}
+
+// Two replicas on one database share the queue: every version is processed exactly
+// once (one claim each, one processed event each).
+func TestTwoReplicasProcessEachVersionOnce(t *testing.T) {
+	a := start(t, servicetest.Options{Env: map[string]string{"PAGES_WORKERS": "2"}})
+	b := start(t, servicetest.Options{DatabaseURL: a.DatabaseURL, Broker: a.Broker, Env: map[string]string{"PAGES_WORKERS": "2"}})
+	ca, cb := client(t, a, "acme"), client(t, b, "acme")
+	pageID := createPage(t, ca, nil)["pageId"].(string)
+	const n = 8
+	var aids []string
+	for i := 0; i < n; i++ {
+		c := ca
+		if i%2 == 1 {
+			c = cb
+		}
+		aids = append(aids, createAudience(t, c, pageID, nil)["audienceId"].(string))
+	}
+	for _, aid := range aids {
+		waitAudience(t, ca, pageID, aid, status("published"))
+	}
+	var maxAttempts int
+	if err := a.Runtime.Pool.QueryRow(context.Background(), "SELECT max(attempts) FROM audience_versions").Scan(&maxAttempts); err != nil {
+		t.Fatal(err)
+	}
+	if maxAttempts != 1 {
+		t.Fatalf("a version was claimed %d times", maxAttempts)
+	}
+	got := readPages(t, a.Broker, n, events.TypePageVersionProcessed)
+	if len(got) != n {
+		t.Fatalf("%d processed events for %d versions", len(got), n)
+	}
+}
+
+// A version whose processing fails every time is cancelled after MaxAttempts claims,
+// with a processed event saying so, instead of being retried forever.
+func TestFailingVersionIsCancelled(t *testing.T) {
+	s := start(t, servicetest.Options{Env: map[string]string{"PAGES_WORKERS": "0"}})
+	c := client(t, s, "acme")
+	pageID := createPage(t, c, nil)["pageId"].(string)
+	aid := createAudience(t, c, pageID, nil)["audienceId"].(string)
+	w := &app.Worker{Store: adapters.NewStore(s.Runtime.Pool), Pool: s.Runtime.Pool, Log: s.Runtime.Log, Lease: time.Millisecond,
+		Poll: time.Second, Process: func(context.Context, adapters.Claim) error { return errors.New("generation failed") }}
+	for i := 0; i < adapters.MaxAttempts; i++ {
+		if _, err := w.Step(context.Background()); err == nil {
+			t.Fatalf("attempt %d did not fail", i+1)
+		}
+		time.Sleep(5 * time.Millisecond) // let the lease run out
+	}
+	if done, err := w.Step(context.Background()); !done || err != nil {
+		t.Fatalf("giving up: %v, %v", done, err)
+	}
+	a := mustStatus(t, c.Do("GET", fmt.Sprintf("/v0/pages/%s/audiences/%s", pageID, aid), nil), 200)
+	v := obj(a["latestVersion"])
+	if a["status"] != "cancelled" || v["status"] != "cancelled" || v["cancelledAt"] == nil {
+		t.Fatalf("audience = %v", a)
+	}
+	got := readPages(t, s.Broker, 1, events.TypePageVersionProcessed)
+	var body map[string]any
+	if err := json.Unmarshal(got[0].Payload, &body); err != nil || body["status"] != "cancelled" {
+		t.Fatalf("processed = %s", got[0].Payload)
+	}
+}
+
+// Archiving an audience cancels its queued version at once, and a version being
+// processed at that moment ends cancelled when its worker finishes.
+func TestArchiveCancelsVersions(t *testing.T) {
+	s := start(t, servicetest.Options{Env: map[string]string{"PAGES_WORKERS": "0"}})
+	c := client(t, s, "acme")
+	store := adapters.NewStore(s.Runtime.Pool)
+	ctx := context.Background()
+	pageID := createPage(t, c, nil)["pageId"].(string)
+
+	queued := createAudience(t, c, pageID, nil)["audienceId"].(string)
+	a := mustStatus(t, c.Do("POST", fmt.Sprintf("/v0/pages/%s/audiences/%s/archive", pageID, queued), map[string]any{}), 200)
+	if v := obj(a["latestVersion"]); a["status"] != "archived" || v["status"] != "cancelled" || v["cancelledAt"] == nil {
+		t.Fatalf("archived with a queued version = %v", a)
+	}
+	if _, err := store.Claim(ctx, time.Now(), time.Minute); !errors.Is(err, domain.ErrNothingToProcess) {
+		t.Fatalf("a cancelled version was claimed: %v", err)
+	}
+
+	busy := createAudience(t, c, pageID, nil)["audienceId"].(string)
+	claim, err := store.Claim(ctx, time.Now(), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustStatus(t, c.Do("POST", fmt.Sprintf("/v0/pages/%s/audiences/%s/archive", pageID, busy), nil), 200)
+	v, err := store.Finish(ctx, claim, time.Now())
+	if err != nil || v.Status != domain.StatusCancelled || v.CancelledAt == nil {
+		t.Fatalf("finish after archive = %+v, %v", v, err)
+	}
+	a = mustStatus(t, c.Do("GET", fmt.Sprintf("/v0/pages/%s/audiences/%s", pageID, busy), nil), 200)
+	if a["status"] != "archived" || a["publishedVersion"] != nil || obj(a["latestVersion"])["status"] != "cancelled" {
+		t.Fatalf("audience = %v", a)
+	}
+}

@@ -1,0 +1,77 @@
+package domain
+
+import (
+	"testing"
+	"time"
+)
+
+func ptr(s string) *string { return &s }
+
+func TestOverlay(t *testing.T) {
+	if Overlay(nil, nil) != nil {
+		t.Fatal("overlay of nothing is not nil")
+	}
+	base := &Metadata{Title: ptr("page"), Description: ptr("desc"), Keywords: []string{"a"}}
+	got := Overlay(base, &Metadata{Title: ptr("audience"), Robots: []string{"noindex"}})
+	if *got.Title != "audience" || *got.Description != "desc" || got.Keywords[0] != "a" || got.Robots[0] != "noindex" {
+		t.Fatalf("overlay = %+v", got)
+	}
+	if *base.Title != "page" {
+		t.Fatal("overlay changed the base")
+	}
+	if o := Overlay(nil, &Metadata{Title: ptr("x")}); *o.Title != "x" {
+		t.Fatalf("overlay without base = %+v", o)
+	}
+}
+
+func TestAudienceChangesAndContext(t *testing.T) {
+	a := &Audience{ID: "audience_1", PageID: "page_1", ComputedName: "Audience 1",
+		PageMetadata: &Metadata{Title: ptr("T"), Keywords: []string{"x", "y"}}}
+	if a.EffectiveName() != "Audience 1" {
+		t.Fatal(a.EffectiveName())
+	}
+	c := ContextOf(a, "pc")
+	if c.CurrentMetaTitle != "T" || c.CurrentMetaKeywords != "x, y" || c.PageContext != "pc" || c.Value(FieldSupplementaryContext) != "" {
+		t.Fatalf("context = %+v", c)
+	}
+	a.ApplyChange(Change{Field: FieldMetaKeywords, NewValue: " b , ,c"})
+	a.ApplyChange(Change{Field: FieldMetaTitle, NewValue: "New"})
+	a.ApplyChange(Change{Field: FieldSupplementaryContext, NewValue: "ctx"})
+	c = ContextOf(a, "pc")
+	if c.CurrentMetaTitle != "New" || c.CurrentMetaKeywords != "b, c" || c.CurrentSupplementaryContext != "ctx" {
+		t.Fatalf("context after changes = %+v", c)
+	}
+	a.ApplyChange(Change{Field: FieldSupplementaryContext, NewValue: ""})
+	if a.SupplementaryContext != nil {
+		t.Fatal("an empty supplementary context did not clear it")
+	}
+}
+
+func TestPageStatus(t *testing.T) {
+	now := time.Now()
+	p := &Page{Status: PageDraft}
+	if err := p.Restore(now); err != ErrNotRestorable {
+		t.Fatalf("restore of a draft = %v", err)
+	}
+	if err := p.Publish(now); err != nil || p.Status != PagePublished {
+		t.Fatalf("publish = %v, %s", err, p.Status)
+	}
+	p.Archive(now)
+	if p.Status != PageArchived || p.ArchivedAt == nil {
+		t.Fatalf("archive = %+v", p)
+	}
+	if err := p.Publish(now); err != ErrPageArchived {
+		t.Fatalf("publish of an archived page = %v", err)
+	}
+	if err := p.Restore(now); err != nil || p.Status != PageDraft || p.ArchivedAt != nil {
+		t.Fatalf("restore = %v, %+v", err, p)
+	}
+	p.DeletedAt = &now
+	if err := p.Restore(now); err != nil || p.DeletedAt != nil {
+		t.Fatalf("restore of a deleted page = %v", err)
+	}
+	p.Actions = []Action{{ActionID: "a"}}
+	if err := p.Apply(PagePatch{SetHeaderAction: true, HeaderActionID: ptr("b")}, now); err != ErrUnknownHeaderAct {
+		t.Fatalf("unknown header action = %v", err)
+	}
+}

@@ -1,0 +1,325 @@
+package pagelinks_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/libs/config"
+	"github.com/customerapi/platform/libs/ids"
+	"github.com/customerapi/platform/libs/postgres"
+	"github.com/customerapi/platform/libs/postgres/pgtest"
+	"github.com/customerapi/platform/libs/service"
+	"github.com/customerapi/platform/libs/service/servicetest"
+	"github.com/customerapi/platform/libs/tenant"
+	"github.com/customerapi/platform/services/pages/internal/pagelinks"
+	"github.com/customerapi/platform/services/pages/migrations"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+var contract = func() *apitest.Contract {
+	c, err := apitest.Load()
+	if err != nil {
+		panic(err)
+	}
+	return c
+}()
+
+func start(t testing.TB) *servicetest.Service {
+	t.Helper()
+	return servicetest.Start(t, "pages", []postgres.MigrationSet{migrations.Set, pagelinks.Migrations},
+		func(rt *service.Runtime, env *config.Env) error { return pagelinks.Register(rt, env) }, servicetest.Options{})
+}
+
+func client(t apitest.TB, s *servicetest.Service, tenantID string) *apitest.Client {
+	return (&apitest.Client{T: t, Base: s.URL, Contract: contract}).With(tenant.Header, tenantID)
+}
+
+func mustStatus(t testing.TB, r *apitest.Response, status int) map[string]any {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status %d, want %d: %s", r.Status, status, r.Body)
+	}
+	return r.Map()
+}
+
+// seedPage inserts a page and n audiences of it straight into the pages tables.
+func seedPage(t testing.TB, pool *pgxpool.Pool, tenantID string, n int) (string, []string) {
+	t.Helper()
+	ctx := context.Background()
+	pageID := ids.New("page")
+	now := time.Now().UTC()
+	if _, err := pool.Exec(ctx, `INSERT INTO pages (tenant_id, id, name, title, page_type, status, created_at, updated_at)
+		VALUES ($1, $2, 'p', 'P', 'inbound', 'draft', $3, $3)`, tenantID, pageID, now); err != nil {
+		t.Fatal(err)
+	}
+	var audiences []string
+	for i := 0; i < n; i++ {
+		id := ids.New("audience")
+		if _, err := pool.Exec(ctx, `INSERT INTO audiences (tenant_id, id, page_id, computed_name, status, publish_behavior,
+			created_at, updated_at) VALUES ($1, $2, $3, 'a', 'draft', 'draft', $4, $4)`, tenantID, id, pageID, now); err != nil {
+			t.Fatal(err)
+		}
+		audiences = append(audiences, id)
+	}
+	return pageID, audiences
+}
+
+func audienceTarget(id string) map[string]any {
+	return map[string]any{"targetType": "audience", "audienceId": id}
+}
+
+func TestLifecycle(t *testing.T) {
+	s := start(t)
+	c := client(t, s, "acme")
+	pageID, audiences := seedPage(t, s.Runtime.Pool, "acme", 1)
+
+	created := mustStatus(t, c.Do("POST", "/v0/page_links", map[string]any{"path": "/Spring-Offer/", "target": audienceTarget(audiences[0])}), 201)
+	id := created["pageLinkId"].(string)
+	target := created["target"].(map[string]any)
+	if !strings.HasPrefix(id, "pagelink_") || created["path"] != "/Spring-Offer" || created["tenantDomainId"] != nil ||
+		target["targetType"] != "audience" || target["audienceId"] != audiences[0] || target["pageId"] != pageID ||
+		created["deletedAt"] != nil || created["createdAt"] != created["updatedAt"] {
+		t.Fatalf("created = %v", created)
+	}
+	if got := mustStatus(t, c.Do("GET", "/v0/page_links/"+id, nil), 200); got["path"] != "/Spring-Offer" {
+		t.Fatalf("got = %v", got)
+	}
+
+	// The same path (any case, with or without a trailing slash) on the same domain: 409.
+	mustStatus(t, c.Do("POST", "/v0/page_links", map[string]any{"path": "/spring-offer", "target": map[string]any{"targetType": "page", "pageId": pageID}}), 409)
+	// Another domain, or another tenant, may use it.
+	onDomain := mustStatus(t, c.Do("POST", "/v0/page_links", map[string]any{"path": "/spring-offer", "tenantDomainId": "dom_1",
+		"target": map[string]any{"targetType": "page_routing", "pageId": pageID}}), 201)
+	if onDomain["tenantDomainId"] != "dom_1" || onDomain["target"].(map[string]any)["audienceId"] != nil {
+		t.Fatalf("on domain = %v", onDomain)
+	}
+	otherPage, _ := seedPage(t, s.Runtime.Pool, "globex", 0)
+	mustStatus(t, client(t, s, "globex").Do("POST", "/v0/page_links", map[string]any{"path": "/spring-offer",
+		"target": map[string]any{"targetType": "page", "pageId": otherPage}}), 201)
+	mustStatus(t, client(t, s, "globex").Do("GET", "/v0/page_links/"+id, nil), 404)
+
+	// Deleting is soft: the link reads with deletedAt, is not found by search, and frees the path.
+	time.Sleep(2 * time.Millisecond)
+	mustStatus(t, c.Do("DELETE", "/v0/page_links/"+id, nil), 204)
+	deleted := mustStatus(t, c.Do("GET", "/v0/page_links/"+id, nil), 200)
+	if deleted["deletedAt"] == nil || deleted["updatedAt"] != deleted["deletedAt"] {
+		t.Fatalf("deleted = %v", deleted)
+	}
+	mustStatus(t, c.Do("DELETE", "/v0/page_links/"+id, nil), 204)
+	if again := mustStatus(t, c.Do("GET", "/v0/page_links/"+id, nil), 200); again["deletedAt"] != deleted["deletedAt"] {
+		t.Fatalf("a second delete changed deletedAt: %v", again)
+	}
+	if found := mustStatus(t, c.Do("GET", "/v0/page_links/search?query=spring", nil), 200); found["totalCount"] != 0.0 {
+		t.Fatalf("search found a deleted link: %v", found)
+	}
+	mustStatus(t, c.Do("POST", "/v0/page_links", map[string]any{"path": "/SPRING-offer", "target": audienceTarget(audiences[0])}), 201)
+	mustStatus(t, c.Do("DELETE", "/v0/page_links/pagelink_nope", nil), 404)
+	mustStatus(t, c.Do("GET", "/v0/page_links/pagelink_nope", nil), 404)
+	mustStatus(t, c.Do("GET", "/v0/page_links/%00", nil), 404)
+	mustStatus(t, c.Do("DELETE", "/v0/page_links/x%00", nil), 404)
+}
+
+func TestTargets(t *testing.T) {
+	s := start(t)
+	c := client(t, s, "acme")
+	pageID, audiences := seedPage(t, s.Runtime.Pool, "acme", 1)
+	otherPage, _ := seedPage(t, s.Runtime.Pool, "acme", 0)
+	foreignPage, foreignAudiences := seedPage(t, s.Runtime.Pool, "globex", 1)
+	for name, tc := range map[string]struct {
+		target map[string]any
+		status int
+	}{
+		"audience with its page":       {map[string]any{"targetType": "audience", "audienceId": audiences[0], "pageId": pageID}, 201},
+		"audience under another page":  {map[string]any{"targetType": "audience", "audienceId": audiences[0], "pageId": otherPage}, 404},
+		"unknown audience":             {audienceTarget("audience_nope"), 404},
+		"another tenant's audience":    {audienceTarget(foreignAudiences[0]), 404},
+		"unknown page":                 {map[string]any{"targetType": "page", "pageId": "page_nope"}, 404},
+		"another tenant's page":        {map[string]any{"targetType": "page", "pageId": foreignPage}, 404},
+		"page routing":                 {map[string]any{"targetType": "page_routing", "pageId": otherPage}, 201},
+		"page target with an audience": {map[string]any{"targetType": "page", "pageId": pageID, "audienceId": audiences[0]}, 400},
+		"audience without audienceId":  {map[string]any{"targetType": "audience", "pageId": pageID}, 400},
+		"page without pageId":          {map[string]any{"targetType": "page"}, 400},
+	} {
+		r := c.Do("POST", "/v0/page_links", map[string]any{"path": "/" + strings.ReplaceAll(name, " ", "-"), "target": tc.target})
+		if r.Status != tc.status {
+			t.Errorf("%s: %s", name, r)
+		}
+	}
+	// A deleted page cannot be linked to, nor can its audiences.
+	if _, err := s.Runtime.Pool.Exec(context.Background(), `UPDATE pages SET deleted_at = now() WHERE id = $1`, pageID); err != nil {
+		t.Fatal(err)
+	}
+	mustStatus(t, c.Do("POST", "/v0/page_links", map[string]any{"path": "/gone", "target": map[string]any{"targetType": "page", "pageId": pageID}}), 404)
+	mustStatus(t, c.Do("POST", "/v0/page_links", map[string]any{"path": "/gone", "target": audienceTarget(audiences[0])}), 404)
+}
+
+func TestSearch(t *testing.T) {
+	s := start(t)
+	c := client(t, s, "acme")
+	pageA, audA := seedPage(t, s.Runtime.Pool, "acme", 2)
+	pageB, _ := seedPage(t, s.Runtime.Pool, "acme", 0)
+	link := func(path string, domain any, target map[string]any) string {
+		return mustStatus(t, c.Do("POST", "/v0/page_links", map[string]any{"path": path, "tenantDomainId": domain, "target": target}), 201)["pageLinkId"].(string)
+	}
+	winter := link("/offers/Winter", nil, audienceTarget(audA[0]))
+	summer := link("/offers/summer", nil, audienceTarget(audA[1]))
+	home := link("/", nil, map[string]any{"targetType": "page", "pageId": pageB})
+	route := link("/b/route", nil, map[string]any{"targetType": "page_routing", "pageId": pageB})
+	pct := link("/100%25_off", nil, map[string]any{"targetType": "page", "pageId": pageA})
+	custom := link("/offers/winter", "dom_x", audienceTarget(audA[0]))
+
+	search := func(query string) []string {
+		m := mustStatus(t, c.Do("GET", "/v0/page_links/search"+query, nil), 200)
+		var out []string
+		for _, it := range m["items"].([]any) {
+			out = append(out, it.(map[string]any)["pageLinkId"].(string))
+		}
+		if m["totalCount"] != float64(len(out)) && m["hasMore"] == false {
+			t.Errorf("%s: totalCount %v for %d items", query, m["totalCount"], len(out))
+		}
+		return out
+	}
+	for q, want := range map[string][]string{
+		"":                                 {home, pct, route, summer, winter}, // path order
+		"?query=WINTER":                    {winter},
+		"?query=offers":                    {summer, winter},
+		"?query=" + audA[0]:                {winter},
+		"?query=" + pageB:                  {home, route},
+		"?query=" + pageB[:10]:             nil,   // identifiers match exactly, not as substrings
+		"?query=%25":                       {pct}, // LIKE wildcards are literal
+		"?query=_":                         {pct},
+		"?targetType=page":                 {home, pct},
+		"?targetType=page_routing":         {route},
+		"?pageId=" + pageA:                 {pct, summer, winter},
+		"?pageId=" + pageA + "&query=sum":  {summer},
+		"?tenantDomainId=dom_x":            {custom},
+		"?tenantDomainId=dom_x&query=off":  {custom},
+		"?tenantDomainId=dom_none":         nil,
+		"?targetType=audience&query=route": nil,
+	} {
+		if got := search(q); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("search %q = %v, want %v", q, got, want)
+		}
+	}
+
+	// Walking two at a time returns every link once; a cursor is bound to its filters.
+	var walked []string
+	path := "/v0/page_links/search?limit=2"
+	for {
+		m := mustStatus(t, c.Do("GET", path, nil), 200)
+		for _, it := range m["items"].([]any) {
+			walked = append(walked, it.(map[string]any)["pageLinkId"].(string))
+		}
+		if m["nextCursor"] == nil {
+			break
+		}
+		path = "/v0/page_links/search?limit=2&cursor=" + url.QueryEscape(m["nextCursor"].(string))
+	}
+	if fmt.Sprint(walked) != fmt.Sprint([]string{home, pct, route, summer, winter}) {
+		t.Fatalf("walk = %v", walked)
+	}
+	cur := mustStatus(t, c.Do("GET", "/v0/page_links/search?limit=1", nil), 200)["nextCursor"].(string)
+	for _, q := range []string{"?query=x&cursor=", "?tenantDomainId=dom_x&cursor="} {
+		if r := c.Do("GET", "/v0/page_links/search"+q+url.QueryEscape(cur), nil); r.Status != 400 {
+			t.Errorf("cursor with other filters %s: %s", q, r)
+		}
+	}
+	if r := client(t, s, "globex").Do("GET", "/v0/page_links/search?cursor="+url.QueryEscape(cur), nil); r.Status != 400 {
+		t.Errorf("foreign cursor: %s", r)
+	}
+	if got := mustStatus(t, client(t, s, "globex").Do("GET", "/v0/page_links/search", nil), 200); got["totalCount"] != 0.0 {
+		t.Errorf("other tenant sees links: %v", got)
+	}
+}
+
+// Concurrent creations of one path on one domain: exactly one wins, the rest get 409.
+func TestConcurrentSamePath(t *testing.T) {
+	s := start(t)
+	c := client(t, s, "acme")
+	pageID, _ := seedPage(t, s.Runtime.Pool, "acme", 0)
+	var wg sync.WaitGroup
+	statuses := make([]int, 8)
+	for i := range statuses {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses[i] = c.Do("POST", "/v0/page_links", map[string]any{"path": "/race", "target": map[string]any{"targetType": "page", "pageId": pageID}}).Status
+		}()
+	}
+	wg.Wait()
+	created := 0
+	for _, st := range statuses {
+		switch st {
+		case 201:
+			created++
+		case 409:
+		default:
+			t.Fatalf("statuses = %v", statuses)
+		}
+	}
+	if created != 1 {
+		t.Fatalf("statuses = %v", statuses)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	s := start(t)
+	c := client(t, s, "acme")
+	pageID, _ := seedPage(t, s.Runtime.Pool, "acme", 0)
+	page := map[string]any{"targetType": "page", "pageId": pageID}
+	for name, tc := range map[string]struct {
+		method, path string
+		body         any
+	}{
+		"malformed JSON":        {"POST", "/v0/page_links", apitest.Raw(`{"path":`)},
+		"empty body":            {"POST", "/v0/page_links", nil},
+		"missing target":        {"POST", "/v0/page_links", map[string]any{"path": "/a"}},
+		"missing path":          {"POST", "/v0/page_links", map[string]any{"target": page}},
+		"null target":           {"POST", "/v0/page_links", map[string]any{"path": "/a", "target": nil}},
+		"target a string":       {"POST", "/v0/page_links", map[string]any{"path": "/a", "target": "page"}},
+		"bad target type":       {"POST", "/v0/page_links", map[string]any{"path": "/a", "target": map[string]any{"targetType": "site", "pageId": pageID}}},
+		"unknown target key":    {"POST", "/v0/page_links", map[string]any{"path": "/a", "target": map[string]any{"targetType": "page", "pageId": pageID, "x": 1}}},
+		"unknown field":         {"POST", "/v0/page_links", map[string]any{"path": "/a", "target": page, "slug": "a"}},
+		"path without slash":    {"POST", "/v0/page_links", map[string]any{"path": "a", "target": page}},
+		"empty path":            {"POST", "/v0/page_links", map[string]any{"path": "", "target": page}},
+		"path with query":       {"POST", "/v0/page_links", map[string]any{"path": "/a?b=c", "target": page}},
+		"path with fragment":    {"POST", "/v0/page_links", map[string]any{"path": "/a#b", "target": page}},
+		"path with space":       {"POST", "/v0/page_links", map[string]any{"path": "/a b", "target": page}},
+		"path with dot segment": {"POST", "/v0/page_links", map[string]any{"path": "/a/../b", "target": page}},
+		"path double slash":     {"POST", "/v0/page_links", map[string]any{"path": "/a//b", "target": page}},
+		"path bad escape":       {"POST", "/v0/page_links", map[string]any{"path": "/a%zz", "target": page}},
+		"path non-ASCII":        {"POST", "/v0/page_links", map[string]any{"path": "/café", "target": page}},
+		"path too long":         {"POST", "/v0/page_links", map[string]any{"path": "/" + strings.Repeat("a", 1024), "target": page}},
+		"path a number":         {"POST", "/v0/page_links", map[string]any{"path": 7, "target": page}},
+		"empty domain":          {"POST", "/v0/page_links", map[string]any{"path": "/a", "tenantDomainId": "", "target": page}},
+		"domain a number":       {"POST", "/v0/page_links", map[string]any{"path": "/a", "tenantDomainId": 3, "target": page}},
+		"empty pageId":          {"POST", "/v0/page_links", map[string]any{"path": "/a", "target": map[string]any{"targetType": "page", "pageId": ""}}},
+		"limit zero":            {"GET", "/v0/page_links/search?limit=0", nil},
+		"limit 101":             {"GET", "/v0/page_links/search?limit=101", nil},
+		"limit abc":             {"GET", "/v0/page_links/search?limit=abc", nil},
+		"garbage cursor":        {"GET", "/v0/page_links/search?cursor=abc", nil},
+		"bad targetType":        {"GET", "/v0/page_links/search?targetType=site", nil},
+		"empty tenantDomainId":  {"GET", "/v0/page_links/search?tenantDomainId=", nil},
+		"long query":            {"GET", "/v0/page_links/search?query=" + strings.Repeat("q", 256), nil},
+		"repeated query":        {"GET", "/v0/page_links/search?query=a&query=b", nil},
+		"NUL in path":           {"POST", "/v0/page_links", map[string]any{"path": "/a\x00", "target": page}},
+		"NUL in domain":         {"POST", "/v0/page_links", map[string]any{"path": "/a", "tenantDomainId": "d\x00", "target": page}},
+		"NUL in query":          {"GET", "/v0/page_links/search?query=%00", nil},
+		"NUL in pageId":         {"GET", "/v0/page_links/search?pageId=a%00", nil},
+	} {
+		r := c.Do(tc.method, tc.path, tc.body)
+		if r.Status != 400 || r.Map()["code"] != "VALIDATION_ERROR" {
+			t.Errorf("%s: %s", name, r)
+		}
+	}
+}

@@ -1,0 +1,180 @@
+package pagelinks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/customerapi/platform/libs/postgres"
+)
+
+// Store keeps page links in PostgreSQL. It reads the pages and audiences tables of the
+// pages service for existence checks only.
+type Store struct{ pool *pgxpool.Pool }
+
+// NewStore returns a Store on pool.
+func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+const linkCols = `id, tenant_id, tenant_domain_id, path, path_key, target_type, page_id, audience_id,
+	created_at, updated_at, deleted_at`
+
+func scanLink(r pgx.Row) (Link, error) {
+	var l Link
+	err := r.Scan(&l.ID, &l.TenantID, &l.DomainID, &l.Path, &l.PathKey, &l.TargetType, &l.PageID, &l.AudienceID,
+		&l.CreatedAt, &l.UpdatedAt, &l.DeletedAt)
+	return l, err
+}
+
+// Create stores a new link after checking its target: a page of the tenant that is not
+// deleted, or an audience of such a page (whose page becomes the link's PageID; a
+// PageID given with an audience must be that page). A path already linked on the domain
+// is ErrPathTaken.
+func (s *Store) Create(ctx context.Context, l Link) (Link, error) {
+	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if l.AudienceID != nil {
+			var pageID string
+			err := tx.QueryRow(ctx, `SELECT a.page_id FROM audiences a
+				JOIN pages p ON p.tenant_id = a.tenant_id AND p.id = a.page_id AND p.deleted_at IS NULL
+				WHERE a.tenant_id = $1 AND a.id = $2`, l.TenantID, *l.AudienceID).Scan(&pageID)
+			if postgres.IsNoRows(err) || (err == nil && l.PageID != "" && l.PageID != pageID) {
+				return ErrAudienceNotFound
+			}
+			if err != nil {
+				return fmt.Errorf("look up audience: %w", err)
+			}
+			l.PageID = pageID
+		} else {
+			var ok bool
+			err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pages WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL)`,
+				l.TenantID, l.PageID).Scan(&ok)
+			if err != nil {
+				return fmt.Errorf("look up page: %w", err)
+			}
+			if !ok {
+				return ErrPageNotFound
+			}
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO page_links (`+linkCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+			l.ID, l.TenantID, l.DomainID, l.Path, l.PathKey, l.TargetType, l.PageID, l.AudienceID, l.CreatedAt, l.UpdatedAt, l.DeletedAt)
+		if postgres.IsCode(err, postgres.UniqueViolation) && postgres.ConstraintOf(err) == "page_links_path" {
+			return ErrPathTaken
+		}
+		if err != nil {
+			return fmt.Errorf("insert page link: %w", err)
+		}
+		return nil
+	})
+	return l, err
+}
+
+// Get returns a link of the tenant, deleted or not.
+func (s *Store) Get(ctx context.Context, tenantID, id string) (Link, error) {
+	l, err := scanLink(s.pool.QueryRow(ctx, `SELECT `+linkCols+` FROM page_links WHERE tenant_id = $1 AND id = $2`, tenantID, id))
+	if postgres.IsNoRows(err) {
+		return Link{}, ErrNotFound
+	}
+	if err != nil {
+		return Link{}, fmt.Errorf("get page link: %w", err)
+	}
+	return l, nil
+}
+
+// Delete soft-deletes a link, freeing its path. Deleting a deleted link changes nothing.
+func (s *Store) Delete(ctx context.Context, tenantID, id string, now time.Time) error {
+	var found bool
+	err := s.pool.QueryRow(ctx, `WITH d AS (
+			UPDATE page_links SET deleted_at = $3, updated_at = $3
+			WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL RETURNING 1)
+		SELECT EXISTS (SELECT 1 FROM d) OR EXISTS (SELECT 1 FROM page_links WHERE tenant_id = $1 AND id = $2)`,
+		tenantID, id, now).Scan(&found)
+	if err != nil {
+		return fmt.Errorf("delete page link: %w", err)
+	}
+	if !found {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// Search narrows the links of one domain. Empty fields do not filter.
+type Search struct {
+	// DomainID is the tenant domain; nil searches the fallback subdomain's links.
+	DomainID *string
+	// Query matches the path case-insensitively (a substring) or a target identifier
+	// (the audience or page ID) exactly.
+	Query      string
+	TargetType string
+	PageID     string
+}
+
+// After is a keyset position in path order: the last item's path key and ID.
+type After struct{ PathKey, ID string }
+
+// Keys renders a position for a cursor.
+func (a After) Keys() []string { return []string{a.PathKey, a.ID} }
+
+// ParseAfter reads a position from cursor keys; nil keys mean the first page.
+func ParseAfter(keys []string) (*After, error) {
+	if keys == nil {
+		return nil, nil
+	}
+	if len(keys) != 2 || keys[1] == "" {
+		return nil, errors.New("malformed position")
+	}
+	return &After{PathKey: keys[0], ID: keys[1]}, nil
+}
+
+// likeEscape escapes LIKE's wildcards (the escape character is the backslash).
+func likeEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// Search returns up to limit live links matching q after the position, in path order,
+// and the number of links matching q.
+func (s *Store) Search(ctx context.Context, tenantID string, q Search, after *After, limit int) ([]Link, int64, error) {
+	var query, pattern, targetType, pageID *string
+	if q.Query != "" {
+		p := "%" + likeEscape(PathKey(q.Query)) + "%"
+		query, pattern = &q.Query, &p
+	}
+	if q.TargetType != "" {
+		targetType = &q.TargetType
+	}
+	if q.PageID != "" {
+		pageID = &q.PageID
+	}
+	// Absent filters are NULL and match everything; each statement is one fixed SQL text.
+	const where = `tenant_id = $1 AND deleted_at IS NULL AND coalesce(tenant_domain_id, '') = coalesce($2::text, '')
+		AND ($3::text IS NULL OR path_key LIKE $4 OR audience_id = $3 OR page_id = $3)
+		AND ($5::text IS NULL OR target_type = $5)
+		AND ($6::text IS NULL OR page_id = $6)`
+	var afterKey, afterID *string
+	if after != nil {
+		afterKey, afterID = &after.PathKey, &after.ID
+	}
+	b := &pgx.Batch{}
+	b.Queue(`SELECT `+linkCols+` FROM page_links WHERE `+where+`
+		AND ($7::text IS NULL OR (path_key, id) > ($7, $8::text))
+		ORDER BY path_key, id LIMIT $9`, tenantID, q.DomainID, query, pattern, targetType, pageID, afterKey, afterID, limit)
+	b.Queue(`SELECT count(*) FROM page_links WHERE `+where, tenantID, q.DomainID, query, pattern, targetType, pageID)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	rows, err := br.Query()
+	if err != nil {
+		return nil, 0, fmt.Errorf("search page links: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Link, error) { return scanLink(r) })
+	if err != nil {
+		return nil, 0, fmt.Errorf("search page links: %w", err)
+	}
+	var total int64
+	if err := br.QueryRow().Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("count page links: %w", err)
+	}
+	return out, total, nil
+}

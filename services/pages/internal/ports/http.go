@@ -1,0 +1,332 @@
+// Package ports serves the pages core over HTTP: it maps requests to use cases and
+// results to the API's shapes, and nothing else.
+package ports
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/customerapi/platform/libs/apierror"
+	"github.com/customerapi/platform/libs/pagination"
+	"github.com/customerapi/platform/libs/request"
+	"github.com/customerapi/platform/libs/tenant"
+	"github.com/customerapi/platform/services/pages/internal/app"
+	"github.com/customerapi/platform/services/pages/internal/domain"
+)
+
+// Handlers serve the pages core routes.
+type Handlers struct {
+	App       *app.Service
+	Validator *request.Validator
+	Cursors   *pagination.Codec
+}
+
+// Register mounts the routes on the tenant-scoped /v0 router.
+func (h *Handlers) Register(r fiber.Router) {
+	r.Get("/pages", h.listPages)
+	r.Post("/pages", h.createPage)
+	r.Get("/pages/:page_id", h.getPage)
+	r.Patch("/pages/:page_id", h.updatePage)
+	r.Delete("/pages/:page_id", h.deletePage)
+	r.Post("/pages/:page_id/publish", h.publishPage)
+	r.Post("/pages/:page_id/archive", h.archivePage)
+	r.Post("/pages/:page_id/restore", h.restorePage)
+	r.Get("/pages/:page_id/audiences", h.listAudiences)
+	r.Post("/pages/:page_id/audiences", h.createAudience)
+	r.Get("/pages/:page_id/audiences/:audience_id", h.getAudience)
+	r.Patch("/pages/:page_id/audiences/:audience_id", h.updateAudience)
+	r.Post("/pages/:page_id/audiences/:audience_id/archive", h.archiveAudience)
+	r.Get("/pages/:page_id/audiences/:audience_id/versions", h.listVersions)
+	r.Post("/pages/:page_id/audiences/:audience_id/versions", h.createVersion)
+	r.Get("/pages/:page_id/audiences/:audience_id/messages", h.getMessages)
+	r.Post("/pages/:page_id/audiences/:audience_id/messages", h.addMessage)
+}
+
+// emptyBody is the body of the action endpoints (publish, archive, restore): an empty
+// object or no body; any field is a 400.
+type emptyBody struct{}
+
+// --- pages
+
+func (h *Handlers) createPage(c *fiber.Ctx) error {
+	var in pageCreate
+	if err := h.Validator.Body(c, &in); err != nil {
+		return err
+	}
+	p := in.domain()
+	p.TenantID = tenant.From(c)
+	p, err := h.App.CreatePage(c.UserContext(), p)
+	if err != nil {
+		return mapError(err)
+	}
+	return c.Status(fiber.StatusCreated).JSON(viewPage(p))
+}
+
+func (h *Handlers) getPage(c *fiber.Ctx) error {
+	p, err := h.App.GetPage(c.UserContext(), tenant.From(c), c.Params("page_id"))
+	if err != nil {
+		return mapError(err)
+	}
+	return c.JSON(viewPage(p))
+}
+
+func (h *Handlers) updatePage(c *fiber.Ctx) error {
+	var in pageUpdate
+	if err := h.Validator.Body(c, &in); err != nil {
+		return err
+	}
+	p, err := h.App.UpdatePage(c.UserContext(), tenant.From(c), c.Params("page_id"), in.domain())
+	if err != nil {
+		return mapError(err)
+	}
+	return c.JSON(viewPage(p))
+}
+
+func (h *Handlers) deletePage(c *fiber.Ctx) error {
+	if err := h.App.DeletePage(c.UserContext(), tenant.From(c), c.Params("page_id")); err != nil {
+		return mapError(err)
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// action runs a body-less page operation.
+func (h *Handlers) action(c *fiber.Ctx, fn func(c *fiber.Ctx) (domain.Page, error)) error {
+	var in emptyBody
+	if err := h.Validator.Body(c, &in); err != nil {
+		return err
+	}
+	p, err := fn(c)
+	if err != nil {
+		return mapError(err)
+	}
+	return c.JSON(viewPage(p))
+}
+
+func (h *Handlers) publishPage(c *fiber.Ctx) error {
+	return h.action(c, func(c *fiber.Ctx) (domain.Page, error) {
+		return h.App.PublishPage(c.UserContext(), tenant.From(c), c.Params("page_id"))
+	})
+}
+
+func (h *Handlers) archivePage(c *fiber.Ctx) error {
+	return h.action(c, func(c *fiber.Ctx) (domain.Page, error) {
+		return h.App.ArchivePage(c.UserContext(), tenant.From(c), c.Params("page_id"))
+	})
+}
+
+func (h *Handlers) restorePage(c *fiber.Ctx) error {
+	return h.action(c, func(c *fiber.Ctx) (domain.Page, error) {
+		return h.App.RestorePage(c.UserContext(), tenant.From(c), c.Params("page_id"))
+	})
+}
+
+// pageAfterID parses limit and cursor of a list keyed by ID alone.
+func (h *Handlers) pageAfterID(c *fiber.Ctx, scope ...string) (pagination.Params, string, error) {
+	q := request.NewQuery(c)
+	p := h.Cursors.Parse(q, pagination.Scope(append([]string{tenant.From(c)}, scope...)...))
+	after := ""
+	if p.After != nil {
+		if len(p.After) != 1 || p.After[0] == "" {
+			q.Fail("cursor", "invalid_cursor", "Invalid cursor: malformed position")
+		} else {
+			after = p.After[0]
+		}
+	}
+	return p, after, q.Err()
+}
+
+func (h *Handlers) listPages(c *fiber.Ctx) error {
+	p, after, err := h.pageAfterID(c, "pages")
+	if err != nil {
+		return err
+	}
+	pages, total, err := h.App.ListPages(c.UserContext(), tenant.From(c), after, p.Limit+1)
+	if err != nil {
+		return mapError(err)
+	}
+	views := make([]pageView, len(pages))
+	for i, pg := range pages {
+		views[i] = viewPage(pg)
+	}
+	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v pageView) []string { return []string{v.PageID} }))
+}
+
+// --- audiences
+
+func (h *Handlers) createAudience(c *fiber.Ctx) error {
+	var in audienceCreate
+	if err := h.Validator.Body(c, &in); err != nil {
+		return err
+	}
+	a := domain.Audience{TenantID: tenant.From(c), PageID: c.Params("page_id"), CustomName: in.CustomName,
+		ActionFormIDOverride: in.ActionFormIDOverride, ActionFormInstructionsOverride: in.ActionFormInstructionsOverride,
+		ActionURLOverride: in.ActionURLOverride, SupplementaryContext: in.SupplementaryContext,
+		MetadataOverride: in.MetadataOverride.domain()}
+	if in.PublishBehavior != nil {
+		a.PublishBehavior = *in.PublishBehavior
+	}
+	a, err := h.App.CreateAudience(c.UserContext(), a)
+	if err != nil {
+		return mapError(err)
+	}
+	return c.Status(fiber.StatusCreated).JSON(viewAudience(a))
+}
+
+func (h *Handlers) getAudience(c *fiber.Ctx) error {
+	a, err := h.App.GetAudience(c.UserContext(), tenant.From(c), c.Params("page_id"), c.Params("audience_id"))
+	if err != nil {
+		return mapError(err)
+	}
+	return c.JSON(viewAudience(a))
+}
+
+func (h *Handlers) updateAudience(c *fiber.Ctx) error {
+	var in audienceUpdate
+	if err := h.Validator.Body(c, &in); err != nil {
+		return err
+	}
+	a, err := h.App.UpdateAudience(c.UserContext(), tenant.From(c), c.Params("page_id"), c.Params("audience_id"), in.domain())
+	if err != nil {
+		return mapError(err)
+	}
+	return c.JSON(viewAudience(a))
+}
+
+func (h *Handlers) archiveAudience(c *fiber.Ctx) error {
+	var in emptyBody
+	if err := h.Validator.Body(c, &in); err != nil {
+		return err
+	}
+	a, err := h.App.ArchiveAudience(c.UserContext(), tenant.From(c), c.Params("page_id"), c.Params("audience_id"))
+	if err != nil {
+		return mapError(err)
+	}
+	return c.JSON(viewAudience(a))
+}
+
+func (h *Handlers) listAudiences(c *fiber.Ctx) error {
+	pageID := c.Params("page_id")
+	p, after, err := h.pageAfterID(c, "audiences", pageID)
+	if err != nil {
+		return err
+	}
+	list, total, err := h.App.ListAudiences(c.UserContext(), tenant.From(c), pageID, after, p.Limit+1)
+	if err != nil {
+		return mapError(err)
+	}
+	views := make([]audienceView, len(list))
+	for i, a := range list {
+		views[i] = viewAudience(a)
+	}
+	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v audienceView) []string { return []string{v.AudienceID} }))
+}
+
+// --- versions
+
+func (h *Handlers) createVersion(c *fiber.Ctx) error {
+	var in versionCreate
+	if err := h.Validator.Body(c, &in); err != nil {
+		return err
+	}
+	v, created, err := h.App.CreateVersion(c.UserContext(), tenant.From(c), c.Params("page_id"), c.Params("audience_id"), in.OperationKey)
+	if err != nil {
+		return mapError(err)
+	}
+	status := fiber.StatusOK
+	if created {
+		status = fiber.StatusCreated
+	}
+	return c.Status(status).JSON(viewVersion(&v, false))
+}
+
+// includeValues are the accepted values of the versions list's include parameter.
+var includeValues = []string{"snapshot"}
+
+func (h *Handlers) listVersions(c *fiber.Ctx) error {
+	pageID, audienceID := c.Params("page_id"), c.Params("audience_id")
+	q := request.NewQuery(c)
+	withSnapshot := false
+	for _, part := range strings.Split(q.String("include"), ",") {
+		switch part = strings.TrimSpace(part); part {
+		case "":
+		case "snapshot":
+			withSnapshot = true
+		default:
+			q.Fail("include", "invalid_enum_value", "Invalid include value "+strconv.Quote(part)+"; expected a comma-separated list of: "+
+				strings.Join(includeValues, ", "))
+		}
+	}
+	p := h.Cursors.Parse(q, pagination.Scope(tenant.From(c), "versions", pageID, audienceID))
+	var below int64
+	if p.After != nil {
+		n, err := strconv.ParseInt(strings.Join(p.After, ""), 10, 64)
+		if len(p.After) != 1 || err != nil || n < 1 {
+			q.Fail("cursor", "invalid_cursor", "Invalid cursor: malformed position")
+		}
+		below = n
+	}
+	if err := q.Err(); err != nil {
+		return err
+	}
+	list, total, err := h.App.ListVersions(c.UserContext(), tenant.From(c), pageID, audienceID, below, p.Limit+1)
+	if err != nil {
+		return mapError(err)
+	}
+	views := make([]versionView, len(list))
+	for i := range list {
+		views[i] = *viewVersion(&list[i], withSnapshot)
+	}
+	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v versionView) []string {
+		return []string{strconv.FormatInt(v.VersionNumber, 10)}
+	}))
+}
+
+// --- messages
+
+func (h *Handlers) getMessages(c *fiber.Ctx) error {
+	m, err := h.App.Messages(c.UserContext(), tenant.From(c), c.Params("page_id"), c.Params("audience_id"))
+	if err != nil {
+		return mapError(err)
+	}
+	return c.JSON(viewMessages(m))
+}
+
+func (h *Handlers) addMessage(c *fiber.Ctx) error {
+	var in messageCreate
+	if err := h.Validator.Body(c, &in); err != nil {
+		return err
+	}
+	changes := make([]app.NewChange, len(in.Changes))
+	for i, ch := range in.Changes {
+		changes[i] = app.NewChange{Field: ch.Field, NewValue: ch.NewValue}
+	}
+	m, err := h.App.AddMessage(c.UserContext(), tenant.From(c), c.Params("page_id"), c.Params("audience_id"), in.Content, changes)
+	if err != nil {
+		return mapError(err)
+	}
+	return c.Status(fiber.StatusCreated).JSON(viewMessage(m))
+}
+
+func mapError(err error) error {
+	switch {
+	case errors.Is(err, domain.ErrPageNotFound):
+		return apierror.NotFound("page not found")
+	case errors.Is(err, domain.ErrAudienceNotFound):
+		return apierror.NotFound("audience not found")
+	case errors.Is(err, domain.ErrVersionNotFound):
+		return apierror.NotFound("version not found")
+	case errors.Is(err, domain.ErrNotRestorable):
+		return apierror.Conflict("only an archived or deleted page can be restored")
+	case errors.Is(err, domain.ErrPageArchived):
+		return apierror.Conflict("the page is archived; restore it first")
+	case errors.Is(err, domain.ErrAudienceArchived):
+		return apierror.Conflict("the audience is archived")
+	case errors.Is(err, domain.ErrUnknownHeaderAct):
+		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "custom",
+			Message: "headerActionId must be the actionId of one of the page's actions", Path: []any{"headerActionId"}})
+	}
+	return apierror.Internal(err)
+}

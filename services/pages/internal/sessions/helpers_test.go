@@ -1,0 +1,137 @@
+package sessions_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/customerapi/platform/api"
+	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/libs/config"
+	"github.com/customerapi/platform/libs/ids"
+	"github.com/customerapi/platform/libs/postgres"
+	"github.com/customerapi/platform/libs/postgres/pgtest"
+	"github.com/customerapi/platform/libs/service"
+	"github.com/customerapi/platform/libs/service/servicetest"
+	"github.com/customerapi/platform/libs/tenant"
+	"github.com/customerapi/platform/services/pages/internal/sessions"
+	"github.com/customerapi/platform/services/pages/migrations"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+var contract = func() *apitest.Contract {
+	c, err := apitest.Load()
+	if err != nil {
+		panic(err)
+	}
+	return c
+}()
+
+// sets are the pages core schema and the sessions schema, in service order.
+var sets = []postgres.MigrationSet{migrations.Set, sessions.Migrations}
+
+// start runs a service with only the session routes and worker; env adds settings.
+func start(t testing.TB, env map[string]string, opts ...servicetest.Options) *servicetest.Service {
+	t.Helper()
+	var o servicetest.Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	all := map[string]string{"SESSION_COMPUTE_INTERVAL": "100ms"}
+	for k, v := range env {
+		all[k] = v
+	}
+	o.Env = all
+	return servicetest.Start(t, "pages", sets, func(rt *service.Runtime, env *config.Env) error {
+		return sessions.Register(rt, env)
+	}, o)
+}
+
+func client(t apitest.TB, s *servicetest.Service, tenantID string) *apitest.Client {
+	return (&apitest.Client{T: t, Base: s.URL, Contract: contract}).With(tenant.Header, tenantID)
+}
+
+func mustStatus(t testing.TB, r *apitest.Response, status int) map[string]any {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status %d, want %d: %s", r.Status, status, r.Body)
+	}
+	return r.Map()
+}
+
+// seedPage inserts a page and n audiences of it straight into the pages tables (the
+// pages routes are not under test here) and returns their IDs.
+func seedPage(t testing.TB, pool *pgxpool.Pool, tenantID string, n int) (string, []string) {
+	t.Helper()
+	ctx := context.Background()
+	pageID := ids.New("page")
+	now := time.Now().UTC()
+	if _, err := pool.Exec(ctx, `INSERT INTO pages (tenant_id, id, name, title, page_type, status, created_at, updated_at)
+		VALUES ($1, $2, 'p', 'P', 'inbound', 'draft', $3, $3)`, tenantID, pageID, now); err != nil {
+		t.Fatal(err)
+	}
+	var audiences []string
+	for i := 0; i < n; i++ {
+		id := ids.New("audience")
+		if _, err := pool.Exec(ctx, `INSERT INTO audiences (tenant_id, id, page_id, computed_name, status, publish_behavior,
+			created_at, updated_at) VALUES ($1, $2, $3, $4, 'draft', 'draft', $5, $5)`,
+			tenantID, id, pageID, fmt.Sprint("audience ", i), now); err != nil {
+			t.Fatal(err)
+		}
+		audiences = append(audiences, id)
+	}
+	return pageID, audiences
+}
+
+func deletePage(t testing.TB, pool *pgxpool.Pool, tenantID, pageID string) {
+	t.Helper()
+	if _, err := pool.Exec(context.Background(), `UPDATE pages SET deleted_at = now() WHERE tenant_id = $1 AND id = $2`,
+		tenantID, pageID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventually fails the test unless cond holds within timeout.
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// payloadSchema returns a schema of the OpenAPI document's components.
+func payloadSchema(t testing.TB, name string) *openapi3.Schema {
+	t.Helper()
+	doc, err := openapi3.NewLoader().LoadFromData(api.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := doc.Components.Schemas[name]
+	if ref == nil || ref.Value == nil {
+		t.Fatalf("the OpenAPI document has no schema %s", name)
+	}
+	return ref.Value
+}
+
+// checkSchema validates a JSON document against a schema of the OpenAPI document.
+func checkSchema(t testing.TB, name string, raw []byte) {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	if err := payloadSchema(t, name).VisitJSON(v); err != nil {
+		t.Fatalf("%s does not match %s: %v", raw, name, err)
+	}
+}
