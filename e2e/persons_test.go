@@ -1,0 +1,251 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/timestamp"
+)
+
+// personsTenant issues a key for a fresh tenant and returns the tenant and a client.
+func personsTenant(t *testing.T) (string, *apitest.Client) {
+	tenant := fmt.Sprintf("pe%d", time.Now().UnixNano())
+	return tenant, api(t, newKey(t, map[string]any{"tenantIds": []string{tenant}}))
+}
+
+// Accounts link the persons of their domain whichever was created first.
+func TestPersonsAccountLinkingBothWays(t *testing.T) {
+	_, c := personsTenant(t)
+	early := must(t, c.Do("POST", "/v0/persons", map[string]any{"name": "Early Person", "email": "early@linked.example"}), 201)
+	acc := must(t, c.Do("POST", "/v0/accounts", map[string]any{"domain": "https://www.Linked.example/", "name": "Linked"}), 201)
+	if acc["domain"] != "linked.example" || len(acc["linkedPersons"].([]any)) != 1 {
+		t.Fatalf("account = %v", acc)
+	}
+	accID := acc["accountId"].(string)
+	late := must(t, c.Do("POST", "/v0/persons", map[string]any{"name": "Late Person", "email": "late@LINKED.example"}), 201)
+	got := must(t, c.Do("GET", "/v0/accounts/"+accID, nil), 200)
+	var linked []any
+	for _, p := range got["linkedPersons"].([]any) {
+		linked = append(linked, p.(map[string]any)["personId"])
+	}
+	if fmt.Sprint(linked) != fmt.Sprint([]any{early["personId"], late["personId"]}) {
+		t.Fatalf("linked = %v", linked)
+	}
+	if r := c.Do("POST", "/v0/accounts", map[string]any{"domain": "LINKED.example"}); r.Status != 409 {
+		t.Fatalf("duplicate domain: %s", r)
+	}
+	must(t, c.Do("POST", "/v0/accounts", map[string]any{"domain": "lonely.example"}), 201)
+	list := must(t, c.Do("GET", "/v0/accounts", nil), 200)
+	if list["totalCount"] != 2.0 || list["items"].([]any)[0].(map[string]any)["linkedPersonsCount"] != 2.0 {
+		t.Fatalf("accounts = %v", list)
+	}
+	empty := must(t, c.Do("GET", "/v0/accounts?includeEmptyOnly=true", nil), 200)
+	if empty["totalCount"] != 1.0 || empty["items"].([]any)[0].(map[string]any)["domain"] != "lonely.example" {
+		t.Fatalf("empty accounts = %v", empty)
+	}
+	if r := c.Do("GET", "/v0/accounts/not-an-account", nil); r.Status != 400 {
+		t.Fatalf("malformed account ID: %s", r)
+	}
+}
+
+// Log ingestion is idempotent, also under concurrent identical requests.
+func TestPersonsLogsWithIdempotency(t *testing.T) {
+	_, c := personsTenant(t)
+	pid := must(t, c.Do("POST", "/v0/persons", map[string]any{"name": "Logged Person"}), 201)["personId"].(string)
+	aid := must(t, c.Do("POST", "/v0/accounts", map[string]any{"domain": "logs.example"}), 201)["accountId"].(string)
+	for _, tc := range []struct{ base, idKey string }{
+		{"/v0/persons/" + pid + "/logs", "personLogId"},
+		{"/v0/accounts/" + aid + "/logs", "accountLogId"},
+	} {
+		body := map[string]any{"source": "e2e", "type": "visit", "payload": map[string]any{"page": "/pricing"}, "idempotencyKey": "once"}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		seen := map[string]bool{}
+		created := 0
+		for i := 0; i < 8; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := c.Do("POST", tc.base, body)
+				mu.Lock()
+				defer mu.Unlock()
+				switch r.Status {
+				case 201:
+					created++
+				case 200:
+				default:
+					t.Errorf("concurrent log: %s", r)
+					return
+				}
+				seen[r.Map()[tc.idKey].(string)] = true
+			}()
+		}
+		wg.Wait()
+		if len(seen) != 1 || created != 1 {
+			t.Fatalf("%s: %d entries, %d creates", tc.base, len(seen), created)
+		}
+		body["payload"] = map[string]any{"page": "/other"}
+		if r := c.Do("POST", tc.base, body); r.Status != 409 {
+			t.Fatalf("key reuse: %s", r)
+		}
+		var id string
+		for k := range seen {
+			id = k
+		}
+		must(t, c.Do("DELETE", tc.base+"/"+id, nil), 204)
+		if got := must(t, c.Do("GET", tc.base+"/"+id, nil), 200); got["deletedAt"] == nil {
+			t.Fatalf("deleted entry = %v", got)
+		}
+		if n := must(t, c.Do("GET", tc.base, nil), 200)["totalCount"]; n != 0.0 {
+			t.Fatalf("list without deleted: %v", n)
+		}
+		if n := must(t, c.Do("GET", tc.base+"?includeDeleted=true", nil), 200)["totalCount"]; n != 1.0 {
+			t.Fatalf("list with deleted: %v", n)
+		}
+	}
+}
+
+func TestPersonsSearchAndLifecycle(t *testing.T) {
+	_, c := personsTenant(t)
+	var ids []string
+	for i := 0; i < 5; i++ {
+		p := must(t, c.Do("POST", "/v0/persons", map[string]any{"name": fmt.Sprintf("Searchable %d", i),
+			"email": fmt.Sprintf("s%d@find-me.example", i)}), 201)
+		ids = append(ids, p["personId"].(string))
+	}
+	must(t, c.Do("POST", "/v0/persons", map[string]any{"name": "Someone Else"}), 201)
+	var walked []string
+	path := "/v0/persons/search?query=FIND-ME&limit=2"
+	for {
+		page := must(t, c.Do("GET", path, nil), 200)
+		if page["totalCount"] != 5.0 {
+			t.Fatalf("totalCount = %v", page["totalCount"])
+		}
+		for _, it := range page["items"].([]any) {
+			walked = append(walked, it.(map[string]any)["personId"].(string))
+		}
+		if page["nextCursor"] == nil {
+			break
+		}
+		path = "/v0/persons/search?query=FIND-ME&limit=2&cursor=" + url.QueryEscape(page["nextCursor"].(string))
+	}
+	if fmt.Sprint(walked) != fmt.Sprint(ids) {
+		t.Fatalf("walk = %v, want %v", walked, ids)
+	}
+	if n := must(t, c.Do("GET", "/v0/persons/search", nil), 200)["totalCount"]; n != 6.0 {
+		t.Fatalf("all = %v", n)
+	}
+	up := must(t, c.Do("PATCH", "/v0/persons/"+ids[0], map[string]any{"name": "Renamed"}), 200)
+	if up["slug"] != "searchable-0" {
+		t.Fatalf("slug changed: %v", up)
+	}
+	must(t, c.Do("DELETE", "/v0/persons/"+ids[0], nil), 204)
+	must(t, c.Do("GET", "/v0/persons/"+ids[0], nil), 404)
+	_, other := personsTenant(t)
+	must(t, other.Do("GET", "/v0/persons/"+ids[1], nil), 404)
+	for name, r := range map[string]*apitest.Response{
+		"empty name":  c.Do("POST", "/v0/persons", map[string]any{"name": ""}),
+		"bad email":   c.Do("POST", "/v0/persons", map[string]any{"name": "x", "email": "nope"}),
+		"bad limit":   c.Do("GET", "/v0/persons/search?limit=0", nil),
+		"bad log":     c.Do("POST", "/v0/persons/"+ids[1]+"/logs", map[string]any{"source": "Bad Source", "type": "t", "payload": map[string]any{}}),
+		"bad account": c.Do("POST", "/v0/accounts", map[string]any{"domain": ""}),
+	} {
+		if r.Status != 400 {
+			t.Errorf("%s: %s", name, r)
+		}
+	}
+}
+
+// A form.submitted event on the broker (written here directly, as the pages relay
+// would, so the test does not depend on the pages service) ends in an enriched person
+// linked to the account of its domain.
+func TestPersonsFormSubmissionIsEnriched(t *testing.T) {
+	brokers := local(t).Brokers()
+	tenant, c := personsTenant(t)
+	acc := must(t, c.Do("POST", "/v0/accounts", map[string]any{"domain": "enriched.example"}), 201)
+	email := fmt.Sprintf("visitor%d@enriched.example", time.Now().UnixNano())
+	submission := fmt.Sprintf("form_%d", time.Now().UnixNano())
+	payload := map[string]any{"type": events.TypeFormSubmitted, "pageId": "page_e2e", "audienceId": "audience_e2e",
+		"audienceSessionId": "session_e2e", "formSubmissionId": submission, "identifier": email, "identifierType": "email",
+		"email": email, "phone": nil, "linkedinProfileUrl": nil, "name": "E2E Visitor", "fields": nil,
+		"submittedAt": timestamp.Format(time.Now())}
+	evt, err := events.New(tenant, events.TypeFormSubmitted, "audience_e2e", payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := json.Marshal(evt)
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll,
+		BatchTimeout: time.Millisecond, AllowAutoTopicCreation: true}
+	defer w.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	msg := kafka.Message{Topic: events.TopicPages, Key: []byte(evt.Subject), Value: v}
+	// The same event twice: the second delivery is a no-op.
+	if err := w.WriteMessages(ctx, msg, msg); err != nil {
+		t.Fatal(err)
+	}
+	var person map[string]any
+	deadline := time.Now().Add(60 * time.Second)
+	for person == nil {
+		page := must(t, c.Do("GET", apitest.Query("/v0/persons/search", "query", email), nil), 200)
+		if its := page["items"].([]any); len(its) > 0 {
+			person = its[0].(map[string]any)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the submission was not enriched within 60 s")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if person["name"] != "E2E Visitor" || person["domain"] != "enriched.example" {
+		t.Fatalf("person = %v", person)
+	}
+	got := must(t, c.Do("GET", "/v0/accounts/"+acc["accountId"].(string), nil), 200)
+	if l := got["linkedPersons"].([]any); len(l) != 1 || l[0].(map[string]any)["personId"] != person["personId"] {
+		t.Fatalf("account = %v", got)
+	}
+	time.Sleep(time.Second)
+	if n := must(t, c.Do("GET", "/v0/persons/search", nil), 200)["totalCount"]; n != 1.0 {
+		t.Fatalf("%v persons after a redelivered event", n)
+	}
+}
+
+// The whole flow when the pages service runs: a session recorded with a form submission
+// ends in an enriched person linked to the account of the submitted email's domain.
+func TestPersonsEnrichPagesFormSubmissions(t *testing.T) {
+	_, c := personsTenant(t)
+	if r := c.Do("GET", "/v0/pages", nil); r.Status == 503 {
+		t.Skipf("the pages service is not running: %s", r.Body)
+	}
+	acc := must(t, c.Do("POST", "/v0/accounts", map[string]any{"domain": "flow.example"}), 201)
+	page := must(t, c.Do("POST", "/v0/pages", map[string]any{"name": "Persons e2e", "title": "Persons",
+		"pageContext": "A page with a form", "brandId": "brand_e2e", "pageType": "inbound"}), 201)
+	email := fmt.Sprintf("Flow%d@Flow.example", time.Now().UnixNano())
+	must(t, c.Do("POST", "/v0/pages/"+page["pageId"].(string)+"/audience_sessions", map[string]any{
+		"analyticsSessionId": fmt.Sprintf("as_%d", time.Now().UnixNano()), "sessionStartedAt": timestamp.Format(time.Now()),
+		"formSubmission": map[string]any{"email": email, "name": "Flow Visitor"}}), 201)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got := must(t, c.Do("GET", "/v0/accounts/"+acc["accountId"].(string), nil), 200)
+		if l := got["linkedPersons"].([]any); len(l) == 1 {
+			p := l[0].(map[string]any)
+			if p["name"] != "Flow Visitor" || p["email"] != email {
+				t.Fatalf("person = %v", p)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the form submission was not enriched within 60 s")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

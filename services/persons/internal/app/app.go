@@ -1,0 +1,168 @@
+// Package app holds the persons use cases: it makes IDs and timestamps, derives domains,
+// and calls the repository.
+package app
+
+import (
+	"context"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/customerapi/platform/libs/consumer"
+	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/ids"
+	"github.com/customerapi/platform/libs/timestamp"
+	"github.com/customerapi/platform/services/persons/internal/adapters"
+	"github.com/customerapi/platform/services/persons/internal/domain"
+)
+
+// Repository is what the use cases need from storage.
+type Repository interface {
+	CreatePerson(ctx context.Context, p domain.Person) (domain.Person, error)
+	GetPerson(ctx context.Context, tenantID, id string) (domain.Person, error)
+	UpdatePerson(ctx context.Context, tenantID, id string, fn func(*domain.Person) bool) (domain.Person, error)
+	DeletePerson(ctx context.Context, tenantID, id string) error
+	SearchPersons(ctx context.Context, tenantID, query, after string, limit int) ([]domain.Person, *int64, error)
+	CreateAccount(ctx context.Context, a domain.Account) (domain.Account, error)
+	GetAccount(ctx context.Context, tenantID, id string) (domain.Account, error)
+	ListAccounts(ctx context.Context, tenantID string, emptyOnly bool, after string, limit int) ([]domain.Account, int64, error)
+	CreateLog(ctx context.Context, k adapters.LogKind, tenantID string, l domain.Log) (domain.Log, bool, error)
+	GetLog(ctx context.Context, k adapters.LogKind, tenantID, ownerID, id string) (domain.Log, error)
+	ListLogs(ctx context.Context, k adapters.LogKind, tenantID, ownerID string, includeDeleted bool, before string, limit int) ([]domain.Log, int64, error)
+	DeleteLog(ctx context.Context, k adapters.LogKind, tenantID, ownerID, id string, now time.Time) error
+	Enrich(ctx context.Context, tx pgx.Tx, in adapters.Submission) error
+}
+
+// Service runs the persons use cases.
+type Service struct {
+	Repo Repository
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return timestamp.Truncate(s.Now())
+	}
+	return timestamp.Truncate(time.Now())
+}
+
+// NewPerson is the input of CreatePerson; Domain, when set, is already normalised.
+type NewPerson struct {
+	Name        string
+	Email       *string
+	Domain      *string
+	PhoneNumber *string
+	Linkedin    *string
+}
+
+// CreatePerson creates a person; without a domain, the domain of the email is used.
+func (s *Service) CreatePerson(ctx context.Context, tenantID string, in NewPerson) (domain.Person, error) {
+	now := s.now()
+	p := domain.Person{ID: ids.New("person"), TenantID: tenantID, Name: in.Name, Email: in.Email, Domain: in.Domain,
+		PhoneNumber: in.PhoneNumber, LinkedinProfileURL: in.Linkedin, CreatedAt: now, UpdatedAt: now}
+	if p.Domain == nil {
+		p.Domain = domain.DomainFromEmail(p.Email)
+	}
+	return s.Repo.CreatePerson(ctx, p)
+}
+
+// GetPerson returns a person.
+func (s *Service) GetPerson(ctx context.Context, tenantID, id string) (domain.Person, error) {
+	return s.Repo.GetPerson(ctx, tenantID, id)
+}
+
+// UpdatePerson applies a patch.
+func (s *Service) UpdatePerson(ctx context.Context, tenantID, id string, p domain.PersonPatch) (domain.Person, error) {
+	now := s.now()
+	return s.Repo.UpdatePerson(ctx, tenantID, id, func(x *domain.Person) bool { return x.Apply(p, now) })
+}
+
+// DeletePerson deletes a person and its logs.
+func (s *Service) DeletePerson(ctx context.Context, tenantID, id string) error {
+	return s.Repo.DeletePerson(ctx, tenantID, id)
+}
+
+// SearchPersons returns a page of persons matching query.
+func (s *Service) SearchPersons(ctx context.Context, tenantID, query, after string, limit int) ([]domain.Person, *int64, error) {
+	return s.Repo.SearchPersons(ctx, tenantID, query, after, limit)
+}
+
+// CreateAccount creates an account for a normalised domain.
+func (s *Service) CreateAccount(ctx context.Context, tenantID, dom string, name *string) (domain.Account, error) {
+	now := s.now()
+	return s.Repo.CreateAccount(ctx, domain.Account{ID: ids.New("account"), TenantID: tenantID, Domain: dom, Name: name,
+		CreatedAt: now, UpdatedAt: now})
+}
+
+// GetAccount returns an account with its linked persons.
+func (s *Service) GetAccount(ctx context.Context, tenantID, id string) (domain.Account, error) {
+	return s.Repo.GetAccount(ctx, tenantID, id)
+}
+
+// ListAccounts returns a page of accounts.
+func (s *Service) ListAccounts(ctx context.Context, tenantID string, emptyOnly bool, after string, limit int) ([]domain.Account, int64, error) {
+	return s.Repo.ListAccounts(ctx, tenantID, emptyOnly, after, limit)
+}
+
+// NewLog is the input of CreateLog.
+type NewLog struct {
+	Source, Type   string
+	Payload        []byte
+	IdempotencyKey *string
+}
+
+// CreateLog writes a log entry to an owner; created is false when an earlier entry with
+// the same idempotency key and body is returned instead.
+func (s *Service) CreateLog(ctx context.Context, k adapters.LogKind, tenantID, ownerID string, in NewLog) (domain.Log, bool, error) {
+	prefix := "personlog"
+	if k == adapters.AccountLogs {
+		prefix = "accountlog"
+	}
+	l := domain.Log{ID: ids.New(prefix), OwnerID: ownerID, Source: in.Source, Type: in.Type, Payload: in.Payload,
+		IdempotencyKey: in.IdempotencyKey, CreatedAt: s.now()}
+	return s.Repo.CreateLog(ctx, k, tenantID, l)
+}
+
+// GetLog returns a log entry.
+func (s *Service) GetLog(ctx context.Context, k adapters.LogKind, tenantID, ownerID, id string) (domain.Log, error) {
+	return s.Repo.GetLog(ctx, k, tenantID, ownerID, id)
+}
+
+// ListLogs returns a page of an owner's log entries, newest first.
+func (s *Service) ListLogs(ctx context.Context, k adapters.LogKind, tenantID, ownerID string, includeDeleted bool, before string, limit int) ([]domain.Log, int64, error) {
+	return s.Repo.ListLogs(ctx, k, tenantID, ownerID, includeDeleted, before, limit)
+}
+
+// DeleteLog soft-deletes a log entry.
+func (s *Service) DeleteLog(ctx context.Context, k adapters.LogKind, tenantID, ownerID, id string) error {
+	return s.Repo.DeleteLog(ctx, k, tenantID, ownerID, id, s.now())
+}
+
+// HandleFormSubmitted is the consumer handler of form.submitted: it enriches the
+// submission in the consumer's transaction. A payload that cannot be read, or has no
+// form submission ID to report on, can never succeed: it is dead-lettered.
+func (s *Service) HandleFormSubmitted(ctx context.Context, tx pgx.Tx, evt events.Envelope) error {
+	f, err := domain.ParseFormSubmitted(evt.Payload)
+	if err != nil {
+		return consumer.Permanent(err)
+	}
+	if !storable(f.FormSubmissionID) || !storable(evt.TenantID) {
+		return consumer.Permanent(errMissingSubmission)
+	}
+	return s.Repo.Enrich(ctx, tx, adapters.Submission{TenantID: evt.TenantID, EventID: evt.ID, Form: f,
+		NewPersonID: ids.New("person"), Now: s.now()})
+}
+
+// storable reports whether s is a non-empty text PostgreSQL can store.
+func storable(s string) bool {
+	return s != "" && utf8.ValidString(s) && !strings.ContainsRune(s, 0)
+}
+
+type constError string
+
+func (e constError) Error() string { return string(e) }
+
+const errMissingSubmission = constError("form.submitted without a usable formSubmissionId or tenant")

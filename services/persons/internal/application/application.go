@@ -1,0 +1,61 @@
+// Package application wires the persons service onto the shared service runtime: the
+// HTTP routes and the form enrichment consumer.
+package application
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/customerapi/platform/libs/config"
+	"github.com/customerapi/platform/libs/consumer"
+	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/postgres"
+	"github.com/customerapi/platform/libs/service"
+	"github.com/customerapi/platform/services/persons/internal/adapters"
+	"github.com/customerapi/platform/services/persons/internal/app"
+	"github.com/customerapi/platform/services/persons/internal/ports"
+	"github.com/customerapi/platform/services/persons/migrations"
+)
+
+// Name is the service name.
+const Name = "persons"
+
+// DefaultAddr is the local listen address.
+const DefaultAddr = "127.0.0.1:25013"
+
+// EnrichmentConsumer is the consumer group (and inbox name) of the form enrichment.
+const EnrichmentConsumer = "persons-enrichment"
+
+// Migrations are the service's own migration sets.
+var Migrations = []postgres.MigrationSet{migrations.Set}
+
+// Setup adds the persons routes and the form enrichment consumer to a runtime.
+func Setup(rt *service.Runtime, _ *config.Env) error {
+	if err := ports.RegisterRules(rt.Validator); err != nil {
+		return err
+	}
+	svc := &app.Service{Repo: adapters.NewStore(rt.Pool)}
+	h := &ports.Handlers{App: svc, Validator: rt.Validator, Cursors: rt.Cursors}
+	h.Register(rt.API)
+
+	ensureTopics(rt)
+	rt.Consume(&consumer.Consumer{
+		Name:    EnrichmentConsumer,
+		Topics:  []string{events.TopicPages},
+		Types:   []string{events.TypeFormSubmitted},
+		Handler: svc.HandleFormSubmitted,
+	})
+	return nil
+}
+
+// ensureTopics creates the consumed topic if it does not exist yet (a group that joins
+// before its topic exists gets no partitions until the next rebalance) and the produced
+// one. A broker that is down now is logged, not fatal.
+func ensureTopics(rt *service.Runtime) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := rt.Config.Kafka.EnsureTopics(ctx, events.TopicPages, events.TopicPersons); err != nil {
+		rt.Log.Warn("topics not ensured; the enrichment may miss form.submitted until it rebalances", slog.Any("error", err))
+	}
+}

@@ -1,0 +1,103 @@
+package domain
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestNormalizeDomain(t *testing.T) {
+	for in, want := range map[string]string{
+		"Example.COM":                       "example.com",
+		"https://www.example.com/path?q=1":  "example.com",
+		"http://user:pw@Sub.Example.com:80": "sub.example.com",
+		"example.com.":                      "example.com",
+		" www.a-b.example ":                 "a-b.example",
+		"localhost":                         "",
+		"https://":                          "",
+		"exa mple.com":                      "",
+		"-bad.example":                      "",
+		"":                                  "",
+	} {
+		if got := NormalizeDomain(in); got != want {
+			t.Errorf("NormalizeDomain(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestSlugBase(t *testing.T) {
+	for in, want := range map[string]string{
+		"Ada Lovelace":     "ada-lovelace",
+		"  Ada--Lovelace!": "ada-lovelace",
+		"Zoë Ñúñez":        "zoe-nunez",
+		"李雷":               "person",
+		"":                 "person",
+	} {
+		if got := SlugBase(in); got != want {
+			t.Errorf("SlugBase(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestIdentifierKeys(t *testing.T) {
+	if EmailKey(" A@B.Example ") != "a@b.example" {
+		t.Error("EmailKey")
+	}
+	if PhoneKey("+1 (555) 010-0") != "+15550100" || PhoneKey("12") != "" {
+		t.Error("PhoneKey")
+	}
+	if LinkedinKey("HTTPS://www.LinkedIn.com/in/Someone/?trk=x") != "linkedin.com/in/someone" {
+		t.Errorf("LinkedinKey = %q", LinkedinKey("HTTPS://www.LinkedIn.com/in/Someone/?trk=x"))
+	}
+	if !ValidPhone("+44 20 7946 0000") || ValidPhone("call me") || ValidPhone("1+2") {
+		t.Error("ValidPhone")
+	}
+}
+
+func TestValidateSubmission(t *testing.T) {
+	str := func(s string) *string { return &s }
+	for name, tc := range map[string]struct {
+		f          FormSubmitted
+		kind, key  string
+		failReason string
+	}{
+		"email":          {FormSubmitted{IdentifierType: "email", Identifier: "A@B.example"}, KindEmail, "a@b.example", ""},
+		"tel":            {FormSubmitted{IdentifierType: "tel", Phone: str("+1 555 0100")}, KindPhone, "+15550100", ""},
+		"linkedin_url":   {FormSubmitted{IdentifierType: "linkedin_url", LinkedinURL: str("https://linkedin.com/in/x")}, KindLinkedin, "linkedin.com/in/x", ""},
+		"no type, email": {FormSubmitted{Email: str("x@y.example")}, KindEmail, "x@y.example", ""},
+		"nothing":        {FormSubmitted{IdentifierType: "email"}, "", "", ReasonNoIdentifier},
+		"blank":          {FormSubmitted{Email: str("  ")}, "", "", ReasonNoIdentifier},
+		"bad email":      {FormSubmitted{IdentifierType: "email", Email: str("nope")}, "", "", ReasonInvalidIdentifier},
+		"bad linkedin":   {FormSubmitted{LinkedinProfileURL: str("javascript:alert(1)")}, "", "", ReasonInvalidIdentifier},
+	} {
+		s, err := tc.f.Validate()
+		switch {
+		case tc.failReason != "":
+			if err == nil || err.Reason != tc.failReason {
+				t.Errorf("%s: err %v, want %s", name, err, tc.failReason)
+			}
+		case err != nil:
+			t.Errorf("%s: %v", name, err)
+		case s.Kind != tc.kind || s.Key != tc.key:
+			t.Errorf("%s: %s %s", name, s.Kind, s.Key)
+		}
+	}
+}
+
+func TestValidateCleansName(t *testing.T) {
+	long := strings.Repeat("é", 300)
+	bad := "A\x00B\xff"
+	s, err := FormSubmitted{Email: &bad, Name: &long}.Validate()
+	if err == nil || err.Reason != ReasonInvalidIdentifier {
+		t.Fatalf("err = %v", err)
+	}
+	email := "x@y.example"
+	s, err = FormSubmitted{Email: &email, Name: &long}.Validate()
+	if err != nil || len([]rune(*s.Name)) != MaxNameLen || !utf8.ValidString(*s.Name) {
+		t.Fatalf("name %q, err %v", *s.Name, err)
+	}
+	nul := "  A\x00B  "
+	if s, _ := (FormSubmitted{Email: &email, Name: &nul}).Validate(); *s.Name != "AB" {
+		t.Fatalf("name %q", *s.Name)
+	}
+}

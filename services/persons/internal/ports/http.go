@@ -1,0 +1,432 @@
+// Package ports serves the persons context over HTTP: it maps requests to use cases and
+// results to the API's shapes, and nothing else.
+package ports
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"regexp"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/customerapi/platform/libs/apierror"
+	"github.com/customerapi/platform/libs/pagination"
+	"github.com/customerapi/platform/libs/request"
+	"github.com/customerapi/platform/libs/tenant"
+	"github.com/customerapi/platform/libs/timestamp"
+	"github.com/customerapi/platform/services/persons/internal/adapters"
+	"github.com/customerapi/platform/services/persons/internal/app"
+	"github.com/customerapi/platform/services/persons/internal/domain"
+)
+
+// Handlers serve the persons and accounts routes.
+type Handlers struct {
+	App       *app.Service
+	Validator *request.Validator
+	Cursors   *pagination.Codec
+}
+
+// Register mounts the routes on the tenant-scoped /v0 router.
+func (h *Handlers) Register(r fiber.Router) {
+	r.Get("/persons/search", h.searchPersons)
+	r.Post("/persons", h.createPerson)
+	r.Get("/persons/:person_id", h.getPerson)
+	r.Patch("/persons/:person_id", h.updatePerson)
+	r.Delete("/persons/:person_id", h.deletePerson)
+	r.Get("/persons/:person_id/logs", h.listLogs(adapters.PersonLogs, "person_id"))
+	r.Post("/persons/:person_id/logs", h.createLog(adapters.PersonLogs, "person_id"))
+	r.Get("/persons/:person_id/logs/:log_id", h.getLog(adapters.PersonLogs, "person_id"))
+	r.Delete("/persons/:person_id/logs/:log_id", h.deleteLog(adapters.PersonLogs, "person_id"))
+	r.Get("/accounts", h.listAccounts)
+	r.Post("/accounts", h.createAccount)
+	r.Get("/accounts/:account_id", h.getAccount)
+	r.Get("/accounts/:account_id/logs", h.listLogs(adapters.AccountLogs, "account_id"))
+	r.Post("/accounts/:account_id/logs", h.createLog(adapters.AccountLogs, "account_id"))
+	r.Get("/accounts/:account_id/logs/:log_id", h.getLog(adapters.AccountLogs, "account_id"))
+	r.Delete("/accounts/:account_id/logs/:log_id", h.deleteLog(adapters.AccountLogs, "account_id"))
+}
+
+// --- shapes of the API
+
+type personView struct {
+	PersonID           string  `json:"personId"`
+	Name               string  `json:"name"`
+	Email              *string `json:"email"`
+	Domain             *string `json:"domain"`
+	Slug               string  `json:"slug"`
+	PhoneNumber        *string `json:"phoneNumber"`
+	LinkedinProfileURL *string `json:"linkedinProfileUrl"`
+	CreatedAt          string  `json:"createdAt"`
+	UpdatedAt          string  `json:"updatedAt"`
+}
+
+func viewPerson(p domain.Person) personView {
+	return personView{PersonID: p.ID, Name: p.Name, Email: p.Email, Domain: p.Domain, Slug: p.Slug,
+		PhoneNumber: p.PhoneNumber, LinkedinProfileURL: p.LinkedinProfileURL,
+		CreatedAt: timestamp.Format(p.CreatedAt), UpdatedAt: timestamp.Format(p.UpdatedAt)}
+}
+
+type accountView struct {
+	AccountID        string       `json:"accountId"`
+	Domain           string       `json:"domain"`
+	Name             *string      `json:"name"`
+	CreatedAt        string       `json:"createdAt"`
+	UpdatedAt        string       `json:"updatedAt"`
+	LatestActivityAt *string      `json:"latestActivityAt"`
+	LinkedPersons    []personView `json:"linkedPersons"`
+}
+
+type accountListItem struct {
+	AccountID          string  `json:"accountId"`
+	Domain             string  `json:"domain"`
+	Name               *string `json:"name"`
+	CreatedAt          string  `json:"createdAt"`
+	UpdatedAt          string  `json:"updatedAt"`
+	LatestActivityAt   *string `json:"latestActivityAt"`
+	LinkedPersonsCount int64   `json:"linkedPersonsCount"`
+}
+
+func viewAccount(a domain.Account) accountView {
+	v := accountView{AccountID: a.ID, Domain: a.Domain, Name: a.Name, CreatedAt: timestamp.Format(a.CreatedAt),
+		UpdatedAt: timestamp.Format(a.UpdatedAt), LatestActivityAt: timestamp.FormatPtr(a.LatestActivityAt),
+		LinkedPersons: make([]personView, len(a.LinkedPersons))}
+	for i, p := range a.LinkedPersons {
+		v.LinkedPersons[i] = viewPerson(p)
+	}
+	return v
+}
+
+func viewAccountItem(a domain.Account) accountListItem {
+	return accountListItem{AccountID: a.ID, Domain: a.Domain, Name: a.Name, CreatedAt: timestamp.Format(a.CreatedAt),
+		UpdatedAt: timestamp.Format(a.UpdatedAt), LatestActivityAt: timestamp.FormatPtr(a.LatestActivityAt),
+		LinkedPersonsCount: a.LinkedPersonsCount}
+}
+
+// viewLog renders an entry with the owner's ID field named for its kind.
+func viewLog(k adapters.LogKind, l domain.Log) map[string]any {
+	owner, id := "personId", "personLogId"
+	if k == adapters.AccountLogs {
+		owner, id = "accountId", "accountLogId"
+	}
+	return map[string]any{owner: l.OwnerID, id: l.ID, "source": l.Source, "type": l.Type,
+		"payload": json.RawMessage(l.Payload), "idempotencyKey": l.IdempotencyKey, "createdAt": timestamp.Format(l.CreatedAt),
+		"updatedAt": timestamp.FormatPtr(l.UpdatedAt), "deletedAt": timestamp.FormatPtr(l.DeletedAt)}
+}
+
+type personCreate struct {
+	Name               string                   `json:"name" validate:"required,max=255"`
+	Email              request.Nullable[string] `json:"email" validate:"omitnil,max=320,email"`
+	Domain             request.Nullable[string] `json:"domain" validate:"omitnil,min=1,max=253"`
+	PhoneNumber        request.Nullable[string] `json:"phoneNumber" validate:"omitnil,min=1,max=50,phone"`
+	LinkedinProfileURL request.Nullable[string] `json:"linkedinProfileUrl" validate:"omitnil,min=1,max=2048,httpurl"`
+}
+
+type personUpdate struct {
+	Name               *string                  `json:"name" validate:"omitnil,min=1,max=255"`
+	Email              request.Nullable[string] `json:"email" validate:"omitnil,max=320,email"`
+	Domain             request.Nullable[string] `json:"domain" validate:"omitnil,min=1,max=253"`
+	PhoneNumber        request.Nullable[string] `json:"phoneNumber" validate:"omitnil,min=1,max=50,phone"`
+	LinkedinProfileURL request.Nullable[string] `json:"linkedinProfileUrl" validate:"omitnil,min=1,max=2048,httpurl"`
+}
+
+type accountCreate struct {
+	Domain string  `json:"domain" validate:"required,max=253"`
+	Name   *string `json:"name" validate:"omitnil,min=1,max=255"`
+}
+
+type logCreate struct {
+	Source         string                   `json:"source" validate:"required,max=100,kebab"`
+	Type           string                   `json:"type" validate:"required,max=100,kebab"`
+	Payload        map[string]any           `json:"payload" validate:"required"`
+	IdempotencyKey request.Nullable[string] `json:"idempotencyKey" validate:"omitnil,min=1,max=255"`
+}
+
+// RegisterRules adds the persons context's validation rules (phone) to v.
+func RegisterRules(v *request.Validator) error {
+	return v.Register("phone", func(f reflect.Value) bool { return domain.ValidPhone(f.String()) })
+}
+
+// normalizeDomain normalises an optional domain from the body, failing on one that is
+// not a host name.
+func normalizeDomain(n request.Nullable[string]) (*string, error) {
+	if n.Ptr() == nil {
+		return nil, nil
+	}
+	d := domain.NormalizeDomain(n.Value)
+	if d == "" {
+		return nil, apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_string",
+			Message: "Invalid domain: expected a host name such as example.com", Path: []any{"domain"}})
+	}
+	return &d, nil
+}
+
+// --- persons
+
+func (h *Handlers) createPerson(c *fiber.Ctx) error {
+	var in personCreate
+	if err := h.Validator.Body(c, &in); err != nil {
+		return err
+	}
+	dom, err := normalizeDomain(in.Domain)
+	if err != nil {
+		return err
+	}
+	p, err := h.App.CreatePerson(c.UserContext(), tenant.From(c), app.NewPerson{Name: in.Name, Email: in.Email.Ptr(),
+		Domain: dom, PhoneNumber: in.PhoneNumber.Ptr(), Linkedin: in.LinkedinProfileURL.Ptr()})
+	if err != nil {
+		return mapError(err)
+	}
+	return c.Status(fiber.StatusCreated).JSON(viewPerson(p))
+}
+
+func (h *Handlers) getPerson(c *fiber.Ctx) error {
+	p, err := h.App.GetPerson(c.UserContext(), tenant.From(c), c.Params("person_id"))
+	if err != nil {
+		return mapError(err)
+	}
+	return c.JSON(viewPerson(p))
+}
+
+func (h *Handlers) updatePerson(c *fiber.Ctx) error {
+	var in personUpdate
+	if err := h.Validator.Body(c, &in); err != nil {
+		return err
+	}
+	dom, err := normalizeDomain(in.Domain)
+	if err != nil {
+		return err
+	}
+	p, err := h.App.UpdatePerson(c.UserContext(), tenant.From(c), c.Params("person_id"), domain.PersonPatch{
+		Name: in.Name, SetEmail: in.Email.Set, Email: in.Email.Ptr(), SetDomain: in.Domain.Set, Domain: dom,
+		SetPhone: in.PhoneNumber.Set, PhoneNumber: in.PhoneNumber.Ptr(),
+		SetLinkedin: in.LinkedinProfileURL.Set, Linkedin: in.LinkedinProfileURL.Ptr()})
+	if err != nil {
+		return mapError(err)
+	}
+	return c.JSON(viewPerson(p))
+}
+
+func (h *Handlers) deletePerson(c *fiber.Ctx) error {
+	if err := h.App.DeletePerson(c.UserContext(), tenant.From(c), c.Params("person_id")); err != nil {
+		return mapError(err)
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// page parses limit and cursor for a list of the given scope; the cursor holds one ID.
+func (h *Handlers) page(c *fiber.Ctx, q *request.Query, scope ...string) (pagination.Params, string) {
+	p := h.Cursors.Parse(q, pagination.Scope(append([]string{tenant.From(c)}, scope...)...))
+	if p.After == nil {
+		return p, ""
+	}
+	if len(p.After) != 1 || p.After[0] == "" {
+		q.Fail("cursor", "invalid_cursor", "Invalid cursor: malformed position")
+		return p, ""
+	}
+	return p, p.After[0]
+}
+
+func (h *Handlers) searchPersons(c *fiber.Ctx) error {
+	q := request.NewQuery(c)
+	query := q.String("query")
+	if len([]rune(query)) > domain.MaxSearchQueryLen {
+		q.Fail("query", "too_big", "String must contain at most 200 character(s)")
+	}
+	p, after := h.page(c, q, "persons_search", query)
+	if err := q.Err(); err != nil {
+		return err
+	}
+	persons, total, err := h.App.SearchPersons(c.UserContext(), tenant.From(c), query, after, p.Limit+1)
+	if err != nil {
+		return mapError(err)
+	}
+	views := make([]personView, len(persons))
+	for i, x := range persons {
+		views[i] = viewPerson(x)
+	}
+	return c.JSON(pagination.Build(h.Cursors, p, views, total, func(v personView) []string { return []string{v.PersonID} }))
+}
+
+// --- accounts
+
+var accountIDPattern = regexp.MustCompile(`^account_[a-z0-9]{26}$`)
+
+// accountID returns the account ID of the path, which must have the spec's format.
+func accountID(c *fiber.Ctx) (string, error) {
+	id := c.Params("account_id")
+	if !accountIDPattern.MatchString(id) {
+		return "", apierror.InvalidParam(apierror.FieldPath, "account_id", "invalid_string",
+			"Invalid: must match ^account_[a-z0-9]{26}$")
+	}
+	return id, nil
+}
+
+func (h *Handlers) createAccount(c *fiber.Ctx) error {
+	var in accountCreate
+	if err := h.Validator.Body(c, &in); err != nil {
+		return err
+	}
+	dom, err := normalizeDomain(request.Of(in.Domain))
+	if err != nil {
+		return err
+	}
+	a, err := h.App.CreateAccount(c.UserContext(), tenant.From(c), *dom, in.Name)
+	if err != nil {
+		return mapError(err)
+	}
+	return c.Status(fiber.StatusCreated).JSON(viewAccount(a))
+}
+
+func (h *Handlers) getAccount(c *fiber.Ctx) error {
+	id, err := accountID(c)
+	if err != nil {
+		return err
+	}
+	a, err := h.App.GetAccount(c.UserContext(), tenant.From(c), id)
+	if err != nil {
+		return mapError(err)
+	}
+	return c.JSON(viewAccount(a))
+}
+
+func (h *Handlers) listAccounts(c *fiber.Ctx) error {
+	q := request.NewQuery(c)
+	emptyOnly := q.Bool("includeEmptyOnly")
+	p, after := h.page(c, q, "accounts", boolKey(emptyOnly))
+	if err := q.Err(); err != nil {
+		return err
+	}
+	accounts, total, err := h.App.ListAccounts(c.UserContext(), tenant.From(c), emptyOnly, after, p.Limit+1)
+	if err != nil {
+		return mapError(err)
+	}
+	views := make([]accountListItem, len(accounts))
+	for i, a := range accounts {
+		views[i] = viewAccountItem(a)
+	}
+	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v accountListItem) []string { return []string{v.AccountID} }))
+}
+
+func boolKey(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// --- logs
+
+// owner returns the owner ID of a log route: a person ID (opaque) or an account ID
+// (checked against the spec's format).
+func owner(c *fiber.Ctx, param string) (string, error) {
+	if param == "account_id" {
+		return accountID(c)
+	}
+	return c.Params(param), nil
+}
+
+func (h *Handlers) createLog(k adapters.LogKind, param string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		ownerID, err := owner(c, param)
+		if err != nil {
+			return err
+		}
+		var in logCreate
+		if err := h.Validator.Body(c, &in); err != nil {
+			return err
+		}
+		// The payload as sent (numbers exact), not as re-encoded from the map.
+		var raw struct {
+			Payload json.RawMessage `json:"payload"`
+		}
+		if err := json.Unmarshal(c.Body(), &raw); err != nil {
+			return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_json", Message: err.Error(), Path: []any{}})
+		}
+		if len(raw.Payload) > domain.MaxPayloadBytes {
+			return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "too_big",
+				Message: "payload must be at most 65536 bytes of JSON", Path: []any{"payload"}})
+		}
+		l, created, err := h.App.CreateLog(c.UserContext(), k, tenant.From(c), ownerID, app.NewLog{Source: in.Source,
+			Type: in.Type, Payload: raw.Payload, IdempotencyKey: in.IdempotencyKey.Ptr()})
+		if err != nil {
+			return mapError(err)
+		}
+		status := fiber.StatusOK
+		if created {
+			status = fiber.StatusCreated
+		}
+		return c.Status(status).JSON(viewLog(k, l))
+	}
+}
+
+func (h *Handlers) getLog(k adapters.LogKind, param string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		ownerID, err := owner(c, param)
+		if err != nil {
+			return err
+		}
+		l, err := h.App.GetLog(c.UserContext(), k, tenant.From(c), ownerID, c.Params("log_id"))
+		if err != nil {
+			return mapError(err)
+		}
+		return c.JSON(viewLog(k, l))
+	}
+}
+
+func (h *Handlers) deleteLog(k adapters.LogKind, param string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		ownerID, err := owner(c, param)
+		if err != nil {
+			return err
+		}
+		if err := h.App.DeleteLog(c.UserContext(), k, tenant.From(c), ownerID, c.Params("log_id")); err != nil {
+			return mapError(err)
+		}
+		return c.SendStatus(fiber.StatusNoContent)
+	}
+}
+
+func (h *Handlers) listLogs(k adapters.LogKind, param string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		ownerID, err := owner(c, param)
+		if err != nil {
+			return err
+		}
+		q := request.NewQuery(c)
+		includeDeleted := q.Bool("includeDeleted")
+		p, before := h.page(c, q, "logs", param, ownerID, boolKey(includeDeleted))
+		if err := q.Err(); err != nil {
+			return err
+		}
+		logs, total, err := h.App.ListLogs(c.UserContext(), k, tenant.From(c), ownerID, includeDeleted, before, p.Limit+1)
+		if err != nil {
+			return mapError(err)
+		}
+		views := make([]map[string]any, len(logs))
+		for i, l := range logs {
+			views[i] = viewLog(k, l)
+		}
+		idKey := "personLogId"
+		if k == adapters.AccountLogs {
+			idKey = "accountLogId"
+		}
+		return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v map[string]any) []string { return []string{v[idKey].(string)} }))
+	}
+}
+
+func mapError(err error) error {
+	switch {
+	case errors.Is(err, domain.ErrPersonNotFound):
+		return apierror.NotFound("person not found")
+	case errors.Is(err, domain.ErrAccountNotFound):
+		return apierror.NotFound("account not found")
+	case errors.Is(err, domain.ErrLogNotFound):
+		return apierror.NotFound("log entry not found")
+	case errors.Is(err, domain.ErrDomainTaken):
+		return apierror.Conflict("an account with this domain already exists")
+	case errors.Is(err, domain.ErrIdempotencyReuse):
+		return apierror.Conflict("the idempotency key was already used with a different body")
+	}
+	return apierror.Internal(err)
+}
