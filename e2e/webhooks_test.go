@@ -394,8 +394,9 @@ func TestWebhookFormEventsOfASubmission(t *testing.T) {
 	aud := must(t, c.Do("POST", "/v0/pages/"+pageID+"/audiences", map[string]any{"publishBehavior": "publish"}), 201)
 	email := fmt.Sprintf("visitor%d@example.com", time.Now().UnixNano())
 	must(t, c.Do("POST", "/v0/pages/"+pageID+"/audience_sessions", map[string]any{
-		"audienceId": aud["audienceId"], "sessionStartedAt": timestamp.Format(time.Now()),
-		"formSubmission": map[string]any{"email": email, "name": "A Visitor"}}), 201)
+		"analyticsSessionId": "webhooks-e2e-" + email, "audienceId": aud["audienceId"],
+		"sessionStartedAt": timestamp.Format(time.Now()),
+		"formSubmission":   map[string]any{"email": email, "name": "A Visitor"}}), 201)
 	ofPage := func(p map[string]any) bool { return p["pageId"] == pageID }
 	whWait(t, 60*time.Second, "form.submitted and form.enriched", func() bool { return len(rc.matching(ofPage)) >= 2 })
 	got := rc.matching(ofPage)
