@@ -158,10 +158,5 @@ func newKey(t *testing.T, body map[string]any) string {
 	return r.Map()["key"].(string)
 }
 
-func must(t *testing.T, r *apitest.Response, status int) map[string]any {
-	t.Helper()
-	if r.Status != status {
-		t.Fatalf("status %d, want %d: %s", r.Status, status, r.Body)
-	}
-	return r.Map()
-}
+// must checks a response's status and returns its JSON object.
+var must = apitest.MustStatus

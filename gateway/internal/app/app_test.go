@@ -99,13 +99,7 @@ func waitUp(t *testing.T, url string) {
 	t.Fatalf("%s never came up", url)
 }
 
-var contract = func() *apitest.Contract {
-	c, err := apitest.Load()
-	if err != nil {
-		panic(err)
-	}
-	return c
-}()
+var contract = apitest.MustLoad()
 
 func (g *gw) adminClient(t *testing.T) *apitest.Client {
 	return (&apitest.Client{T: t, Base: g.admin}).With("Authorization", "Bearer "+adminToken)

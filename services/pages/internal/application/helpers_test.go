@@ -15,13 +15,7 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-var contract = func() *apitest.Contract {
-	c, err := apitest.Load()
-	if err != nil {
-		panic(err)
-	}
-	return c
-}()
+var contract = apitest.MustLoad()
 
 // start runs the whole pages service with a fast worker; env adds settings.
 func start(t testing.TB, opts servicetest.Options) *servicetest.Service {
@@ -38,13 +32,8 @@ func client(t apitest.TB, s *servicetest.Service, tenantID string) *apitest.Clie
 	return (&apitest.Client{T: t, Base: s.URL, Contract: contract}).With(tenant.Header, tenantID)
 }
 
-func mustStatus(t testing.TB, r *apitest.Response, status int) map[string]any {
-	t.Helper()
-	if r.Status != status {
-		t.Fatalf("status %d, want %d: %s", r.Status, status, r.Body)
-	}
-	return r.Map()
-}
+// mustStatus checks a response's status and returns its JSON object.
+var mustStatus = apitest.MustStatus
 
 func createPage(t testing.TB, c *apitest.Client, body map[string]any) map[string]any {
 	t.Helper()

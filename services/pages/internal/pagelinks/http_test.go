@@ -26,13 +26,7 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-var contract = func() *apitest.Contract {
-	c, err := apitest.Load()
-	if err != nil {
-		panic(err)
-	}
-	return c
-}()
+var contract = apitest.MustLoad()
 
 func start(t testing.TB) *servicetest.Service {
 	t.Helper()
@@ -44,13 +38,8 @@ func client(t apitest.TB, s *servicetest.Service, tenantID string) *apitest.Clie
 	return (&apitest.Client{T: t, Base: s.URL, Contract: contract}).With(tenant.Header, tenantID)
 }
 
-func mustStatus(t testing.TB, r *apitest.Response, status int) map[string]any {
-	t.Helper()
-	if r.Status != status {
-		t.Fatalf("status %d, want %d: %s", r.Status, status, r.Body)
-	}
-	return r.Map()
-}
+// mustStatus checks a response's status and returns its JSON object.
+var mustStatus = apitest.MustStatus
 
 // seedPage inserts a page and n audiences of it straight into the pages tables.
 func seedPage(t testing.TB, pool *pgxpool.Pool, tenantID string, n int) (string, []string) {

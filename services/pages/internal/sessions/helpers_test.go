@@ -26,13 +26,7 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-var contract = func() *apitest.Contract {
-	c, err := apitest.Load()
-	if err != nil {
-		panic(err)
-	}
-	return c
-}()
+var contract = apitest.MustLoad()
 
 // sets are the pages core schema and the sessions schema, in service order.
 var sets = []postgres.MigrationSet{migrations.Set, sessions.Migrations}
@@ -58,13 +52,8 @@ func client(t apitest.TB, s *servicetest.Service, tenantID string) *apitest.Clie
 	return (&apitest.Client{T: t, Base: s.URL, Contract: contract}).With(tenant.Header, tenantID)
 }
 
-func mustStatus(t testing.TB, r *apitest.Response, status int) map[string]any {
-	t.Helper()
-	if r.Status != status {
-		t.Fatalf("status %d, want %d: %s", r.Status, status, r.Body)
-	}
-	return r.Map()
-}
+// mustStatus checks a response's status and returns its JSON object.
+var mustStatus = apitest.MustStatus
 
 // seedPage inserts a page and n audiences of it straight into the pages tables (the
 // pages routes are not under test here) and returns their IDs.

@@ -24,13 +24,7 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-var contract = func() *apitest.Contract {
-	c, err := apitest.Load()
-	if err != nil {
-		panic(err)
-	}
-	return c
-}()
+var contract = apitest.MustLoad()
 
 func start(t *testing.T, opts servicetest.Options) *servicetest.Service {
 	return servicetest.Start(t, application.Name, application.Migrations, application.Setup, opts)
@@ -40,33 +34,11 @@ func client(t *testing.T, s *servicetest.Service, tenantID string) *apitest.Clie
 	return (&apitest.Client{T: t, Base: s.URL, Contract: contract}).With(tenant.Header, tenantID)
 }
 
-func mustStatus(t *testing.T, r *apitest.Response, status int) map[string]any {
-	t.Helper()
-	if r.Status != status {
-		t.Fatalf("status %d, want %d: %s", r.Status, status, r.Body)
-	}
-	return r.Map()
-}
+// mustStatus checks a response's status and returns its JSON object.
+var mustStatus = apitest.MustStatus
 
-func issueCodes(r *apitest.Response) []string {
-	var env struct {
-		Details []struct {
-			Field  string `json:"field"`
-			Issues []struct {
-				Code string `json:"code"`
-				Path []any  `json:"path"`
-			} `json:"issues"`
-		} `json:"details"`
-	}
-	_ = r.JSON(&env)
-	var out []string
-	for _, d := range env.Details {
-		for _, is := range d.Issues {
-			out = append(out, fmt.Sprintf("%s:%s:%v", d.Field, is.Code, is.Path))
-		}
-	}
-	return out
-}
+// issueCodes lists an error envelope's issues as "field:code:path".
+var issueCodes = apitest.IssueCodes
 
 func createTopic(t *testing.T, c *apitest.Client, body map[string]any) map[string]any {
 	t.Helper()
