@@ -37,7 +37,7 @@ test-short: ## Run the tests without the end-to-end suite
 
 .PHONY: bench
 bench: deps build ## Run the benchmarks and write the results into docs/benchmarks.md (needs wrk and nginx; installs them on Debian as root)
-	@command -v wrk >/dev/null && command -v nginx >/dev/null || { [ "$$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk nginx-light >/dev/null; }
+	@command -v wrk >/dev/null && command -v nginx >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk nginx-light >/dev/null; }
 	$(GO) test -run '^$$' -bench . -benchtime 2s $(filter-out %/e2e/...,$(PKGS)) 2>&1 | grep -E '^(Benchmark|goos|goarch|cpu|pkg)' | tee $(BIN)/go-bench.txt
 	$(GO) run ./e2e/cmd/loadbench -out docs/benchmarks.md -go-bench $(BIN)/go-bench.txt
 	$(GO) run ./e2e/cmd/loadbench -bin $(BIN) -out docs/benchmarks.md
@@ -55,3 +55,67 @@ fmt: ## Format every Go file
 .PHONY: clean
 clean: ## Remove built binaries (keeps .data; `rm -rf .data` resets the local system)
 	rm -rf $(BIN)
+
+# --------------------------------------------------------------------------------------
+# Kubernetes delivery: images (deploy/docker), the Helm chart (helm/customer-api),
+# skaffold.yaml and the kind loop (deploy/kind). See docs/kubernetes.md.
+# K8S_TEST_DEPS is what `make test` needs for the chart checks: helm installed (the
+# chart checks in deploy/chartcheck run with every module's tests) and the Dockerfile
+# checks, whose module stays outside go.work.
+TOOLS_BIN      := $(CURDIR)/.cache/bin
+HELM_VERSION   := v3.21.4
+# The Kubernetes minor version helm's client libraries have (release builds set it the
+# same way); without it a `go install`ed helm assumes v1.20.
+HELM_K8S_MINOR := 36
+HELM           := $(TOOLS_BIN)/helm-$(HELM_VERSION)/helm
+KIND_VERSION   := v0.33.0
+KIND           := $(TOOLS_BIN)/kind-$(KIND_VERSION)/kind
+K8S_TEST_DEPS  := helm dockerfile-check
+export HELM KIND
+
+$(HELM):
+	@mkdir -p $(dir $@)
+	GOBIN=$(dir $@) GOWORK=off $(GO) install -ldflags "-s -w \
+		-X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+		-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$(HELM_K8S_MINOR) \
+		-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$(HELM_K8S_MINOR)" \
+		helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+$(KIND):
+	@mkdir -p $(dir $@)
+	GOBIN=$(dir $@) GOWORK=off $(GO) install sigs.k8s.io/kind@$(KIND_VERSION)
+
+.PHONY: helm
+helm: $(HELM) ## Install helm into .cache/bin with go install (when missing)
+
+.PHONY: chart-check
+chart-check: helm dockerfile-check ## Lint, render and check the chart, skaffold.yaml, kind config and Dockerfiles (no Docker or cluster)
+	cd deploy/chartcheck && $(GO) test -count=1 ./...
+
+.PHONY: dockerfile-check
+dockerfile-check: ## Parse and check the Dockerfiles with BuildKit's parser (own module, outside go.work)
+	@out=$$(gofmt -l deploy/dockerfilecheck); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
+	cd deploy/dockerfilecheck && GOWORK=off $(GO) vet ./... && GOWORK=off $(GO) mod tidy -diff >/dev/null
+	cd deploy/dockerfilecheck && GOWORK=off $(GO) test -count=1 ./...
+
+.PHONY: chart-boot
+chart-boot: helm deps ## Boot every binary with the exact environment the chart gives its pod (dev values, local PostgreSQL and broker)
+	cd deploy/chartcheck && $(GO) test -tags chartboot -count=1 -run TestDevValuesBootTheBinaries .
+
+.PHONY: dockerfiles
+dockerfiles: ## Regenerate deploy/docker/<deployable>.Dockerfile from deploy/docker/Dockerfile.tmpl
+	$(GO) run ./deploy/chartcheck/cmd/dockerfiles
+
+.PHONY: kind-up
+kind-up: helm $(KIND) ## Create the kind cluster, build and load the images, install the chart (needs Docker, kubectl)
+	deploy/kind/kind.sh up
+
+.PHONY: kind-down
+kind-down: $(KIND) ## Delete the kind cluster
+	deploy/kind/kind.sh down
+
+.PHONY: e2e-kind
+e2e-kind: helm $(KIND) ## kind cluster, images, chart, then the e2e suite through the gateway; tears down (needs Docker, kubectl)
+	deploy/kind/kind.sh e2e
+# The chart checks run with every module's tests: `make test` installs what they need.
+test: $(K8S_TEST_DEPS)

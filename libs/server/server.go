@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +33,11 @@ type Check struct {
 	// one, since the outbox keeps writes safe while Kafka is away, and taking every pod
 	// out of service for it would turn a broker outage into an API outage.
 	Optional bool
+	// Remote checks ask another process (the gateway's upstream services). /readyz runs
+	// them; /readyz/local leaves them out, for a pod's readiness probe: one service down
+	// must not take every gateway replica out of rotation, since the gateway answers that
+	// service's routes with 503 by itself.
+	Remote bool
 }
 
 // Config configures a server.
@@ -113,6 +119,7 @@ func New(cfg Config, deps Deps) *Server {
 	}))
 	s.App.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	s.App.Get("/readyz", s.readyz)
+	s.App.Get("/readyz/local", s.readyz)
 	if cfg.Metrics && deps.Registry != nil {
 		s.App.Get("/metrics", telemetry.MetricsHandler(deps.Registry))
 		// Profiles on the same internal-only listener as the metrics.
@@ -128,9 +135,9 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-// Ready runs every readiness check concurrently and returns the failures by name:
-// required ones in failed, optional ones in degraded.
-func (s *Server) Ready(ctx context.Context) (failed, degraded map[string]string) {
+// Ready runs every readiness check concurrently (without the remote ones when local)
+// and returns the failures by name: required ones in failed, optional ones in degraded.
+func (s *Server) Ready(ctx context.Context, local bool) (failed, degraded map[string]string) {
 	failed, degraded = map[string]string{}, map[string]string{}
 	if s.draining.Load() {
 		failed["server"] = "shutting down"
@@ -141,6 +148,9 @@ func (s *Server) Ready(ctx context.Context) (failed, degraded map[string]string)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, ch := range s.deps.Checks {
+		if local && ch.Remote {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -160,7 +170,7 @@ func (s *Server) Ready(ctx context.Context) (failed, degraded map[string]string)
 }
 
 func (s *Server) readyz(c *fiber.Ctx) error {
-	failed, degraded := s.Ready(c.UserContext())
+	failed, degraded := s.Ready(c.UserContext(), strings.HasSuffix(c.Path(), "/local"))
 	if len(failed) == 0 {
 		if len(degraded) > 0 {
 			return c.JSON(fiber.Map{"status": "degraded", "degraded": degraded})

@@ -140,6 +140,16 @@ func TestProbesAndMetrics(t *testing.T) {
 	if status, _, body := do(t, degraded, "GET", "/readyz", "", nil); status != 200 || !strings.Contains(string(body), `"kafka":"away"`) {
 		t.Fatalf("optional check failing: %d %s", status, body)
 	}
+	remote := newTestServer(t, Check{Name: "topics", Remote: true, Fn: func(context.Context) error { return errors.New("down") }})
+	if status, _, body := do(t, remote, "GET", "/readyz", "", nil); status != 503 || !strings.Contains(string(body), `"topics":"down"`) {
+		t.Fatalf("remote check failing, /readyz: %d %s", status, body)
+	}
+	if status, _, body := do(t, remote, "GET", "/readyz/local", "", nil); status != 200 {
+		t.Fatalf("remote check failing, /readyz/local: %d %s", status, body)
+	}
+	if status, _, body := do(t, sick, "GET", "/readyz/local", "", nil); status != 503 {
+		t.Fatalf("local check failing, /readyz/local: %d %s", status, body)
+	}
 	do(t, healthy, "GET", "/conflict", "", nil)
 	_, _, metrics := do(t, healthy, "GET", "/metrics", "", nil)
 	if !strings.Contains(string(metrics), `http_server_requests_total{method="GET",route="/conflict",server="test",status="409"} 1`) {
@@ -157,7 +167,7 @@ func TestGracefulShutdownFailsReadiness(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if failed, _ := s.Ready(context.Background()); failed["server"] == "" {
+	if failed, _ := s.Ready(context.Background(), false); failed["server"] == "" {
 		t.Fatalf("ready after shutdown: %v", failed)
 	}
 }

@@ -176,7 +176,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 			return fail(err)
 		}
 		upstreams[name] = up
-		checks = append(checks, server.Check{Name: name, Fn: func(ctx context.Context) error {
+		checks = append(checks, server.Check{Name: name, Remote: true, Fn: func(ctx context.Context) error {
 			d := time.Second
 			if dl, ok := ctx.Deadline(); ok {
 				d = time.Until(dl)
