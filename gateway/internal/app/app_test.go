@@ -240,6 +240,45 @@ func TestRoutingAndUpstreamFailures(t *testing.T) {
 	if resp.StatusCode != 503 || !strings.Contains(string(body), "pages") {
 		t.Fatalf("readyz = %d %s", resp.StatusCode, body)
 	}
+	// The pods' readiness probe leaves the upstreams out: the gateway still serves.
+	resp, err = http.Get(g.public + "/readyz/local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("readyz/local = %d with one upstream down", resp.StatusCode)
+	}
+}
+
+// A service that closes its idle keep-alive connections (a restart, a replica shutting
+// down) costs no request a 503: the gateway retries once on a new connection, and the
+// service sees each request once.
+func TestUpstreamClosingIdleConnectionsIsRetried(t *testing.T) {
+	var posts atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == "POST" {
+			posts.Add(1)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(201)
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	t.Cleanup(up.Close)
+	g := start(t, pgtest.NewDatabase(t), map[string]string{"topics": up.URL})
+	_, key := g.newKey(t, map[string]any{"tenantIds": []string{"acme"}})
+	c := g.client(t, key)
+	c.Contract = nil // the upstream is not the real topics service
+	for i := 1; i <= 5; i++ {
+		if r := c.Do("POST", "/v0/topics", map[string]any{"title": "t"}); r.Status != 201 {
+			t.Fatalf("POST %d after the upstream closed its connections: %s", i, r)
+		}
+		up.CloseClientConnections() // every pooled connection is now stale
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := posts.Load(); n != 5 {
+		t.Fatalf("the upstream saw %d POSTs, want 5", n)
+	}
 }
 
 func TestReadyWhenEveryUpstreamIsReady(t *testing.T) {

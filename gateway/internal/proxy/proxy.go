@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -79,6 +80,7 @@ func NewUpstream(name, rawURL string, o Options) (*Upstream, error) {
 			DisableHeaderNamesNormalizing: true,
 			DisablePathNormalizing:        true,
 			NoDefaultUserAgentHeader:      true,
+			RetryIfErr:                    retryClosedConn,
 			Dial: func(addr string) (net.Conn, error) {
 				return fasthttp.DialTimeout(addr, dialTimeout)
 			},
@@ -89,6 +91,20 @@ func NewUpstream(name, rawURL string, o Options) (*Upstream, error) {
 		transferTimeout = o.Timeout
 	}
 	return &Upstream{Name: name, URL: u, client: newClient(o.Timeout), transfer: newClient(transferTimeout)}, nil
+}
+
+// retryClosedConn sends a request once more, on another connection, when the upstream
+// closed its connection without answering: above all a pooled keep-alive connection the
+// service closed while idle (it restarted, or a replica shut down), which would otherwise
+// fail the first request of every stale connection with a 503 after each deploy. Any
+// method is retried, once: in the rare case where the service read the request and died
+// before answering, the retry does what the client would do on the 503 it would get.
+// Other failures (timeouts, refused connections) are answered with 503 at once.
+func retryClosedConn(_ *fasthttp.Request, attempts int, err error) (resetTimeout, retry bool) {
+	closed := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE)
+	return false, attempts == 1 && closed
 }
 
 // Proxy is the forwarding handler.
