@@ -115,6 +115,12 @@ func (c *Consumer) Run(ctx context.Context) error {
 		MaxBytes:       10 << 20,
 		MaxWait:        250 * time.Millisecond,
 		CommitInterval: 0, // commit synchronously, after the handler's transaction
+		// A member that vanished without leaving the group (a crash, a kill) holds its
+		// partitions until its session expires, and a rebalance waits this long for the
+		// members to rejoin: 10 s each instead of kafka-go's 30 s bounds the pause after a
+		// replica dies or restarts.
+		SessionTimeout:   10 * time.Second,
+		RebalanceTimeout: 10 * time.Second,
 		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
 			c.Log.Debug("kafka reader: "+fmt.Sprintf(msg, args...), slog.String("consumer", c.Name))
 		}),
