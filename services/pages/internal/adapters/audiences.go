@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -316,16 +317,30 @@ func saveAudience(ctx context.Context, tx pgx.Tx, a *domain.Audience) error {
 	return nil
 }
 
-// cancelQueued cancels the audience's versions that have not started processing. A
-// version a worker is claiming right now is skipped, not waited for (the claim locks the
-// version, then the audience: waiting here would deadlock); its finish sees the archived
-// audience and cancels it.
+// cancelQueued cancels the audience's versions that have not started processing, each
+// with its page.version.processed event (status cancelled), so every created version
+// reaches a final event. A version a worker is claiming right now is skipped, not waited
+// for (the claim locks the version, then the audience: waiting here would deadlock); its
+// finish sees the archived audience and cancels it, with the same event.
 func cancelQueued(ctx context.Context, tx pgx.Tx, tenantID, audienceID string, now time.Time) error {
-	_, err := tx.Exec(ctx, `UPDATE audience_versions SET status = 'cancelled', cancelled_at = $3
+	rows, err := tx.Query(ctx, `UPDATE audience_versions SET status = 'cancelled', cancelled_at = $3
 		WHERE tenant_id = $1 AND id IN (SELECT id FROM audience_versions
-			WHERE tenant_id = $1 AND audience_id = $2 AND status = 'queued' FOR UPDATE SKIP LOCKED)`, tenantID, audienceID, now)
+			WHERE tenant_id = $1 AND audience_id = $2 AND status = 'queued' FOR UPDATE SKIP LOCKED)
+		RETURNING `+versionCols, tenantID, audienceID, now)
 	if err != nil {
 		return fmt.Errorf("cancel queued versions: %w", err)
+	}
+	cancelled, err := collectVersions(rows)
+	if err != nil {
+		return fmt.Errorf("cancel queued versions: %w", err)
+	}
+	// In version order, as the worker would have finished them.
+	sort.Slice(cancelled, func(i, j int) bool { return cancelled[i].VersionNumber < cancelled[j].VersionNumber })
+	for i := range cancelled {
+		v := &cancelled[i]
+		if err := emit(ctx, tx, tenantID, events.TypePageVersionProcessed, audienceID, domain.NewVersionProcessed(v, now)); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -358,7 +373,8 @@ func (s *Store) ArchiveAudience(ctx context.Context, tenantID, pageID, id string
 
 // CreateVersion queues a new version of an audience. With an operation key already used
 // for the audience it returns that version and created false; the audience row lock
-// serialises concurrent requests, and a unique index backs it.
+// serialises concurrent requests, and a unique index backs it. An archived audience
+// (ErrAudienceArchived) or page (ErrPageArchived) takes no new version.
 func (s *Store) CreateVersion(ctx context.Context, v domain.Version) (domain.Version, bool, error) {
 	var out domain.Version
 	created := false
@@ -380,6 +396,15 @@ func (s *Store) CreateVersion(ctx context.Context, v domain.Version) (domain.Ver
 		}
 		if a.ArchivedAt != nil {
 			return domain.ErrAudienceArchived
+		}
+		// An archived page publishes nothing new until it is restored (as for new audiences).
+		var pageStatus string
+		if err := tx.QueryRow(ctx, "SELECT status FROM pages WHERE tenant_id = $1 AND id = $2", v.TenantID, v.PageID).
+			Scan(&pageStatus); err != nil {
+			return fmt.Errorf("load page status: %w", err)
+		}
+		if pageStatus == domain.PageArchived {
+			return domain.ErrPageArchived
 		}
 		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version_number), 0) + 1 FROM audience_versions
 			WHERE tenant_id = $1 AND audience_id = $2`, v.TenantID, v.AudienceID).Scan(&v.VersionNumber); err != nil {

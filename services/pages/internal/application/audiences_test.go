@@ -192,3 +192,59 @@ func TestMessagesApplyWithNextVersion(t *testing.T) {
 		t.Fatalf("audience after changes = %v", a)
 	}
 }
+
+// An archived page takes no new audience or version (409) until it is restored; an
+// operationKey replay still answers with the version it made.
+func TestArchivedPageTakesNoNewVersion(t *testing.T) {
+	s := start(t, servicetest.Options{})
+	c := client(t, s, "acme")
+	pageID := createPage(t, c, nil)["pageId"].(string)
+	aid := createAudience(t, c, pageID, nil)["audienceId"].(string)
+	versions := fmt.Sprintf("/v0/pages/%s/audiences/%s/versions", pageID, aid)
+	first := mustStatus(t, c.Do("POST", versions, map[string]any{"operationKey": "k1"}), 201)
+	mustStatus(t, c.Do("POST", "/v0/pages/"+pageID+"/archive", nil), 200)
+
+	r := c.Do("POST", versions, map[string]any{})
+	if r.Status != 409 || r.Map()["code"] != "CONFLICT" {
+		t.Fatalf("version on an archived page: %s", r)
+	}
+	if again := mustStatus(t, c.Do("POST", versions, map[string]any{"operationKey": "k1"}), 200); again["versionId"] != first["versionId"] {
+		t.Fatalf("replay on an archived page = %v", again)
+	}
+	if l := mustStatus(t, c.Do("GET", versions, nil), 200); l["totalCount"] != 2.0 {
+		t.Fatalf("versions = %v", l)
+	}
+	mustStatus(t, c.Do("POST", "/v0/pages/"+pageID+"/restore", nil), 200)
+	if v := mustStatus(t, c.Do("POST", versions, nil), 201); v["versionNumber"] != 3.0 {
+		t.Fatalf("version after restore = %v", v)
+	}
+}
+
+// The largest values a message change may propose, once a version applies them, give an
+// audience, snapshot and messages read that still match the contract (the client
+// validates every response) and that the audience's own update accepts back.
+func TestLargestChangesStayWithinContract(t *testing.T) {
+	s := start(t, servicetest.Options{})
+	c := client(t, s, "acme")
+	pageID := createPage(t, c, nil)["pageId"].(string)
+	aid := createAudience(t, c, pageID, nil)["audienceId"].(string)
+	base := fmt.Sprintf("/v0/pages/%s/audiences/%s", pageID, aid)
+	keywords := strings.TrimSuffix(strings.Repeat(strings.Repeat("k", 200)+",", 50), ",")
+	mustStatus(t, c.Do("POST", base+"/messages", map[string]any{"content": "max", "changes": []any{
+		map[string]any{"field": "currentMetaTitle", "newValue": strings.Repeat("t", 500)},
+		map[string]any{"field": "currentMetaDescription", "newValue": strings.Repeat("d", 2000)},
+		map[string]any{"field": "currentMetaKeywords", "newValue": keywords},
+		map[string]any{"field": "currentSupplementaryContext", "newValue": strings.Repeat("s", 20000)},
+	}}), 201)
+	v := mustStatus(t, c.Do("POST", base+"/versions", nil), 201)
+	a := waitAudience(t, c, pageID, aid, func(a map[string]any) bool {
+		return obj(a["publishedVersion"])["versionId"] == v["versionId"]
+	})
+	if kw := obj(a["metadataOverride"])["keywords"].([]any); len(kw) != 50 {
+		t.Fatalf("keywords = %d", len(kw))
+	}
+	mustStatus(t, c.Do("GET", base+"/versions?include=snapshot", nil), 200)
+	mustStatus(t, c.Do("GET", base+"/messages", nil), 200)
+	mustStatus(t, c.Do("PATCH", base, map[string]any{"metadataOverride": a["metadataOverride"],
+		"supplementaryContext": a["supplementaryContext"]}), 200)
+}

@@ -109,6 +109,7 @@ func TestVersionEventsInOrderPerAudience(t *testing.T) {
 			t.Fatalf("audience %s on partitions %d and %d", m.Key, p, m.Partition)
 		}
 		partition[m.Key] = m.Partition
+		checkEventPayload(t, m.Type, m.Payload)
 		var body map[string]any
 		if err := json.Unmarshal(m.Payload, &body); err != nil {
 			t.Fatal(err)
@@ -273,6 +274,7 @@ func TestFailingVersionIsCancelled(t *testing.T) {
 		t.Fatalf("audience = %v", a)
 	}
 	got := readPages(t, s.Broker, 1, events.TypePageVersionProcessed)
+	checkEventPayload(t, got[0].Type, got[0].Payload)
 	var body map[string]any
 	if err := json.Unmarshal(got[0].Payload, &body); err != nil || body["status"] != "cancelled" {
 		t.Fatalf("processed = %s", got[0].Payload)
@@ -310,5 +312,19 @@ func TestArchiveCancelsVersions(t *testing.T) {
 	a = mustStatus(t, c.Do("GET", fmt.Sprintf("/v0/pages/%s/audiences/%s", pageID, busy), nil), 200)
 	if a["status"] != "archived" || a["publishedVersion"] != nil || obj(a["latestVersion"])["status"] != "cancelled" {
 		t.Fatalf("audience = %v", a)
+	}
+	// Both versions reach a final event: processed with status cancelled, one each.
+	got := readPages(t, s.Broker, 2, events.TypePageVersionProcessed)
+	keys := map[string]int{}
+	for _, m := range got {
+		checkEventPayload(t, m.Type, m.Payload)
+		var body map[string]any
+		if err := json.Unmarshal(m.Payload, &body); err != nil || body["status"] != "cancelled" || body["audienceId"] != m.Key {
+			t.Fatalf("processed = %s keyed %s", m.Payload, m.Key)
+		}
+		keys[m.Key]++
+	}
+	if len(got) != 2 || keys[queued] != 1 || keys[busy] != 1 {
+		t.Fatalf("processed events per audience = %v, want one for %s and one for %s", keys, queued, busy)
 	}
 }

@@ -1,8 +1,10 @@
 package domain
 
 import (
+	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Audience and version statuses (the spec's one set for both).
@@ -211,6 +213,59 @@ type Change struct {
 	CreatedAt     time.Time
 }
 
+// Bounds of the values a change may propose: those of the audience field it lands in
+// (supplementaryContext, and the metadata's title, description and keywords), so an
+// applied change never leaves the audience with a value its own update would refuse.
+const (
+	MaxSupplementaryContext = 20000
+	MaxMetaTitle            = 500
+	MaxMetaDescription      = 2000
+	MaxKeywords             = 50
+	MaxKeywordLen           = 200
+)
+
+// splitKeywords splits a comma-separated keyword list, dropping empty entries.
+func splitKeywords(v string) []string {
+	out := []string{}
+	for _, k := range strings.Split(v, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// CheckChange reports, as a sentence, why value cannot be proposed for field ("" when it
+// can). Lengths count characters, as the request validation does.
+func CheckChange(field, value string) string {
+	n := utf8.RuneCountInString(value)
+	switch field {
+	case FieldSupplementaryContext:
+		if n > MaxSupplementaryContext {
+			return fmt.Sprintf("A supplementary context has at most %d characters", MaxSupplementaryContext)
+		}
+	case FieldMetaTitle:
+		if n > MaxMetaTitle {
+			return fmt.Sprintf("A meta title has at most %d characters", MaxMetaTitle)
+		}
+	case FieldMetaDescription:
+		if n > MaxMetaDescription {
+			return fmt.Sprintf("A meta description has at most %d characters", MaxMetaDescription)
+		}
+	case FieldMetaKeywords:
+		ks := splitKeywords(value)
+		if len(ks) > MaxKeywords {
+			return fmt.Sprintf("At most %d comma-separated keywords", MaxKeywords)
+		}
+		for _, k := range ks {
+			if utf8.RuneCountInString(k) > MaxKeywordLen {
+				return fmt.Sprintf("A keyword has at most %d characters", MaxKeywordLen)
+			}
+		}
+	}
+	return ""
+}
+
 // ApplyChange sets the audience field a change names.
 func (a *Audience) ApplyChange(c Change) {
 	v := c.NewValue
@@ -233,12 +288,7 @@ func (a *Audience) ApplyChange(c Change) {
 	case FieldMetaDescription:
 		m.Description = &v
 	case FieldMetaKeywords:
-		m.Keywords = []string{}
-		for _, k := range strings.Split(v, ",") {
-			if k = strings.TrimSpace(k); k != "" {
-				m.Keywords = append(m.Keywords, k)
-			}
-		}
+		m.Keywords = splitKeywords(v)
 	}
 	a.MetadataOverride = &m
 }

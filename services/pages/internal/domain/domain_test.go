@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -73,5 +74,28 @@ func TestPageStatus(t *testing.T) {
 	p.Actions = []Action{{ActionID: "a"}}
 	if err := p.Apply(PagePatch{SetHeaderAction: true, HeaderActionID: ptr("b")}, now); err != ErrUnknownHeaderAct {
 		t.Fatalf("unknown header action = %v", err)
+	}
+}
+
+func TestCheckChange(t *testing.T) {
+	long := func(n int) string { return strings.Repeat("é", n) } // characters, not bytes
+	for _, tc := range []struct {
+		field, value string
+		ok           bool
+	}{
+		{FieldMetaTitle, long(MaxMetaTitle), true},
+		{FieldMetaTitle, long(MaxMetaTitle + 1), false},
+		{FieldMetaDescription, long(MaxMetaDescription), true},
+		{FieldMetaDescription, long(MaxMetaDescription + 1), false},
+		{FieldSupplementaryContext, long(MaxSupplementaryContext), true},
+		{FieldSupplementaryContext, long(MaxSupplementaryContext + 1), false},
+		{FieldMetaKeywords, strings.Repeat("k, ,", MaxKeywords), true}, // empty entries do not count
+		{FieldMetaKeywords, strings.Repeat("k,", MaxKeywords+1), false},
+		{FieldMetaKeywords, "a, " + long(MaxKeywordLen), true},
+		{FieldMetaKeywords, "a, " + long(MaxKeywordLen+1), false},
+	} {
+		if got := CheckChange(tc.field, tc.value) == ""; got != tc.ok {
+			t.Errorf("CheckChange(%s, %d chars) ok = %v, want %v", tc.field, len(tc.value), got, tc.ok)
+		}
 	}
 }

@@ -76,8 +76,10 @@ func NormalisePath(p string) (string, error) {
 		return p, nil
 	}
 	for _, seg := range strings.Split(p[1:], "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return "", errors.New("has an empty, . or .. segment")
+		// A percent-encoded dot segment (%2e, .%2E) is the same segment to browsers and
+		// servers that decode before resolving, so it is refused too.
+		if d := strings.ReplaceAll(strings.ToLower(seg), "%2e", "."); d == "" || d == "." || d == ".." {
+			return "", errors.New("has an empty, . or .. segment (percent-encoded or not)")
 		}
 	}
 	return p, nil

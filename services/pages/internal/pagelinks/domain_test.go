@@ -16,6 +16,10 @@ func TestNormalisePath(t *testing.T) {
 		"/a#b":              "",
 		"/./a":              "",
 		"/a/..":             "",
+		"/%2e%2E":           "", // an encoded .. segment
+		"/a/.%2e/b":         "",
+		"/%2e":              "",
+		"/a%2eb":            "/a%2eb", // a dot inside a segment is fine
 		"/%4":               "",
 		"/é":                "",
 		"/a b":              "",

@@ -300,8 +300,15 @@ func (h *Handlers) addMessage(c *fiber.Ctx) error {
 		return err
 	}
 	changes := make([]app.NewChange, len(in.Changes))
+	var issues []apierror.Issue
 	for i, ch := range in.Changes {
+		if msg := domain.CheckChange(ch.Field, ch.NewValue); msg != "" {
+			issues = append(issues, apierror.Issue{Code: "too_big", Message: msg, Path: []any{"changes", i, "newValue"}})
+		}
 		changes[i] = app.NewChange{Field: ch.Field, NewValue: ch.NewValue}
+	}
+	if len(issues) > 0 {
+		return apierror.Validation(apierror.FieldBody, issues...)
 	}
 	m, err := h.App.AddMessage(c.UserContext(), tenant.From(c), c.Params("page_id"), c.Params("audience_id"), in.Content, changes)
 	if err != nil {

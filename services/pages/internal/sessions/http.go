@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -76,7 +77,20 @@ func (in *sessionCreate) check() []apierror.Issue {
 	if e := in.SessionEndedAt.Ptr(); e != nil && in.SessionStartedAt != nil && e.Before(*in.SessionStartedAt) {
 		fail("custom", "sessionEndedAt must not be before sessionStartedAt", "sessionEndedAt")
 	}
+	for _, f := range []struct {
+		name string
+		t    *time.Time
+	}{{"sessionStartedAt", in.SessionStartedAt}, {"sessionEndedAt", in.SessionEndedAt.Ptr()}} {
+		if f.t != nil && !inTimeRange(*f.t) {
+			fail("invalid_date", "Invalid date: "+f.name+" must be from "+minTime.Format(time.RFC3339)+" to "+
+				maxTime.Format(time.RFC3339)+" (in UTC)", f.name)
+		}
+	}
 	if f := in.FormSubmission; f != nil {
+		if d := depth(f.Fields.Ptr()); d > MaxFieldsDepth {
+			fail("too_big", "formSubmission.fields may nest objects and arrays at most "+strconv.Itoa(MaxFieldsDepth)+" levels deep",
+				"formSubmission", "fields")
+		}
 		if f.Email.Ptr() == nil && f.Phone.Ptr() == nil && f.LinkedinProfileURL.Ptr() == nil {
 			fail("custom", "A form submission needs at least one identifier: email, phone or linkedinProfileUrl", "formSubmission")
 		}
@@ -90,6 +104,42 @@ func (in *sessionCreate) check() []apierror.Issue {
 		}
 	}
 	return out
+}
+
+// The range of a client-sent session timestamp: a visit recorded by this API happened
+// after 1970, and a later year than 9999 has no four-digit RFC 3339 form (an offset such
+// as 9999-12-31T23:59:59-23:59 would turn into year 10000 in UTC).
+var (
+	minTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+)
+
+func inTimeRange(t time.Time) bool { return !t.Before(minTime) && !t.After(maxTime) }
+
+// MaxFieldsDepth bounds how deeply formSubmission.fields may nest objects and arrays
+// (the top-level object is level 1), so the payload stays decodable by every consumer.
+const MaxFieldsDepth = 8
+
+// depth is the nesting depth of a decoded JSON value (a scalar is 0).
+func depth(v any) int {
+	d := 0
+	switch x := v.(type) {
+	case *map[string]any:
+		if x != nil {
+			return depth(*x)
+		}
+	case map[string]any:
+		for _, e := range x {
+			d = max(d, depth(e))
+		}
+		return d + 1
+	case []any:
+		for _, e := range x {
+			d = max(d, depth(e))
+		}
+		return d + 1
+	}
+	return 0
 }
 
 type sessionView struct {

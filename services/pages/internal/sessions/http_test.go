@@ -15,6 +15,7 @@ import (
 	"github.com/customerapi/platform/api/apitest"
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/timestamp"
+	pagesessions "github.com/customerapi/platform/services/pages/internal/sessions"
 )
 
 func TestRecordWithFormSubmission(t *testing.T) {
@@ -311,12 +312,35 @@ func TestBadInput(t *testing.T) {
 		"NUL in a body string":   {"POST", sessions, ok(map[string]any{"analyticsSessionId": "a\x00b"})},
 		"NUL in form fields":     {"POST", sessions, ok(map[string]any{"formSubmission": map[string]any{"email": "a@b.co", "fields": map[string]any{"k": "\x00"}}})},
 		"NUL in audienceId":      {"GET", sessions + "?audienceId=%00", nil},
+		"start before 1970":      {"POST", sessions, ok(map[string]any{"sessionStartedAt": "0000-01-01T00:00:00Z"})},
+		"start in year 10000":    {"POST", sessions, ok(map[string]any{"sessionStartedAt": "9999-12-31T23:59:59-23:59"})},
+		"end in year 10000":      {"POST", sessions, ok(map[string]any{"sessionEndedAt": "9999-12-31T23:00:00-02:00"})},
+		"form fields too deep": {"POST", sessions, ok(map[string]any{"formSubmission": map[string]any{"email": "a@b.co",
+			"fields": nested(pagesessions.MaxFieldsDepth + 1)}})},
 	} {
 		r := c.Do(tc.method, tc.path, tc.body)
 		if r.Status != 400 || r.Map()["code"] != "VALIDATION_ERROR" {
 			t.Errorf("%s: %s", name, r)
 		}
 	}
+	// The edges of the accepted ranges are recorded.
+	mustStatus(t, c.Do("POST", sessions, ok(map[string]any{"analyticsSessionId": "edge-late",
+		"sessionStartedAt": "9999-12-31T23:59:59Z", "sessionEndedAt": "9999-12-31T23:59:59Z"})), 201)
+	mustStatus(t, c.Do("POST", sessions, ok(map[string]any{"analyticsSessionId": "edge-early", "sessionStartedAt": "1970-01-01T00:00:00Z",
+		"formSubmission": map[string]any{"email": "a@b.co", "fields": nested(pagesessions.MaxFieldsDepth)}})), 201)
+}
+
+// nested returns a JSON object nested n levels deep (arrays and objects alternating).
+func nested(n int) any {
+	var v any = "leaf"
+	for i := 1; i < n; i++ {
+		if i%2 == 1 {
+			v = []any{v}
+		} else {
+			v = map[string]any{"k": v}
+		}
+	}
+	return map[string]any{"k": v}
 }
 
 // readPagesEvents collects pages.events of one subject until n arrived.
