@@ -82,7 +82,11 @@ func (w *Worker) Step(ctx context.Context) (bool, error) {
 			return true, fmt.Errorf("process version %s: %w", c.VersionID, err)
 		}
 	}
-	v, err := w.Store.Finish(ctx, c, timestampNow(w.now()))
+	// A claimed version is finished even when shutdown began meanwhile: finishing takes
+	// milliseconds, and abandoning it would leave the version waiting for its lease.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	v, err := w.Store.Finish(fctx, c, timestampNow(w.now()))
 	if errors.Is(err, domain.ErrLeaseLost) {
 		w.Metrics.outcome("taken_over")
 		w.Log.Warn("version was taken over by another worker", slog.String("versionId", c.VersionID))
