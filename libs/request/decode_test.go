@@ -82,6 +82,7 @@ func TestDecodeJSON(t *testing.T) {
 		{"NUL deep in free-form JSON", `{"title":"a","payload":{"a":[1,{"b":"x\u0000"}]}}`, []string{"invalid_string"}, [][]any{{"payload", "a", 1, "b"}}},
 		{"NUL in an object key", `{"title":"a","payload":{"k\u0000":1}}`, []string{"invalid_string"}, [][]any{{"payload", "k\x00"}}},
 		{"escaped backslash before u0000 is text", `{"title":"a\\u0000"}`, []string{"too_big"}, [][]any{{"title"}}},
+		{"invalid UTF-8", "{\"title\":\"a\xff\"}", []string{"invalid_json"}, [][]any{{}}},
 		{"several issues at once", `{"title":1,"x":1,"flag":"yes"}`, []string{"invalid_type", "invalid_type", "unrecognized_keys"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

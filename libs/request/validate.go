@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-playground/validator/v10"
 	"github.com/gofiber/fiber/v2"
@@ -80,6 +81,10 @@ func (v *Validator) DecodeJSON(body []byte, dst any) *apierror.Error {
 	}
 	if len(strings.TrimSpace(string(body))) == 0 {
 		body = []byte("{}")
+	}
+	if !utf8.Valid(body) {
+		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_json", Path: []any{},
+			Message: "Request body is not valid UTF-8"})
 	}
 	generic, issue := parseGeneric(body)
 	if issue != nil {
