@@ -137,6 +137,11 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, err
 	}
+	// The PostgreSQL server runs as another user when we are root, and must reach its
+	// directory below this one, whoever created it first and with whatever mode.
+	if err := os.Chmod(opts.Dir, 0o755); err != nil {
+		return nil, err
+	}
 	s := &Stack{opts: opts, procs: map[string]*proc{},
 		GatewayURL: fmt.Sprintf("http://127.0.0.1:%d", opts.GatewayPort),
 		AdminURL:   fmt.Sprintf("http://127.0.0.1:%d", opts.AdminPort)}

@@ -89,6 +89,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		if err := os.Chown(opts.Dir, int(cred.Uid), int(cred.Gid)); err != nil {
 			return nil, fmt.Errorf("pgcluster: chown %s: %w", opts.Dir, err)
 		}
+		if err := reachable(opts.Dir); err != nil {
+			return nil, err
+		}
 	}
 	if _, err := os.Stat(filepath.Join(dataDir, "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
 		if err := initdb(ctx, bin, dataDir, cred); err != nil {
@@ -245,5 +248,27 @@ func (c *Cluster) Kill() {
 		_ = c.cmd.Process.Kill()
 		err := <-c.done
 		c.done <- err
+	}
+}
+
+// reachable reports a parent of dir that other users cannot enter: the server runs as
+// another user than root and would fail in initdb with a bare "Permission denied".
+func reachable(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("pgcluster: %w", err)
+	}
+	for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("pgcluster: %w", err)
+		}
+		if fi.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("pgcluster: the server runs as another user and cannot enter %s (mode %v): "+
+				"chmod o+x it or choose a directory elsewhere", p, fi.Mode().Perm())
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
 	}
 }
