@@ -18,10 +18,16 @@ import (
 )
 
 // Store is the topics repository.
-type Store struct{ pool *pgxpool.Pool }
+type Store struct {
+	pool *pgxpool.Pool
+	// creates share transactions when they arrive together (group commit).
+	creates *postgres.Coalescer
+}
 
 // NewStore returns a Store on pool.
-func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+func NewStore(pool *pgxpool.Pool) *Store {
+	return &Store{pool: pool, creates: postgres.NewCoalescer(pool, 4, 64)}
+}
 
 // After is a keyset position: the sortOrder and ID of the last item seen.
 type After struct {
@@ -108,7 +114,7 @@ func (s *Store) CreateTopic(ctx context.Context, t domain.Topic) error {
 	if err := outbox.Queue(ctx, b, events.TopicTopics, e); err != nil {
 		return err
 	}
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+	if err := s.creates.Exec(ctx, b); err != nil {
 		return fmt.Errorf("insert topic: %w", mapUniqueDefault(err))
 	}
 	return nil
