@@ -152,6 +152,14 @@ func TestPersonsSearchAndLifecycle(t *testing.T) {
 	must(t, c.Do("GET", "/v0/persons/"+ids[0], nil), 404)
 	_, other := personsTenant(t)
 	must(t, other.Do("GET", "/v0/persons/"+ids[1], nil), 404)
+	// Case folding is Unicode's, and queries of 1 or 2 characters find matches anywhere.
+	zola := must(t, c.Do("POST", "/v0/persons", map[string]any{"name": "Émile Zöla"}), 201)["personId"]
+	for _, q := range []string{"ÉMILE", "émile", "ZÖ", "ö", "é"} {
+		page := must(t, c.Do("GET", apitest.Query("/v0/persons/search", "query", q), nil), 200)
+		if its := page["items"].([]any); page["totalCount"] != 1.0 || its[0].(map[string]any)["personId"] != zola {
+			t.Errorf("query %q: %v", q, page)
+		}
+	}
 	for name, r := range map[string]*apitest.Response{
 		"empty name":  c.Do("POST", "/v0/persons", map[string]any{"name": ""}),
 		"bad email":   c.Do("POST", "/v0/persons", map[string]any{"name": "x", "email": "nope"}),

@@ -8,9 +8,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -59,11 +61,11 @@ func insertPerson(ctx context.Context, tx execer, p *domain.Person) error {
 		if attempt > 0 {
 			slug = base + "-" + randomSuffix()
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO persons (`+personCols+`, email_key, phone_key, linkedin_key)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+		tag, err := tx.Exec(ctx, `INSERT INTO persons (`+personCols+`, email_key, phone_key, linkedin_key, search_text)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 			ON CONFLICT (tenant_id, slug) DO NOTHING`,
 			p.ID, p.TenantID, p.Name, p.Email, p.Domain, slug, p.PhoneNumber, p.LinkedinProfileURL, p.CreatedAt, p.UpdatedAt,
-			email, phone, linkedin)
+			email, phone, linkedin, p.SearchText())
 		if err != nil {
 			return fmt.Errorf("insert person: %w", err)
 		}
@@ -126,9 +128,10 @@ func (s *Store) UpdatePerson(ctx context.Context, tenantID, id string, fn func(*
 func updatePerson(ctx context.Context, tx pgx.Tx, p domain.Person) error {
 	email, phone, linkedin := p.Keys()
 	_, err := tx.Exec(ctx, `UPDATE persons SET name = $3, email = $4, domain = $5, phone_number = $6,
-		linkedin_profile_url = $7, updated_at = $8, email_key = $9, phone_key = $10, linkedin_key = $11
+		linkedin_profile_url = $7, updated_at = $8, email_key = $9, phone_key = $10, linkedin_key = $11, search_text = $12
 		WHERE tenant_id = $1 AND person_id = $2`,
-		p.TenantID, p.ID, p.Name, p.Email, p.Domain, p.PhoneNumber, p.LinkedinProfileURL, p.UpdatedAt, email, phone, linkedin)
+		p.TenantID, p.ID, p.Name, p.Email, p.Domain, p.PhoneNumber, p.LinkedinProfileURL, p.UpdatedAt, email, phone, linkedin,
+		p.SearchText())
 	if err != nil {
 		return fmt.Errorf("update person: %w", err)
 	}
@@ -151,13 +154,61 @@ func (s *Store) DeletePerson(ctx context.Context, tenantID, id string) error {
 // is lower case), with LIKE's wildcards in q taken literally.
 func LikePattern(q string) string {
 	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-	return "%" + r.Replace(strings.ToLower(q)) + "%"
+	return "%" + r.Replace(domain.SearchKey(q)) + "%"
 }
 
 // SearchSQL is the page query of a person search with a query: $1 tenant, $2 pattern,
 // $3 the ID after which to continue ("" for the first page), $4 the row limit.
 const SearchSQL = "SELECT " + personCols + ` FROM persons
 	WHERE tenant_id = $1 AND search_text LIKE $2 AND person_id > $3 ORDER BY person_id LIMIT $4`
+
+// ShortSearchSQL is SearchSQL for a query of 1 or 2 characters, which has no trigram:
+// $5 is the query as the one element persons_search_short looks up.
+const ShortSearchSQL = "SELECT " + personCols + ` FROM persons
+	WHERE tenant_id = $1 AND persons_short_grams(search_text) @> $5::text[] AND search_text LIKE $2 AND person_id > $3
+	ORDER BY person_id LIMIT $4`
+
+// ShortCountSQL is the capped count of a query of 1 or 2 characters: $1 tenant, $2
+// pattern, $3 the query as the one element to look up, $4 the cap.
+const ShortCountSQL = `SELECT count(*) FROM (SELECT 1 FROM persons WHERE tenant_id = $1
+	AND persons_short_grams(search_text) @> $3::text[] AND search_text LIKE $2 LIMIT $4) s`
+
+// ShortCountSkip is the estimated number of matches of a 1- or 2-character query above
+// which its count is skipped (totalCount null): the statistics of persons_search_short
+// are exact enough that far beyond domain.CountCap.
+const ShortCountSkip = 4 * domain.CountCap
+
+// planShort asks the planner how many persons of the tenant hold one of grams (for a 1-
+// or 2-character query, exactly its matches) and whether it would find them through
+// persons_search_short; the statement is planned for these very values.
+func (s *Store) planShort(ctx context.Context, tenantID string, grams []string) (float64, bool, error) {
+	var plan []struct {
+		Plan struct {
+			Rows float64 `json:"Plan Rows"`
+		} `json:"Plan"`
+	}
+	var raw []byte
+	err := s.pool.QueryRow(ctx, `EXPLAIN (FORMAT JSON) SELECT 1 FROM persons
+		WHERE tenant_id = $1 AND persons_short_grams(search_text) @> $2::text[]`,
+		pgx.QueryExecModeExec, tenantID, grams).Scan(&raw)
+	if err == nil {
+		err = json.Unmarshal(raw, &plan)
+	}
+	if err == nil && len(plan) != 1 {
+		err = fmt.Errorf("%d plans", len(plan))
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("plan search: %w", err)
+	}
+	return plan[0].Plan.Rows, strings.Contains(string(raw), `"Index Name": "persons_search_short"`), nil
+}
+
+// ShortQuery reports whether a search query is too short for trigrams (1 or 2
+// characters once case-folded), so that SearchPersons weighs persons_search_short.
+func ShortQuery(q string) bool {
+	n := utf8.RuneCountInString(domain.SearchKey(q))
+	return n >= 1 && n <= 2
+}
 
 const listAllSQL = "SELECT " + personCols + ` FROM persons
 	WHERE tenant_id = $1 AND person_id > $2 ORDER BY person_id LIMIT $3`
@@ -173,6 +224,23 @@ func (s *Store) SearchPersons(ctx context.Context, tenantID, query, after string
 		pattern := LikePattern(query)
 		pageSQL, countSQL = SearchSQL, `SELECT count(*) FROM (SELECT 1 FROM persons WHERE tenant_id = $1 AND search_text LIKE $2 LIMIT $3) s`
 		pageArgs, countArgs = []any{tenantID, pattern, after, limit}, []any{tenantID, pattern, domain.CountCap + 1}
+		if ShortQuery(query) {
+			// A rare character or pair is found through persons_search_short. A common one
+			// is not: the primary key walk with the LIKE alone soon fills a page (the pair
+			// condition is left out, persons_short_grams row by row is costly), and
+			// counting is skipped when the statistics put the matches far beyond the cap.
+			grams := []string{domain.SearchKey(query)}
+			est, indexed, err := s.planShort(ctx, tenantID, grams)
+			switch {
+			case err != nil:
+				return nil, nil, err
+			case est > ShortCountSkip:
+				countSQL = ""
+			case indexed:
+				pageSQL, countSQL = ShortSearchSQL, ShortCountSQL
+				pageArgs, countArgs = []any{tenantID, pattern, after, limit, grams}, []any{tenantID, pattern, grams, domain.CountCap + 1}
+			}
+		}
 	}
 	// The count runs beside the page on another connection (a first page that holds
 	// every match is its own count; the count then finishes unread: cancelling it would
@@ -184,11 +252,15 @@ func (s *Store) SearchPersons(ctx context.Context, tenantID, query, after string
 		err error
 	}
 	count := make(chan counted, 1)
-	go func() {
-		var c counted
-		c.err = s.pool.QueryRow(ctx, countSQL, append([]any{pgx.QueryExecModeExec}, countArgs...)...).Scan(&c.n)
-		count <- c
-	}()
+	if countSQL == "" {
+		count <- counted{n: domain.CountCap + 1}
+	} else {
+		go func() {
+			var c counted
+			c.err = s.pool.QueryRow(ctx, countSQL, append([]any{pgx.QueryExecModeExec}, countArgs...)...).Scan(&c.n)
+			count <- c
+		}()
+	}
 	persons, err := collectPersons(s.pool.Query(ctx, pageSQL, append([]any{pgx.QueryExecModeExec}, pageArgs...)...))
 	if err != nil {
 		return nil, nil, fmt.Errorf("search persons: %w", err)
@@ -333,6 +405,8 @@ func (s *Store) CreateLog(ctx context.Context, k LogKind, tenantID string, l dom
 		return out, true, nil
 	case postgres.IsCode(err, postgres.ForeignKeyViolation):
 		return domain.Log{}, false, k.notFound
+	case isDataException(err):
+		return domain.Log{}, false, fmt.Errorf("%w: %v", domain.ErrInvalidPayload, err)
 	case !postgres.IsNoRows(err):
 		return domain.Log{}, false, fmt.Errorf("insert log: %w", err)
 	}
@@ -351,6 +425,13 @@ func (s *Store) CreateLog(ctx context.Context, k LogKind, tenantID string, l dom
 		return domain.Log{}, false, domain.ErrIdempotencyReuse
 	}
 	return first, false, nil
+}
+
+// isDataException reports a PostgreSQL data exception (SQLSTATE class 22): a value the
+// database refuses, such as a jsonb number beyond numeric's range.
+func isDataException(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22")
 }
 
 // ownerExists reports whether the owner of a kind of log exists.

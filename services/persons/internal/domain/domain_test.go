@@ -101,3 +101,33 @@ func TestValidateCleansName(t *testing.T) {
 		t.Fatalf("name %q", *s.Name)
 	}
 }
+
+func TestCanonicalPayload(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"b":1,"a":[1.50,"<&>"]}`:             `{"a":[1.50,"<&>"],"b":1}`,
+		`{"x":"\ud800"}`:                       "{\"x\":\"\ufffd\"}",
+		"{\"x\":\"\xff\"}":                     "{\"x\":\"\ufffd\"}",
+		`{"n":123456789012345678901234567890}`: `{"n":123456789012345678901234567890}`,
+		`{"x":1,"x":2}`:                        `{"x":2}`,
+	} {
+		got, err := CanonicalPayload([]byte(in))
+		if err != nil || string(got) != want {
+			t.Errorf("%s: %s, %v", in, got, err)
+		}
+	}
+	for _, in := range []string{`null`, `[]`, `{`} {
+		if _, err := CanonicalPayload([]byte(in)); err == nil {
+			t.Errorf("%s: no error", in)
+		}
+	}
+}
+
+func TestSearchText(t *testing.T) {
+	email, dom := "ÉMILE@Zola.example", "zola.example"
+	if got := (Person{Name: "Émile ZÖLA", Email: &email, Domain: &dom}).SearchText(); got != "émile zöla émile@zola.example zola.example" {
+		t.Fatalf("search text %q", got)
+	}
+	if got := (Person{Name: "Solo"}).SearchText(); got != "solo  " {
+		t.Fatalf("search text %q", got)
+	}
+}

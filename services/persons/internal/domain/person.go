@@ -3,6 +3,8 @@
 package domain
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -33,6 +35,7 @@ var (
 	ErrDomainTaken      = errors.New("an account with this domain exists")
 	ErrIdempotencyReuse = errors.New("idempotency key reused with a different body")
 	ErrSlugsExhausted   = errors.New("no free slug found")
+	ErrInvalidPayload   = errors.New("the payload cannot be stored as JSON")
 )
 
 // Person is an individual contact.
@@ -47,6 +50,22 @@ type Person struct {
 	LinkedinProfileURL *string
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
+}
+
+// SearchText is what search matches: name, email and domain, lower-cased here with
+// Unicode rules (PostgreSQL's lower() under the C locale folds ASCII letters only).
+func (p Person) SearchText() string {
+	return SearchKey(p.Name + " " + deref(p.Email) + " " + deref(p.Domain))
+}
+
+// SearchKey is the case-folded form of a search query or of a person's search text.
+func SearchKey(s string) string { return strings.ToLower(s) }
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // Keys are the person's normalised identifiers, as the enrichment matches them.
@@ -323,4 +342,26 @@ func NameFromIdentifier(email, phone, linkedin *string) string {
 		return *phone
 	}
 	return "Unknown"
+}
+
+// CanonicalPayload re-encodes a log payload (a JSON object) as PostgreSQL's jsonb takes
+// it: numbers stay exactly as sent, while invalid UTF-8 and unpaired surrogate escapes
+// (which jsonb refuses) become U+FFFD, as everywhere else in a request body.
+func CanonicalPayload(raw []byte) ([]byte, error) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v map[string]any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	if v == nil {
+		return nil, errors.New("expected object, received null")
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }

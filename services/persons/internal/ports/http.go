@@ -7,6 +7,8 @@ import (
 	"errors"
 	"reflect"
 	"regexp"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -181,7 +183,11 @@ func (h *Handlers) createPerson(c *fiber.Ctx) error {
 }
 
 func (h *Handlers) getPerson(c *fiber.Ctx) error {
-	p, err := h.App.GetPerson(c.UserContext(), tenant.From(c), c.Params("person_id"))
+	id, err := personID(c)
+	if err != nil {
+		return err
+	}
+	p, err := h.App.GetPerson(c.UserContext(), tenant.From(c), id)
 	if err != nil {
 		return mapError(err)
 	}
@@ -197,7 +203,11 @@ func (h *Handlers) updatePerson(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	p, err := h.App.UpdatePerson(c.UserContext(), tenant.From(c), c.Params("person_id"), domain.PersonPatch{
+	id, err := personID(c)
+	if err != nil {
+		return err
+	}
+	p, err := h.App.UpdatePerson(c.UserContext(), tenant.From(c), id, domain.PersonPatch{
 		Name: in.Name, SetEmail: in.Email.Set, Email: in.Email.Ptr(), SetDomain: in.Domain.Set, Domain: dom,
 		SetPhone: in.PhoneNumber.Set, PhoneNumber: in.PhoneNumber.Ptr(),
 		SetLinkedin: in.LinkedinProfileURL.Set, Linkedin: in.LinkedinProfileURL.Ptr()})
@@ -208,7 +218,11 @@ func (h *Handlers) updatePerson(c *fiber.Ctx) error {
 }
 
 func (h *Handlers) deletePerson(c *fiber.Ctx) error {
-	if err := h.App.DeletePerson(c.UserContext(), tenant.From(c), c.Params("person_id")); err != nil {
+	id, err := personID(c)
+	if err != nil {
+		return err
+	}
+	if err := h.App.DeletePerson(c.UserContext(), tenant.From(c), id); err != nil {
 		return mapError(err)
 	}
 	return c.SendStatus(fiber.StatusNoContent)
@@ -323,7 +337,29 @@ func owner(c *fiber.Ctx, param string) (string, error) {
 	if param == "account_id" {
 		return accountID(c)
 	}
-	return c.Params(param), nil
+	return personID(c)
+}
+
+// storedID reports whether s can be a stored ID: text PostgreSQL can hold (UTF-8, no NUL).
+func storedID(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
+
+// personID returns the opaque person ID of the path; one that cannot be stored names no
+// person (404, not a database error).
+func personID(c *fiber.Ctx) (string, error) {
+	id := c.Params("person_id")
+	if !storedID(id) {
+		return "", mapError(domain.ErrPersonNotFound)
+	}
+	return id, nil
+}
+
+// logID returns the log entry ID of the path, like personID.
+func logID(c *fiber.Ctx) (string, error) {
+	id := c.Params("log_id")
+	if !storedID(id) {
+		return "", mapError(domain.ErrLogNotFound)
+	}
+	return id, nil
 }
 
 func (h *Handlers) createLog(k adapters.LogKind, param string) fiber.Handler {
@@ -347,8 +383,12 @@ func (h *Handlers) createLog(k adapters.LogKind, param string) fiber.Handler {
 			return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "too_big",
 				Message: "payload must be at most 65536 bytes of JSON", Path: []any{"payload"}})
 		}
+		payload, err := domain.CanonicalPayload(raw.Payload)
+		if err != nil {
+			return invalidPayload(err.Error())
+		}
 		l, created, err := h.App.CreateLog(c.UserContext(), k, tenant.From(c), ownerID, app.NewLog{Source: in.Source,
-			Type: in.Type, Payload: raw.Payload, IdempotencyKey: in.IdempotencyKey.Ptr()})
+			Type: in.Type, Payload: payload, IdempotencyKey: in.IdempotencyKey.Ptr()})
 		if err != nil {
 			return mapError(err)
 		}
@@ -366,7 +406,11 @@ func (h *Handlers) getLog(k adapters.LogKind, param string) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		l, err := h.App.GetLog(c.UserContext(), k, tenant.From(c), ownerID, c.Params("log_id"))
+		id, err := logID(c)
+		if err != nil {
+			return err
+		}
+		l, err := h.App.GetLog(c.UserContext(), k, tenant.From(c), ownerID, id)
 		if err != nil {
 			return mapError(err)
 		}
@@ -380,7 +424,11 @@ func (h *Handlers) deleteLog(k adapters.LogKind, param string) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		if err := h.App.DeleteLog(c.UserContext(), k, tenant.From(c), ownerID, c.Params("log_id")); err != nil {
+		id, err := logID(c)
+		if err != nil {
+			return err
+		}
+		if err := h.App.DeleteLog(c.UserContext(), k, tenant.From(c), ownerID, id); err != nil {
 			return mapError(err)
 		}
 		return c.SendStatus(fiber.StatusNoContent)
@@ -415,8 +463,16 @@ func (h *Handlers) listLogs(k adapters.LogKind, param string) fiber.Handler {
 	}
 }
 
+// invalidPayload is the 400 of a payload PostgreSQL cannot store as jsonb.
+func invalidPayload(msg string) error {
+	return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_type",
+		Message: "Invalid payload: " + msg, Path: []any{"payload"}})
+}
+
 func mapError(err error) error {
 	switch {
+	case errors.Is(err, domain.ErrInvalidPayload):
+		return invalidPayload("a value is beyond what the database stores (e.g. a number out of range)")
 	case errors.Is(err, domain.ErrPersonNotFound):
 		return apierror.NotFound("person not found")
 	case errors.Is(err, domain.ErrAccountNotFound):
