@@ -38,7 +38,7 @@ test-short: ## Run the tests without the end-to-end suite
 .PHONY: bench
 bench: deps build ## Run the benchmarks and write the results into docs/benchmarks.md (needs wrk and nginx; installs them on Debian as root)
 	@command -v wrk >/dev/null && command -v nginx >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk nginx-light >/dev/null; }
-	$(GO) test -run '^$$' -bench . -benchtime 2s $(filter-out %/e2e/...,$(PKGS)) 2>&1 | grep -E '^(Benchmark|goos|goarch|cpu|pkg)' | tee $(BIN)/go-bench.txt
+	$(GO) test -p 1 -run '^$$' -bench . -benchtime 2s $(filter-out %/e2e/...,$(PKGS)) 2>&1 | grep -E '^(Benchmark|goos|goarch|cpu|pkg)' | tee $(BIN)/go-bench.txt
 	$(GO) run ./e2e/cmd/loadbench -out docs/benchmarks.md -go-bench $(BIN)/go-bench.txt
 	$(GO) run ./e2e/cmd/loadbench -bin $(BIN) -out docs/benchmarks.md
 
