@@ -183,9 +183,10 @@ func TestFailingEventIsDeadLetteredAndOthersContinue(t *testing.T) {
 	waitCount(t, pool, 1, "SELECT count(*) FROM seen WHERE event_id = $1", good.ID)
 	mu.Lock()
 	defer mu.Unlock()
-	// One try inside the batch, then MaxAttempts alone.
-	if attempts != 4 {
-		t.Fatalf("bad event tried %d times, want 4", attempts)
+	// MaxAttempts alone, plus one try inside the batch when the fetch returned both
+	// events together (whether it does depends on timing).
+	if attempts != 3 && attempts != 4 {
+		t.Fatalf("bad event tried %d times, want 3 (alone) or 4 (batched first)", attempts)
 	}
 	if n := count(t, pool, "SELECT count(*) FROM inbox WHERE event_id = $1", bad.ID); n != 0 {
 		t.Fatal("a failed event was marked processed")
