@@ -108,3 +108,16 @@ func (q *Query) Err() error {
 	}
 	return apierror.Validation(apierror.FieldQuery, q.issues...)
 }
+
+// TextPath refuses a request whose path is not UTF-8 text without NUL characters: no
+// stored resource has such an ID, and PostgreSQL would refuse it as a parameter (a 500).
+// The answer is 404, the same as for any ID that names nothing.
+func TextPath() fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		p := c.Path() // as routed: the path parameters are cut from it
+		if !utf8.ValidString(p) || strings.IndexByte(p, 0) >= 0 {
+			return apierror.NotFound("no resource has this path")
+		}
+		return c.Next()
+	}
+}

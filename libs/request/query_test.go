@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/customerapi/platform/libs/apierror"
 )
 
 func TestQueryRawRefusesWhatPostgreSQLCannotStore(t *testing.T) {
@@ -40,5 +42,29 @@ func TestQueryRawRefusesWhatPostgreSQLCannotStore(t *testing.T) {
 				t.Fatalf("issues = %d, want some: %v", issues, wantIssues)
 			}
 		})
+	}
+}
+
+func TestTextPathRefusesWhatNoIDCanBe(t *testing.T) {
+	app := fiber.New(fiber.Config{ErrorHandler: func(c *fiber.Ctx, err error) error {
+		return c.SendStatus(err.(*apierror.Error).Status)
+	}})
+	app.Get("/v0/things/:id", TextPath(), func(c *fiber.Ctx) error { return c.SendStatus(200) })
+	for path, want := range map[string]int{
+		"/v0/things/thing_1": 200,
+		"/v0/things/%C3%A9t": 200, // escapes stay escapes: valid text
+		"/v0/things/\xff":    404,
+		"/v0/things/a\xc3":   404,
+	} {
+		req := httptest.NewRequest("GET", "/", nil)
+		req.URL.RawPath, req.URL.Path = "", path
+		req.RequestURI = path
+		resp, err := app.Test(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != want {
+			t.Errorf("%q: %d, want %d", path, resp.StatusCode, want)
+		}
 	}
 }

@@ -128,7 +128,7 @@ func New(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.
 			{Name: "database", Fn: postgres.Check(pool)},
 			{Name: "kafka", Fn: cfg.Kafka.Check, Optional: true},
 		}})
-	rt.API = rt.Server.App.Group("/v0", tenant.Middleware())
+	rt.API = rt.Server.App.Group("/v0", tenant.Middleware(), request.TextPath())
 	return rt, nil
 }
 

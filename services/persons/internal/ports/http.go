@@ -7,8 +7,6 @@ import (
 	"errors"
 	"reflect"
 	"regexp"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -183,10 +181,7 @@ func (h *Handlers) createPerson(c *fiber.Ctx) error {
 }
 
 func (h *Handlers) getPerson(c *fiber.Ctx) error {
-	id, err := personID(c)
-	if err != nil {
-		return err
-	}
+	id := c.Params("person_id")
 	p, err := h.App.GetPerson(c.UserContext(), tenant.From(c), id)
 	if err != nil {
 		return mapError(err)
@@ -203,10 +198,7 @@ func (h *Handlers) updatePerson(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	id, err := personID(c)
-	if err != nil {
-		return err
-	}
+	id := c.Params("person_id")
 	p, err := h.App.UpdatePerson(c.UserContext(), tenant.From(c), id, domain.PersonPatch{
 		Name: in.Name, SetEmail: in.Email.Set, Email: in.Email.Ptr(), SetDomain: in.Domain.Set, Domain: dom,
 		SetPhone: in.PhoneNumber.Set, PhoneNumber: in.PhoneNumber.Ptr(),
@@ -218,10 +210,7 @@ func (h *Handlers) updatePerson(c *fiber.Ctx) error {
 }
 
 func (h *Handlers) deletePerson(c *fiber.Ctx) error {
-	id, err := personID(c)
-	if err != nil {
-		return err
-	}
+	id := c.Params("person_id")
 	if err := h.App.DeletePerson(c.UserContext(), tenant.From(c), id); err != nil {
 		return mapError(err)
 	}
@@ -337,29 +326,7 @@ func owner(c *fiber.Ctx, param string) (string, error) {
 	if param == "account_id" {
 		return accountID(c)
 	}
-	return personID(c)
-}
-
-// storedID reports whether s can be a stored ID: text PostgreSQL can hold (UTF-8, no NUL).
-func storedID(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
-
-// personID returns the opaque person ID of the path; one that cannot be stored names no
-// person (404, not a database error).
-func personID(c *fiber.Ctx) (string, error) {
-	id := c.Params("person_id")
-	if !storedID(id) {
-		return "", mapError(domain.ErrPersonNotFound)
-	}
-	return id, nil
-}
-
-// logID returns the log entry ID of the path, like personID.
-func logID(c *fiber.Ctx) (string, error) {
-	id := c.Params("log_id")
-	if !storedID(id) {
-		return "", mapError(domain.ErrLogNotFound)
-	}
-	return id, nil
+	return c.Params("person_id"), nil
 }
 
 func (h *Handlers) createLog(k adapters.LogKind, param string) fiber.Handler {
@@ -406,10 +373,7 @@ func (h *Handlers) getLog(k adapters.LogKind, param string) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		id, err := logID(c)
-		if err != nil {
-			return err
-		}
+		id := c.Params("log_id")
 		l, err := h.App.GetLog(c.UserContext(), k, tenant.From(c), ownerID, id)
 		if err != nil {
 			return mapError(err)
@@ -424,10 +388,7 @@ func (h *Handlers) deleteLog(k adapters.LogKind, param string) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		id, err := logID(c)
-		if err != nil {
-			return err
-		}
+		id := c.Params("log_id")
 		if err := h.App.DeleteLog(c.UserContext(), k, tenant.From(c), ownerID, id); err != nil {
 			return mapError(err)
 		}
