@@ -10,17 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/customerapi/platform/api/apitest"
 	"github.com/customerapi/platform/libs/config"
-	"github.com/customerapi/platform/libs/ids"
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 	"github.com/customerapi/platform/libs/service"
 	"github.com/customerapi/platform/libs/service/servicetest"
 	"github.com/customerapi/platform/libs/tenant"
 	"github.com/customerapi/platform/services/pages/internal/pagelinks"
+	"github.com/customerapi/platform/services/pages/internal/pagestest"
 	"github.com/customerapi/platform/services/pages/migrations"
 )
 
@@ -42,26 +40,7 @@ func client(t apitest.TB, s *servicetest.Service, tenantID string) *apitest.Clie
 var mustStatus = apitest.MustStatus
 
 // seedPage inserts a page and n audiences of it straight into the pages tables.
-func seedPage(t testing.TB, pool *pgxpool.Pool, tenantID string, n int) (string, []string) {
-	t.Helper()
-	ctx := context.Background()
-	pageID := ids.New("page")
-	now := time.Now().UTC()
-	if _, err := pool.Exec(ctx, `INSERT INTO pages (tenant_id, id, name, title, page_type, status, created_at, updated_at)
-		VALUES ($1, $2, 'p', 'P', 'inbound', 'draft', $3, $3)`, tenantID, pageID, now); err != nil {
-		t.Fatal(err)
-	}
-	var audiences []string
-	for i := 0; i < n; i++ {
-		id := ids.New("audience")
-		if _, err := pool.Exec(ctx, `INSERT INTO audiences (tenant_id, id, page_id, computed_name, status, publish_behavior,
-			created_at, updated_at) VALUES ($1, $2, $3, 'a', 'draft', 'draft', $4, $4)`, tenantID, id, pageID, now); err != nil {
-			t.Fatal(err)
-		}
-		audiences = append(audiences, id)
-	}
-	return pageID, audiences
-}
+var seedPage = pagestest.SeedPage
 
 func audienceTarget(id string) map[string]any {
 	return map[string]any{"targetType": "audience", "audienceId": id}

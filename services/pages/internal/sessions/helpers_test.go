@@ -3,7 +3,6 @@ package sessions_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -14,12 +13,12 @@ import (
 	"github.com/customerapi/platform/api"
 	"github.com/customerapi/platform/api/apitest"
 	"github.com/customerapi/platform/libs/config"
-	"github.com/customerapi/platform/libs/ids"
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 	"github.com/customerapi/platform/libs/service"
 	"github.com/customerapi/platform/libs/service/servicetest"
 	"github.com/customerapi/platform/libs/tenant"
+	"github.com/customerapi/platform/services/pages/internal/pagestest"
 	"github.com/customerapi/platform/services/pages/internal/sessions"
 	"github.com/customerapi/platform/services/pages/migrations"
 )
@@ -55,29 +54,8 @@ func client(t apitest.TB, s *servicetest.Service, tenantID string) *apitest.Clie
 // mustStatus checks a response's status and returns its JSON object.
 var mustStatus = apitest.MustStatus
 
-// seedPage inserts a page and n audiences of it straight into the pages tables (the
-// pages routes are not under test here) and returns their IDs.
-func seedPage(t testing.TB, pool *pgxpool.Pool, tenantID string, n int) (string, []string) {
-	t.Helper()
-	ctx := context.Background()
-	pageID := ids.New("page")
-	now := time.Now().UTC()
-	if _, err := pool.Exec(ctx, `INSERT INTO pages (tenant_id, id, name, title, page_type, status, created_at, updated_at)
-		VALUES ($1, $2, 'p', 'P', 'inbound', 'draft', $3, $3)`, tenantID, pageID, now); err != nil {
-		t.Fatal(err)
-	}
-	var audiences []string
-	for i := 0; i < n; i++ {
-		id := ids.New("audience")
-		if _, err := pool.Exec(ctx, `INSERT INTO audiences (tenant_id, id, page_id, computed_name, status, publish_behavior,
-			created_at, updated_at) VALUES ($1, $2, $3, $4, 'draft', 'draft', $5, $5)`,
-			tenantID, id, pageID, fmt.Sprint("audience ", i), now); err != nil {
-			t.Fatal(err)
-		}
-		audiences = append(audiences, id)
-	}
-	return pageID, audiences
-}
+// seedPage inserts a page and n audiences of it straight into the pages tables.
+var seedPage = pagestest.SeedPage
 
 func deletePage(t testing.TB, pool *pgxpool.Pool, tenantID, pageID string) {
 	t.Helper()
