@@ -1,17 +1,15 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/customerapi/platform/api/apitest"
 	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/events/kafkatest"
 )
 
 // newPageWithAudience creates a page and a draft audience through the gateway.
@@ -160,22 +158,7 @@ func TestPageSessionsAndLinksValidation(t *testing.T) {
 
 // readPagesEvent returns the first pages.events event of a subject and type.
 func readPagesEvent(t *testing.T, brokers []string, subject, typ string) events.Envelope {
-	t.Helper()
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, GroupID: fmt.Sprint("e2e-", time.Now().UnixNano()),
-		Topic: events.TopicPages, StartOffset: kafka.FirstOffset, MaxWait: 100 * time.Millisecond})
-	defer r.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for {
-		m, err := r.ReadMessage(ctx)
-		if err != nil {
-			t.Fatalf("no %s event for %s: %v", typ, subject, err)
-		}
-		if e, err := events.Decode(m); err == nil && e.Subject == subject && e.Type == typ {
-			if string(m.Key) != subject {
-				t.Fatalf("key %q, want %q", m.Key, subject)
-			}
-			return e
-		}
-	}
+	return kafkatest.ReadEvents(t, brokers, events.TopicPages, 1, func(e events.Envelope) bool {
+		return e.Subject == subject && e.Type == typ
+	})[0]
 }

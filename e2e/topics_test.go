@@ -1,15 +1,12 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 	"testing"
-	"time"
-
-	"github.com/segmentio/kafka-go"
 
 	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/events/kafkatest"
 )
 
 func TestTopicsThroughTheGateway(t *testing.T) {
@@ -94,23 +91,7 @@ func TestTopicsValidation(t *testing.T) {
 
 // readTopicEvents collects topics.events for a subject until n arrived.
 func readTopicEvents(t *testing.T, brokers []string, subject string, n int) []events.Envelope {
-	t.Helper()
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, GroupID: fmt.Sprint("e2e-", time.Now().UnixNano()),
-		Topic: events.TopicTopics, StartOffset: kafka.FirstOffset, MaxWait: 100 * time.Millisecond})
-	defer r.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var out []events.Envelope
-	for len(out) < n {
-		m, err := r.ReadMessage(ctx)
-		if err != nil {
-			t.Fatalf("%d of %d events for %s: %v", len(out), n, subject, err)
-		}
-		if e, err := events.Decode(m); err == nil && e.Subject == subject {
-			out = append(out, e)
-		}
-	}
-	return out
+	return kafkatest.ReadEvents(t, brokers, events.TopicTopics, n, kafkatest.OfSubject(subject))
 }
 
 // With the broker stopped, writes still succeed; their events arrive once it is back.

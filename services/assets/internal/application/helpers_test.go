@@ -18,10 +18,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/segmentio/kafka-go"
 
 	"github.com/customerapi/platform/api/apitest"
 	"github.com/customerapi/platform/libs/events"
@@ -200,25 +198,7 @@ func (e *env) fetch(t *testing.T, method, link string, header ...string) fetched
 
 // readEvents reads assets.events from the start until n events are seen.
 func readEvents(t *testing.T, b *kafkatest.Broker, n int) []events.Envelope {
-	t.Helper()
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{b.Addr}, GroupID: fmt.Sprint("reader-", time.Now().UnixNano()),
-		Topic: events.TopicAssets, StartOffset: kafka.FirstOffset, MaxWait: 100 * time.Millisecond})
-	defer r.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var out []events.Envelope
-	for len(out) < n {
-		m, err := r.ReadMessage(ctx)
-		if err != nil {
-			t.Fatalf("read %d of %d events: %v", len(out), n, err)
-		}
-		e, err := events.Decode(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, e)
-	}
-	return out
+	return kafkatest.ReadEvents(t, []string{b.Addr}, events.TopicAssets, n, nil)
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

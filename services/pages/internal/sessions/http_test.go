@@ -14,6 +14,7 @@ import (
 
 	"github.com/customerapi/platform/api/apitest"
 	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/events/kafkatest"
 	"github.com/customerapi/platform/libs/timestamp"
 	pagesessions "github.com/customerapi/platform/services/pages/internal/sessions"
 )
@@ -345,26 +346,7 @@ func nested(n int) any {
 
 // readPagesEvents collects pages.events of one subject until n arrived.
 func readPagesEvents(t *testing.T, brokers []string, subject string, n int) []events.Envelope {
-	t.Helper()
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, GroupID: fmt.Sprint("test-", time.Now().UnixNano()),
-		Topic: events.TopicPages, StartOffset: kafka.FirstOffset, MaxWait: 100 * time.Millisecond})
-	defer r.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var out []events.Envelope
-	for len(out) < n {
-		m, err := r.ReadMessage(ctx)
-		if err != nil {
-			t.Fatalf("%d of %d events for %s: %v", len(out), n, subject, err)
-		}
-		if e, err := events.Decode(m); err == nil && e.Subject == subject {
-			if string(m.Key) != subject {
-				t.Fatalf("message key %q, want %q", m.Key, subject)
-			}
-			out = append(out, e)
-		}
-	}
-	return out
+	return kafkatest.ReadEvents(t, brokers, events.TopicPages, n, kafkatest.OfSubject(subject))
 }
 
 // Concurrent identical recordings (a client retrying while its first request is still

@@ -1,7 +1,6 @@
 package application_test
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 	"os"
@@ -10,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/customerapi/platform/api/apitest"
@@ -343,25 +341,7 @@ func TestBadInputIs400(t *testing.T) {
 
 // readEvents reads the topics.events topic from the start until n events are seen.
 func readEvents(t *testing.T, b *kafkatest.Broker, n int) []events.Envelope {
-	t.Helper()
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{b.Addr}, GroupID: fmt.Sprint("reader-", time.Now().UnixNano()),
-		Topic: events.TopicTopics, StartOffset: kafka.FirstOffset, MaxWait: 100 * time.Millisecond})
-	defer r.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var out []events.Envelope
-	for len(out) < n {
-		m, err := r.ReadMessage(ctx)
-		if err != nil {
-			t.Fatalf("read %d of %d events: %v", len(out), n, err)
-		}
-		e, err := events.Decode(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, e)
-	}
-	return out
+	return kafkatest.ReadEvents(t, []string{b.Addr}, events.TopicTopics, n, nil)
 }
 
 func TestEventsThroughTheOutbox(t *testing.T) {
