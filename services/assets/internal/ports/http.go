@@ -97,7 +97,8 @@ func (h *Handlers) list(state domain.State, name string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		q := request.NewQuery(c)
 		f := adapters.Filter{Type: q.Enum("assetType", domain.Types...), Query: q.String("query")}
-		// The text reaches SQL as a parameter: invalid UTF-8 or a NUL would fail there.
+		// Bounded and free of control characters like the names it is matched against
+		// (request.Query has already refused NUL and invalid UTF-8).
 		if p := textProblem(f.Query, 0, domain.MaxQueryLen); p != "" {
 			q.Fail("query", codeFor(p), p)
 		}
