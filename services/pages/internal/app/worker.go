@@ -63,8 +63,14 @@ func (w *Worker) Run(ctx context.Context) error {
 }
 
 // Step claims and processes one version; it reports false when none was ready.
+//
+// The claim and the finish run on contexts that shutdown does not cancel: a claim
+// cancelled in flight may already hold its lease on the server, and a claimed version
+// left unfinished waits for the lease to run out; both take milliseconds.
 func (w *Worker) Step(ctx context.Context) (bool, error) {
-	c, err := w.Store.Claim(ctx, timestampNow(w.now()), w.Lease)
+	cctx, cancelClaim := context.WithTimeout(context.WithoutCancel(ctx), statementTimeout)
+	c, err := w.Store.Claim(cctx, timestampNow(w.now()), w.Lease)
+	cancelClaim()
 	if errors.Is(err, domain.ErrNothingToProcess) {
 		return false, nil
 	}
@@ -82,9 +88,7 @@ func (w *Worker) Step(ctx context.Context) (bool, error) {
 			return true, fmt.Errorf("process version %s: %w", c.VersionID, err)
 		}
 	}
-	// A claimed version is finished even when shutdown began meanwhile: finishing takes
-	// milliseconds, and abandoning it would leave the version waiting for its lease.
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statementTimeout)
 	defer cancel()
 	v, err := w.Store.Finish(fctx, c, timestampNow(w.now()))
 	if errors.Is(err, domain.ErrLeaseLost) {
@@ -101,5 +105,8 @@ func (w *Worker) Step(ctx context.Context) (bool, error) {
 	w.Log.Debug("version processed", slog.String("versionId", v.ID), slog.String("status", v.Status))
 	return true, nil
 }
+
+// statementTimeout bounds the claim and the finish of a version.
+const statementTimeout = 10 * time.Second
 
 func timestampNow(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }

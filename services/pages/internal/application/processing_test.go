@@ -281,6 +281,26 @@ func TestFailingVersionIsCancelled(t *testing.T) {
 	}
 }
 
+// Shutdown beginning while a step claims never strands the version under a lease the
+// dead step holds: the claim and the finish both complete, so the version is processed.
+func TestStepUnderShutdownFinishesWhatItClaims(t *testing.T) {
+	s := start(t, servicetest.Options{Env: map[string]string{"PAGES_WORKERS": "0"}})
+	c := client(t, s, "acme")
+	pageID := createPage(t, c, nil)["pageId"].(string)
+	aid := createAudience(t, c, pageID, nil)["audienceId"].(string)
+	w := &app.Worker{Store: adapters.NewStore(s.Runtime.Pool), Pool: s.Runtime.Pool, Log: s.Runtime.Log,
+		Lease: time.Hour, Poll: time.Second}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if done, err := w.Step(ctx); !done || err != nil {
+		t.Fatalf("step under shutdown: %v, %v", done, err)
+	}
+	a := mustStatus(t, c.Do("GET", fmt.Sprintf("/v0/pages/%s/audiences/%s", pageID, aid), nil), 200)
+	if a["status"] != "published" {
+		t.Fatalf("audience after the step = %v", a)
+	}
+}
+
 // Archiving an audience cancels its queued version at once, and a version being
 // processed at that moment ends cancelled when its worker finishes.
 func TestArchiveCancelsVersions(t *testing.T) {

@@ -159,7 +159,7 @@ func (d *Dispatcher) fill(ctx context.Context) time.Duration {
 			return d.cfg.Idle // a finishing attempt pokes
 		}
 		n := min(free, d.cfg.ClaimBatch)
-		jobs, err := d.queue.Claim(ctx, n, laneDepth*d.cfg.PerSubscription, exclude, d.cfg.Lease)
+		jobs, err := d.claim(ctx, n, exclude)
 		if err != nil {
 			if ctx.Err() == nil {
 				d.log.Warn("claiming deliveries failed; retrying", slog.Any("error", err))
@@ -185,6 +185,19 @@ func (d *Dispatcher) fill(ctx context.Context) time.Duration {
 		return contendedRetry
 	}
 	return min(wait, d.cfg.Idle)
+}
+
+// claimTimeout bounds one claim query.
+const claimTimeout = 10 * time.Second
+
+// claim leases up to n due deliveries. The query runs on a context that shutdown does
+// not cancel: a claim cancelled in flight may still have committed its leases on the
+// server, and deliveries the engine never saw would wait out the whole lease. A claim
+// that completes is accepted and then released by shutdown like any other.
+func (d *Dispatcher) claim(ctx context.Context, n int, exclude []string) ([]adapters.Job, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+	defer cancel()
+	return d.queue.Claim(ctx, n, laneDepth*d.cfg.PerSubscription, exclude, d.cfg.Lease)
 }
 
 // capacity returns how many more deliveries the replica may claim, and the
