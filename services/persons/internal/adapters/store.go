@@ -30,10 +30,11 @@ func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 
 const personCols = "person_id, tenant_id, name, email, domain, slug, phone_number, linkedin_profile_url, created_at, updated_at"
 
-func scanPerson(r pgx.Row) (domain.Person, error) {
+// scanPerson scans personCols, then the extra columns of the row into extra.
+func scanPerson(r pgx.Row, extra ...any) (domain.Person, error) {
 	var p domain.Person
-	err := r.Scan(&p.ID, &p.TenantID, &p.Name, &p.Email, &p.Domain, &p.Slug, &p.PhoneNumber, &p.LinkedinProfileURL,
-		&p.CreatedAt, &p.UpdatedAt)
+	err := r.Scan(append([]any{&p.ID, &p.TenantID, &p.Name, &p.Email, &p.Domain, &p.Slug, &p.PhoneNumber,
+		&p.LinkedinProfileURL, &p.CreatedAt, &p.UpdatedAt}, extra...)...)
 	return p, err
 }
 
@@ -157,13 +158,40 @@ func LikePattern(q string) string {
 	return "%" + r.Replace(domain.SearchKey(q)) + "%"
 }
 
-// SearchSQL is the page query of a person search with a query: $1 tenant, $2 pattern,
-// $3 the ID after which to continue ("" for the first page), $4 the row limit.
-const SearchSQL = "SELECT " + personCols + ` FROM persons
+// SearchSQL is the page of a person search with a query of 3 characters or more, and its
+// capped count, in one statement: $1 tenant, $2 pattern, $3 the ID after which to
+// continue ("" for the first page), $4 the row limit, $5 domain.CountCap + 1. It first
+// collects the IDs of up to $5 matches (through the trigram index, or a scan that stops
+// at $5 when matches are common); every row carries their number. Up to the cap, the page
+// is taken from those IDs; beyond it, matches are common enough that walking the primary
+// key fills a page soon. The branch not taken is never executed. The planner is not left
+// to choose: LIKE estimates are rough, and with ORDER BY ... LIMIT it would at times walk
+// the primary key for a query with twenty matches, reading the whole tenant to find them.
+const SearchSQL = `WITH matches AS MATERIALIZED (
+	SELECT person_id FROM persons WHERE tenant_id = $1 AND search_text LIKE $2 LIMIT $5),
+counted AS MATERIALIZED (SELECT count(*) AS n FROM matches)
+SELECT * FROM (
+	(SELECT ` + personCols + `, (SELECT n FROM counted) FROM persons
+	WHERE tenant_id = $1 AND (SELECT n FROM counted) < $5
+	AND person_id IN (SELECT person_id FROM matches WHERE person_id > $3 ORDER BY person_id LIMIT $4))
+	UNION ALL
+	(SELECT ` + personCols + `, (SELECT n FROM counted) FROM persons
+	WHERE tenant_id = $1 AND search_text LIKE $2 AND person_id > $3 AND (SELECT n FROM counted) >= $5
+	ORDER BY person_id LIMIT $4)
+) page ORDER BY person_id`
+
+// walkSearchSQL is the page of a search that walks the primary key, for a common query
+// of 1 or 2 characters: $1 tenant, $2 pattern, $3 after, $4 limit.
+const walkSearchSQL = "SELECT " + personCols + ` FROM persons
 	WHERE tenant_id = $1 AND search_text LIKE $2 AND person_id > $3 ORDER BY person_id LIMIT $4`
 
-// ShortSearchSQL is SearchSQL for a query of 1 or 2 characters, which has no trigram:
-// $5 is the query as the one element persons_search_short looks up.
+// searchCountSQL is the capped count of a search's matches: $1 tenant, $2 pattern, $3
+// the cap plus one.
+const searchCountSQL = `SELECT count(*) FROM (SELECT 1 FROM persons WHERE tenant_id = $1 AND search_text LIKE $2 LIMIT $3) s`
+
+// ShortSearchSQL is the page of a rare query of 1 or 2 characters, which has no trigram,
+// through persons_search_short: $1 to $4 as in walkSearchSQL, $5 the query as the one
+// element persons_search_short looks up.
 const ShortSearchSQL = "SELECT " + personCols + ` FROM persons
 	WHERE tenant_id = $1 AND persons_short_grams(search_text) @> $5::text[] AND search_text LIKE $2 AND person_id > $3
 	ORDER BY person_id LIMIT $4`
@@ -215,31 +243,34 @@ const listAllSQL = "SELECT " + personCols + ` FROM persons
 
 // SearchPersons returns up to limit persons whose name, email or domain contains query
 // (all when query is empty), in creation order after the given ID, and the number of
-// matches when it is at most domain.CountCap (else nil). The page and the capped count
-// run at once, on two connections, so the answer takes as long as the slower of them.
+// matches when it is at most domain.CountCap (else nil). A query of 3 characters or more
+// is one statement (SearchSQL); otherwise the page and the capped count run at once, on
+// two connections, so the answer takes as long as the slower of them.
 func (s *Store) SearchPersons(ctx context.Context, tenantID, query, after string, limit int) ([]domain.Person, *int64, error) {
+	if query != "" && !ShortQuery(query) {
+		return s.searchTrigrams(ctx, tenantID, LikePattern(query), after, limit)
+	}
 	pageSQL, countSQL := listAllSQL, `SELECT count(*) FROM (SELECT 1 FROM persons WHERE tenant_id = $1 LIMIT $2) s`
 	pageArgs, countArgs := []any{tenantID, after, limit}, []any{tenantID, domain.CountCap + 1}
 	if query != "" {
+		// A query of 1 or 2 characters has no trigram. A rare character or pair is found
+		// through persons_search_short. A common one is not: the primary key walk with the
+		// LIKE alone soon fills a page (the pair condition is left out,
+		// persons_short_grams row by row is costly), and counting is skipped when the
+		// statistics put the matches far beyond the cap.
 		pattern := LikePattern(query)
-		pageSQL, countSQL = SearchSQL, `SELECT count(*) FROM (SELECT 1 FROM persons WHERE tenant_id = $1 AND search_text LIKE $2 LIMIT $3) s`
+		pageSQL, countSQL = walkSearchSQL, searchCountSQL
 		pageArgs, countArgs = []any{tenantID, pattern, after, limit}, []any{tenantID, pattern, domain.CountCap + 1}
-		if ShortQuery(query) {
-			// A rare character or pair is found through persons_search_short. A common one
-			// is not: the primary key walk with the LIKE alone soon fills a page (the pair
-			// condition is left out, persons_short_grams row by row is costly), and
-			// counting is skipped when the statistics put the matches far beyond the cap.
-			grams := []string{domain.SearchKey(query)}
-			est, indexed, err := s.planShort(ctx, tenantID, grams)
-			switch {
-			case err != nil:
-				return nil, nil, err
-			case est > ShortCountSkip:
-				countSQL = ""
-			case indexed:
-				pageSQL, countSQL = ShortSearchSQL, ShortCountSQL
-				pageArgs, countArgs = []any{tenantID, pattern, after, limit, grams}, []any{tenantID, pattern, grams, domain.CountCap + 1}
-			}
+		grams := []string{domain.SearchKey(query)}
+		est, indexed, err := s.planShort(ctx, tenantID, grams)
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case est > ShortCountSkip:
+			countSQL = ""
+		case indexed:
+			pageSQL, countSQL = ShortSearchSQL, ShortCountSQL
+			pageArgs, countArgs = []any{tenantID, pattern, after, limit, grams}, []any{tenantID, pattern, grams, domain.CountCap + 1}
 		}
 	}
 	// The count runs beside the page on another connection (a first page that holds
@@ -519,4 +550,31 @@ func (s *Store) DeleteLog(ctx context.Context, k LogKind, tenantID, ownerID, id 
 		return domain.ErrLogNotFound
 	}
 	return nil
+}
+
+// searchTrigrams runs SearchSQL: the page and the capped count in one statement. Only a
+// page past the last match, which carries no count, needs a second query.
+func (s *Store) searchTrigrams(ctx context.Context, tenantID, pattern, after string, limit int) ([]domain.Person, *int64, error) {
+	var n int64
+	rows, err := s.pool.Query(ctx, SearchSQL, pgx.QueryExecModeExec, tenantID, pattern, after, limit, domain.CountCap+1)
+	if err != nil {
+		return nil, nil, fmt.Errorf("search persons: %w", err)
+	}
+	persons, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Person, error) { return scanPerson(r, &n) })
+	if err != nil {
+		return nil, nil, fmt.Errorf("search persons: %w", err)
+	}
+	if len(persons) == 0 {
+		if after == "" {
+			return persons, new(int64), nil
+		}
+		err := s.pool.QueryRow(ctx, searchCountSQL, pgx.QueryExecModeExec, tenantID, pattern, domain.CountCap+1).Scan(&n)
+		if err != nil {
+			return nil, nil, fmt.Errorf("count persons: %w", err)
+		}
+	}
+	if n > domain.CountCap {
+		return persons, nil, nil
+	}
+	return persons, &n, nil
 }
