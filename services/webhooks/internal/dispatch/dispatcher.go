@@ -167,8 +167,8 @@ func (d *Dispatcher) fill(ctx context.Context) time.Duration {
 			return time.Second
 		}
 		d.accept(jobs)
-		if len(jobs) < n {
-			break
+		if len(jobs) < n || ctx.Err() != nil {
+			break // nothing more is due now, or shutdown began: claim no more
 		}
 	}
 	_, exclude := d.capacity()
