@@ -20,7 +20,8 @@ import (
 // cancelled by then fails, although the server may already have leased its rows: those
 // leases count as handed out either way.
 type shutdownQueue struct {
-	stopping <-chan struct{}
+	entered  chan<- struct{} // closed when the first claim begins
+	stopping <-chan struct{} // closed once the engine's context is cancelled
 	jobs     []adapters.Job
 
 	mu        sync.Mutex
@@ -36,8 +37,8 @@ func (q *shutdownQueue) Claim(ctx context.Context, limit, _ int, _ []string, _ t
 	if !first {
 		return nil, nil
 	}
+	close(q.entered)
 	<-q.stopping
-	time.Sleep(10 * time.Millisecond) // the engine's context is cancelled meanwhile
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -60,7 +61,7 @@ func (q *shutdownQueue) Complete(_ context.Context, results []adapters.Result, _
 // A claim in flight when the engine stops is not lost: every delivery it leased is
 // completed or released before Run returns, instead of waiting out its lease.
 func TestClaimInFlightAtShutdownIsReleased(t *testing.T) {
-	stopping := make(chan struct{})
+	entered, stopping := make(chan struct{}), make(chan struct{})
 	var jobs []adapters.Job
 	for _, id := range []string{"dlv_1", "dlv_2", "dlv_3", "dlv_4"} {
 		// An inactive subscription's job completes without a request.
@@ -68,7 +69,7 @@ func TestClaimInFlightAtShutdownIsReleased(t *testing.T) {
 	}
 	jobs[3].Active = true
 	jobs[3].URL = "http://127.0.0.1:1/" // never reached: the engine is stopping before it starts
-	q := &shutdownQueue{stopping: stopping, jobs: jobs, completed: map[string]domain.Status{}}
+	q := &shutdownQueue{entered: entered, stopping: stopping, jobs: jobs, completed: map[string]domain.Status{}}
 	// The LISTEN connection never comes up; the engine then relies on its own wake-ups.
 	pool, err := pgxpool.New(context.Background(), "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
 	if err != nil {
@@ -82,9 +83,9 @@ func TestClaimInFlightAtShutdownIsReleased(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
-	time.Sleep(50 * time.Millisecond) // the engine is inside its first claim
-	close(stopping)
+	<-entered // the engine is inside its first claim
 	cancel()
+	close(stopping)
 	select {
 	case err := <-done:
 		if err != nil {
