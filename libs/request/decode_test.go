@@ -129,6 +129,13 @@ func TestNullableStates(t *testing.T) {
 	}
 }
 
+func TestValueOfAnOptionalField(t *testing.T) {
+	n, b := 7, true
+	if Value(&n) != 7 || Value((*int)(nil)) != 0 || !Value(&b) || Value((*string)(nil)) != "" {
+		t.Fatal("Value must return the pointed-to value, or the zero value for nil")
+	}
+}
+
 func TestBodyTooLarge(t *testing.T) {
 	v := NewValidator()
 	body := `{"title":"` + strings.Repeat("a", apierror.MaxBodyBytes) + `"}`

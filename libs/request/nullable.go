@@ -36,6 +36,16 @@ func (n Nullable[T]) Ptr() *T {
 	return &v
 }
 
+// Value returns *p, or the zero value of T when p is nil: an optional field left out
+// takes its default.
+func Value[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
+}
+
 // Of returns a Nullable holding v.
 func Of[T any](v T) Nullable[T] { return Nullable[T]{Set: true, Value: v} }
 

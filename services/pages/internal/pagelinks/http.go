@@ -144,13 +144,13 @@ func (h *handlers) search(c *fiber.Ctx) error {
 		}
 		s.DomainID = &d
 	}
-	params := map[string]string{"query": s.Query, "pageId": s.PageID, "tenantDomainId": deref(s.DomainID)}
+	params := map[string]string{"query": s.Query, "pageId": s.PageID, "tenantDomainId": request.Value(s.DomainID)}
 	for name, v := range params {
 		if len(v) > 255 {
 			q.Fail(name, "too_big", "String must contain at most 255 character(s)")
 		}
 	}
-	scope := pagination.Scope(tenant.From(c), "page_links", deref(s.DomainID), s.Query, s.TargetType, s.PageID)
+	scope := pagination.Scope(tenant.From(c), "page_links", request.Value(s.DomainID), s.Query, s.TargetType, s.PageID)
 	p := h.cursors.Parse(q, scope)
 	after, err := ParseAfter(p.After)
 	if err != nil {
@@ -170,13 +170,6 @@ func (h *handlers) search(c *fiber.Ctx) error {
 	return c.JSON(pagination.Build(h.cursors, p, views, &total, func(v linkView) []string {
 		return After{PathKey: PathKey(v.Path), ID: v.PageLinkID}.Keys()
 	}))
-}
-
-func deref(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
 }
 
 func mapError(err error) error {

@@ -189,14 +189,6 @@ func view(s Session) sessionView {
 
 // --- handlers
 
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}
-
 func truncPtr(t *time.Time) *time.Time {
 	if t == nil {
 		return nil
@@ -217,14 +209,14 @@ func (in *sessionCreate) session(tenantID, pageID string, now time.Time) (Sessio
 		AudienceID: in.AudienceID.Ptr(), AnalyticsSessionID: in.AnalyticsSessionID, RequestHash: hash[:],
 		PageTitle: in.PageTitle.Ptr(), PageURL: in.PageURL.Ptr(),
 		StartedAt: timestamp.Truncate(*in.SessionStartedAt), EndedAt: truncPtr(in.SessionEndedAt.Ptr()),
-		HasConversion: deref(in.HasConversion), MaxScrollDepth: in.MaxScrollDepthPercentage.Ptr(),
-		QuestionsAsked: deref(in.QuestionsAskedCount), TotalClicks: deref(in.TotalClicksCount),
+		HasConversion: request.Value(in.HasConversion), MaxScrollDepth: in.MaxScrollDepthPercentage.Ptr(),
+		QuestionsAsked: request.Value(in.QuestionsAskedCount), TotalClicks: request.Value(in.TotalClicksCount),
 		UTM: UTM{Campaign: in.UtmCampaign.Ptr(), Content: in.UtmContent.Ptr(), Medium: in.UtmMedium.Ptr(),
 			Source: in.UtmSource.Ptr(), Term: in.UtmTerm.Ptr()},
 		CreatedAt: now}
 	if f := in.FormSubmission; f != nil {
 		form := &FormSubmission{ID: ids.New(formPrefix), Email: f.Email.Ptr(), Phone: f.Phone.Ptr(),
-			LinkedInURL: f.LinkedinProfileURL.Ptr(), Name: f.Name.Ptr(), Fields: deref(f.Fields.Ptr()), SubmittedAt: now}
+			LinkedInURL: f.LinkedinProfileURL.Ptr(), Name: f.Name.Ptr(), Fields: request.Value(f.Fields.Ptr()), SubmittedAt: now}
 		form.Identifier, form.IdentifierType, _ = Identify(*form)
 		s.Form = form
 		s.HasConversion = true // a form submission is a conversion

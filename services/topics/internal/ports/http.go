@@ -106,21 +106,13 @@ type entryUpdate struct {
 
 // --- handlers
 
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}
-
 func (h *Handlers) createTopic(c *fiber.Ctx) error {
 	var in topicCreate
 	if err := h.Validator.Body(c, &in); err != nil {
 		return err
 	}
 	t, err := h.App.CreateTopic(c.UserContext(), tenant.From(c), app.NewTopic{
-		Title: in.Title, Purpose: in.Purpose.Ptr(), SortOrder: deref(in.SortOrder), IsDefault: deref(in.IsDefault)})
+		Title: in.Title, Purpose: in.Purpose.Ptr(), SortOrder: request.Value(in.SortOrder), IsDefault: request.Value(in.IsDefault)})
 	if err != nil {
 		return mapError(err)
 	}
@@ -192,7 +184,7 @@ func (h *Handlers) createEntry(c *fiber.Ctx) error {
 		return err
 	}
 	e, err := h.App.AddEntry(c.UserContext(), tenant.From(c), c.Params("topic_id"), app.NewEntry{
-		Content: domain.Content{Type: in.Content.Type, Text: in.Content.Content}, SortOrder: deref(in.SortOrder)})
+		Content: domain.Content{Type: in.Content.Type, Text: in.Content.Content}, SortOrder: request.Value(in.SortOrder)})
 	if err != nil {
 		return mapError(err)
 	}
