@@ -117,6 +117,8 @@ func New(cfg Config, deps Deps) *Server {
 				slog.String("path", c.Path()))
 		},
 	}))
+	// Counted and logged like any other refusal, so after telemetry.
+	s.App.Use(refuseEncodedBodies())
 	s.App.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	s.App.Get("/readyz", s.readyz)
 	s.App.Get("/readyz/local", s.readyz)

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -169,5 +171,54 @@ func TestGracefulShutdownFailsReadiness(t *testing.T) {
 	}
 	if failed, _ := s.Ready(context.Background(), false); failed["server"] == "" {
 		t.Fatalf("ready after shutdown: %v", failed)
+	}
+}
+
+// gzipped compresses b with gzip once.
+func gzipped(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// A compressed body is never decompressed: any Content-Encoding but identity is refused
+// with 415 before a handler can read the body (a 2.6 KB double-gzipped body of 1 GiB of
+// zeros used to be inflated in memory by c.Body()).
+func TestCompressedBodiesAreRefused(t *testing.T) {
+	s := newTestServer(t)
+	bomb := gzipped(t, gzipped(t, make([]byte, 8<<20)))
+	for _, tc := range []struct {
+		name, encoding string
+		want           int
+	}{
+		{"gzip twice", "gzip, gzip", fiber.StatusUnsupportedMediaType},
+		{"gzip", "gzip", fiber.StatusUnsupportedMediaType},
+		{"deflate", "deflate", fiber.StatusUnsupportedMediaType},
+		{"br", "br", fiber.StatusUnsupportedMediaType},
+		{"unknown", "x-custom", fiber.StatusUnsupportedMediaType},
+		{"identity is no encoding", "identity", fiber.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, _, b := do(t, s, "POST", "/echo", string(bomb), map[string]string{"Content-Encoding": tc.encoding})
+			if status != tc.want {
+				t.Fatalf("Content-Encoding %q: status %d, want %d (compressed bodies must be refused, not inflated)", tc.encoding, status, tc.want)
+			}
+			if tc.want == fiber.StatusOK {
+				if !bytes.Equal(b, bomb) {
+					t.Fatalf("identity body was changed on the way to the handler")
+				}
+				return
+			}
+			if e := envelope(t, b); e.Code != apierror.CodeValidation || e.Status != tc.want {
+				t.Fatalf("415 must be in the envelope with VALIDATION_ERROR, got %+v", e)
+			}
+		})
 	}
 }

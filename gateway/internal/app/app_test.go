@@ -456,3 +456,42 @@ func TestBodyLimitAndBadInput(t *testing.T) {
 		t.Fatal("oversized body reached the service")
 	}
 }
+
+// Credentials that disagree are no credentials: a request carrying x-api-key twice with
+// different values is refused with 401, whichever of them is valid (it used to be served
+// with the first key's tenant).
+func TestDisagreeingAPIKeysAreRefused(t *testing.T) {
+	up := echo(t)
+	g := start(t, pgtest.NewDatabase(t), map[string]string{"topics": up.URL})
+	_, keyA := g.newKey(t, map[string]any{"tenantIds": []string{"acme"}})
+	_, keyB := g.newKey(t, map[string]any{"tenantIds": []string{"globex"}})
+	for _, tc := range []struct {
+		name   string
+		keys   []string
+		status int
+	}{
+		{"A's key then B's key", []string{keyA, keyB}, 401},
+		{"B's key then A's key", []string{keyB, keyA}, 401},
+		{"A's key then garbage", []string{keyA, "garbage"}, 401},
+		{"garbage then A's key", []string{"garbage", keyA}, 401},
+		{"A's key then an empty one", []string{keyA, ""}, 401},
+		{"A's key twice agrees", []string{keyA, keyA}, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest("GET", g.public+"/v0/topics", nil)
+			for _, k := range tc.keys {
+				req.Header.Add("x-api-key", k)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Fatalf("x-api-key sent as %d headers: status %d, want %d (disagreeing credentials must be refused): %s",
+					len(tc.keys), resp.StatusCode, tc.status, body)
+			}
+		})
+	}
+}

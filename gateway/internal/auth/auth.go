@@ -35,7 +35,11 @@ func (m *Middleware) Handler() fiber.Handler {
 		now = time.Now
 	}
 	return func(c *fiber.Ctx) error {
-		key := m.Cache.Lookup(c.Get(HeaderAPIKey))
+		presented, ok := apiKey(c)
+		if !ok {
+			return apierror.Unauthorized()
+		}
+		key := m.Cache.Lookup(presented)
 		if key == nil {
 			return apierror.Unauthorized()
 		}
@@ -57,6 +61,23 @@ func (m *Middleware) Handler() fiber.Handler {
 		setHeaders(c, p, d)
 		return err
 	}
+}
+
+// apiKey returns the key the request presents. A key sent in several x-api-key headers
+// counts only when every copy is the same: credentials that disagree (a valid key beside
+// another tenant's, or beside garbage) are refused rather than resolved by order, which
+// proxies and clients do not agree on.
+func apiKey(c *fiber.Ctx) (string, bool) {
+	all := c.Request().Header.PeekAll(HeaderAPIKey)
+	if len(all) == 0 {
+		return "", true // no key: the cache finds none and the caller gets 401
+	}
+	for _, v := range all[1:] {
+		if string(v) != string(all[0]) {
+			return "", false
+		}
+	}
+	return string(all[0]), true
 }
 
 // Key returns the authenticated key of the request.
