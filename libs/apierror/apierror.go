@@ -102,16 +102,34 @@ type Issue struct {
 	Path    []any  `json:"path"`
 }
 
+// MaxIssues is the most issues an error lists; further ones are only counted, so that a
+// body of a million bad items cannot make an answer of tens of megabytes.
+const MaxIssues = 100
+
 // FieldIssues groups the issues of one request part (body, query or path).
 type FieldIssues struct {
 	Field  string  `json:"field"`
 	Issues []Issue `json:"issues"`
+	// Omitted counts the issues found beyond MaxIssues and left out of Issues.
+	Omitted int `json:"omittedIssues,omitempty"`
 }
 
-// Validation is a 400 VALIDATION_ERROR carrying the issues found.
+// Validation is a 400 VALIDATION_ERROR carrying the issues found (the first MaxIssues
+// of them; the rest are counted).
 func Validation(field string, issues ...Issue) *Error {
+	return ValidationOmitting(field, 0, issues...)
+}
+
+// ValidationOmitting is Validation for a caller that stopped recording issues at some
+// point and counted omitted more.
+func ValidationOmitting(field string, omitted int, issues ...Issue) *Error {
+	if len(issues) > MaxIssues {
+		omitted += len(issues) - MaxIssues
+		issues = issues[:MaxIssues:MaxIssues]
+	}
 	return &Error{Status: http.StatusBadRequest, Code: CodeValidation,
-		Detail: summary(field, issues), Details: []FieldIssues{{Field: field, Issues: issues}}}
+		Detail:  summary(field, issues, omitted),
+		Details: []FieldIssues{{Field: field, Issues: issues, Omitted: omitted}}}
 }
 
 // InvalidParam is a 400 for one bad path or query parameter.
@@ -119,7 +137,7 @@ func InvalidParam(field, name, code, message string) *Error {
 	return Validation(field, Issue{Code: code, Message: message, Path: []any{name}})
 }
 
-func summary(field string, issues []Issue) string {
+func summary(field string, issues []Issue, omitted int) string {
 	if len(issues) == 0 {
 		return "the request " + field + " is invalid"
 	}
@@ -132,10 +150,10 @@ func summary(field string, issues []Issue) string {
 		}
 		where = field + "." + strings.Join(parts, ".")
 	}
-	if len(issues) == 1 {
-		return fmt.Sprintf("invalid %s: %s", where, first.Message)
+	if more := len(issues) - 1 + omitted; more > 0 {
+		return fmt.Sprintf("invalid %s: %s (and %d more issues)", where, first.Message, more)
 	}
-	return fmt.Sprintf("invalid %s: %s (and %d more issues)", where, first.Message, len(issues)-1)
+	return fmt.Sprintf("invalid %s: %s", where, first.Message)
 }
 
 // As returns the *Error inside err, or nil.

@@ -21,7 +21,9 @@ import (
 // encoding/json would report one at a time or not at all: unknown keys, wrong JSON types,
 // nulls where no null is allowed, non-integers for integers and malformed timestamps.
 type checker struct {
-	issues  []apierror.Issue
+	issues []apierror.Issue
+	// omitted counts the issues found after apierror.MaxIssues were recorded.
+	omitted int
 	present map[string]bool // paths (joined) present in the body, for "required" messages
 }
 
@@ -34,6 +36,10 @@ var (
 )
 
 func (ch *checker) add(code, msg string, path []any) {
+	if len(ch.issues) >= apierror.MaxIssues {
+		ch.omitted++
+		return
+	}
 	ch.issues = append(ch.issues, apierror.Issue{Code: code, Message: msg, Path: clonePath(path)})
 }
 

@@ -97,7 +97,7 @@ func (v *Validator) DecodeJSON(body []byte, dst any) *apierror.Error {
 	ch := &checker{present: map[string]bool{}}
 	ch.check(reflect.TypeOf(dst).Elem(), generic, []any{})
 	if len(ch.issues) > 0 {
-		return apierror.Validation(apierror.FieldBody, ch.issues...)
+		return apierror.ValidationOmitting(apierror.FieldBody, ch.omitted, ch.issues...)
 	}
 	if err := json.Unmarshal(body, dst); err != nil {
 		// The checker accepted the shape; a remaining failure is a value a type rejects.
