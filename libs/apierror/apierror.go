@@ -89,8 +89,12 @@ func Unavailable(detail string) *Error {
 	return New(http.StatusServiceUnavailable, CodeServiceUnavailable, detail)
 }
 
-// Internal is a 500 wrapping an unexpected cause; the cause is logged, never shown.
+// Internal is a 500 wrapping an unexpected cause; the cause is logged, never shown. A
+// cause that says a dependency is down (IsUnavailable) is a 503 instead.
 func Internal(cause error) *Error {
+	if e := unavailable(cause); e != nil {
+		return e
+	}
 	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal,
 		Detail: "an unexpected error occurred", cause: cause}
 }
