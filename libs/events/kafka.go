@@ -101,7 +101,9 @@ func (c KafkaConfig) Writer() *kafka.Writer {
 
 // EnsureTopics creates the topics that do not exist yet.
 func (c KafkaConfig) EnsureTopics(ctx context.Context, topics ...string) error {
-	client := &kafka.Client{Addr: kafka.TCP(c.Brokers...), Transport: c.Transport(), Timeout: 10 * time.Second}
+	transport := c.Transport()
+	defer transport.CloseIdleConnections() // a one-off client: leave no connection behind
+	client := &kafka.Client{Addr: kafka.TCP(c.Brokers...), Transport: transport, Timeout: 10 * time.Second}
 	req := &kafka.CreateTopicsRequest{}
 	for _, t := range topics {
 		req.Topics = append(req.Topics, kafka.TopicConfig{Topic: t, NumPartitions: c.Partitions, ReplicationFactor: c.ReplicationFactor})
@@ -118,11 +120,29 @@ func (c KafkaConfig) EnsureTopics(ctx context.Context, topics ...string) error {
 	return nil
 }
 
-// Check is a readiness check that reaches a broker and reads cluster metadata.
-func (c KafkaConfig) Check(ctx context.Context) error {
-	client := &kafka.Client{Addr: kafka.TCP(c.Brokers...), Transport: c.Transport(), Timeout: 2 * time.Second}
-	if _, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{}}); err != nil {
+// Probe is the readiness check of the brokers. It keeps one transport, and so one pool
+// of connections, for its whole life: a check that built a transport per call left a
+// connection open per call, so frequent probes (or unauthenticated /readyz calls that
+// fan out to every service) piled up broker connections without bound.
+type Probe struct {
+	client    *kafka.Client
+	transport *kafka.Transport
+}
+
+// NewProbe returns a probe of c's brokers; Close releases its connections.
+func (c KafkaConfig) NewProbe() *Probe {
+	t := c.Transport()
+	t.IdleTimeout = time.Minute
+	return &Probe{transport: t, client: &kafka.Client{Addr: kafka.TCP(c.Brokers...), Transport: t, Timeout: 2 * time.Second}}
+}
+
+// Check reaches a broker and reads the cluster's metadata.
+func (p *Probe) Check(ctx context.Context) error {
+	if _, err := p.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{}}); err != nil {
 		return fmt.Errorf("kafka: %w", err)
 	}
 	return nil
 }
+
+// Close closes the probe's idle connections.
+func (p *Probe) Close() { p.transport.CloseIdleConnections() }

@@ -5,6 +5,7 @@ package server
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -59,6 +60,16 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// ReadyTimeout bounds one run of the readiness checks (default 2s).
 	ReadyTimeout time.Duration
+	// ReadyCacheTTL is how long a run of the readiness checks answers /readyz (default
+	// 1s; negative: every call runs them). Concurrent calls always share one run, so
+	// however often /readyz is called, the checks (and the upstreams and brokers they
+	// reach) see at most one run per TTL.
+	ReadyCacheTTL time.Duration
+	// ReadyDetailsToken, when set, lets a caller presenting "Authorization: Bearer
+	// <token>" read the failing checks' error texts in /readyz; everybody else reads only
+	// which checks fail. The texts name hosts, ports and users, so they are not for the
+	// public (the gateway's /readyz is public); they are always logged.
+	ReadyDetailsToken string
 	// Metrics, when false, leaves /metrics and /debug/pprof off this listener (the gateway
 	// serves them on its admin listener instead).
 	Metrics bool
@@ -79,6 +90,7 @@ type Server struct {
 	cfg      Config
 	deps     Deps
 	draining atomic.Bool
+	ready    readiness
 }
 
 // New builds the app with the shared middleware and probe routes; the caller adds its
@@ -92,6 +104,7 @@ func New(cfg Config, deps Deps) *Server {
 	cfg.IdleTimeout = orDefault(cfg.IdleTimeout, 120*time.Second)
 	cfg.ShutdownTimeout = orDefault(cfg.ShutdownTimeout, 20*time.Second)
 	cfg.ReadyTimeout = orDefault(cfg.ReadyTimeout, 2*time.Second)
+	cfg.ReadyCacheTTL = orDefault(cfg.ReadyCacheTTL, time.Second)
 
 	s := &Server{cfg: cfg, deps: deps, Render: apierror.Renderer{BaseURL: cfg.BaseURL, Log: deps.Log}}
 	s.App = fiber.New(fiber.Config{
@@ -172,16 +185,62 @@ func (s *Server) Ready(ctx context.Context, local bool) (failed, degraded map[st
 }
 
 func (s *Server) readyz(c *fiber.Ctx) error {
-	failed, degraded := s.Ready(c.UserContext(), strings.HasSuffix(c.Path(), "/local"))
-	if len(failed) == 0 {
-		if len(degraded) > 0 {
-			return c.JSON(fiber.Map{"status": "degraded", "degraded": degraded})
+	local := strings.HasSuffix(c.Path(), "/local")
+	var r readyResult
+	if s.draining.Load() {
+		r.failed = map[string]string{"server": "shutting down"}
+	} else {
+		r = s.ready.get(local, s.cfg.ReadyCacheTTL, func() readyResult {
+			// Not the request's context: the run is shared by every caller waiting on it.
+			failed, degraded := s.Ready(context.Background(), local)
+			s.logChange(local, failed, degraded)
+			return readyResult{failed: failed, degraded: degraded}
+		})
+	}
+	reveal := s.cfg.ReadyDetailsToken != "" && bearerIs(c.Get(fiber.HeaderAuthorization), s.cfg.ReadyDetailsToken)
+	if len(r.failed) == 0 {
+		if len(r.degraded) > 0 {
+			return c.JSON(fiber.Map{"status": "degraded", "degraded": shown(r.degraded, reveal)})
 		}
 		return c.JSON(fiber.Map{"status": "ready"})
 	}
 	e := apierror.Unavailable(fmt.Sprintf("%s is not ready", s.cfg.Name))
-	e.Details = failed
+	e.Details = shown(r.failed, reveal)
 	return e
+}
+
+// logChange logs the failing checks with their error texts whenever the set of failures
+// differs from the previous run's, so that operators see what callers are not shown.
+func (s *Server) logChange(local bool, failed, degraded map[string]string) {
+	key := fmt.Sprint(local, failed, degraded)
+	if !s.ready.changed(key) || s.deps.Log == nil {
+		return
+	}
+	if len(failed) == 0 && len(degraded) == 0 {
+		s.deps.Log.Info("readiness checks pass", slog.Bool("local", local))
+		return
+	}
+	s.deps.Log.Warn("readiness checks failing", slog.Bool("local", local),
+		slog.Any("failed", failed), slog.Any("degraded", degraded))
+}
+
+// shown is what a caller reads of the failures: the error texts for the details token's
+// holder, else only which checks fail.
+func shown(failures map[string]string, reveal bool) map[string]string {
+	if reveal {
+		return failures
+	}
+	out := make(map[string]string, len(failures))
+	for name := range failures {
+		out[name] = "failing"
+	}
+	return out
+}
+
+// bearerIs reports, in constant time, whether an Authorization header carries token.
+func bearerIs(header, token string) bool {
+	got, ok := strings.CutPrefix(header, "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 }
 
 // Run serves until ctx is cancelled, then stops accepting connections, fails readiness,

@@ -11,7 +11,10 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -132,18 +135,18 @@ func TestProbesAndMetrics(t *testing.T) {
 	}
 	sick := newTestServer(t, Check{Name: "db", Fn: func(context.Context) error { return errors.New("down") }})
 	status, _, body := do(t, sick, "GET", "/readyz", "", nil)
-	if status != 503 || envelope(t, body).Code != apierror.CodeServiceUnavailable || !strings.Contains(string(body), `"db":"down"`) {
+	if status != 503 || envelope(t, body).Code != apierror.CodeServiceUnavailable || !strings.Contains(string(body), `"db":"failing"`) {
 		t.Fatalf("readyz = %d %s", status, body)
 	}
 	if status, _, _ := do(t, sick, "GET", "/healthz", "", nil); status != 200 {
 		t.Fatalf("healthz = %d", status)
 	}
 	degraded := newTestServer(t, Check{Name: "kafka", Optional: true, Fn: func(context.Context) error { return errors.New("away") }})
-	if status, _, body := do(t, degraded, "GET", "/readyz", "", nil); status != 200 || !strings.Contains(string(body), `"kafka":"away"`) {
+	if status, _, body := do(t, degraded, "GET", "/readyz", "", nil); status != 200 || !strings.Contains(string(body), `"kafka":"failing"`) {
 		t.Fatalf("optional check failing: %d %s", status, body)
 	}
 	remote := newTestServer(t, Check{Name: "topics", Remote: true, Fn: func(context.Context) error { return errors.New("down") }})
-	if status, _, body := do(t, remote, "GET", "/readyz", "", nil); status != 503 || !strings.Contains(string(body), `"topics":"down"`) {
+	if status, _, body := do(t, remote, "GET", "/readyz", "", nil); status != 503 || !strings.Contains(string(body), `"topics":"failing"`) {
 		t.Fatalf("remote check failing, /readyz: %d %s", status, body)
 	}
 	if status, _, body := do(t, remote, "GET", "/readyz/local", "", nil); status != 200 {
@@ -220,5 +223,74 @@ func TestCompressedBodiesAreRefused(t *testing.T) {
 				t.Fatalf("415 must be in the envelope with VALIDATION_ERROR, got %+v", e)
 			}
 		})
+	}
+}
+
+// /readyz is public on the gateway, so it must be cheap and tell strangers nothing:
+// concurrent calls share one run of the checks (and a result is reused for a second),
+// and the checks' error texts, which name hosts, users and ports, are shown only to a
+// caller with the details token.
+func TestReadyzIsCheapAndDiscreet(t *testing.T) {
+	var runs atomic.Int64
+	release := make(chan struct{})
+	s := New(Config{Name: "test", BaseURL: "http://api.test", ReadyDetailsToken: "operator-token-0123456789"}, Deps{
+		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Checks: []Check{{Name: "database", Fn: func(context.Context) error {
+			runs.Add(1)
+			<-release
+			return errors.New("dial tcp 10.0.0.5:5432: password authentication failed for user \"svc\"")
+		}}},
+	})
+	var wg sync.WaitGroup
+	bodies := make(chan string, 100)
+	for range 100 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			status, _, body := do(t, s, "GET", "/readyz", "", nil)
+			if status != 503 {
+				t.Errorf("readyz with a failing check = %d, want 503", status)
+			}
+			bodies <- string(body)
+		}()
+	}
+	waitUntil(t, func() bool { return runs.Load() >= 1 })
+	close(release)
+	wg.Wait()
+	close(bodies)
+	if n := runs.Load(); n > 2 {
+		t.Fatalf("100 concurrent /readyz calls ran the checks %d times, want them to share one run", n)
+	}
+	for b := range bodies {
+		if strings.Contains(b, "10.0.0.5") || strings.Contains(b, "password") {
+			t.Fatalf("/readyz without the details token reveals the check's error text: %s", b)
+		}
+		if !strings.Contains(b, `"database":"failing"`) {
+			t.Fatalf("/readyz must still name the failing check: %s", b)
+		}
+	}
+	for _, tc := range []struct {
+		auth   string
+		reveal bool
+	}{
+		{"Bearer operator-token-0123456789", true},
+		{"Bearer wrong-token", false},
+		{"operator-token-0123456789", false},
+	} {
+		_, _, body := do(t, s, "GET", "/readyz", "", map[string]string{"Authorization": tc.auth})
+		if got := strings.Contains(string(body), "password authentication failed"); got != tc.reveal {
+			t.Fatalf("Authorization %q: error text shown = %v, want %v: %s", tc.auth, got, tc.reveal, body)
+		}
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5 s")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -122,11 +122,13 @@ func New(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.
 	rt.relay = &outbox.Relay{Pool: pool, Publisher: rt.writer, Log: log, Wakeup: wake,
 		Metrics: outbox.NewMetrics(rt.Registry), CreateTopics: cfg.Kafka.EnsureTopics}
 	rt.Go(func(ctx context.Context) error { wake.Run(ctx, pool, log); return nil })
+	probe := cfg.Kafka.NewProbe()
+	rt.cleanups = append(rt.cleanups, probe.Close)
 	rt.Server = server.New(server.Config{Name: cfg.Name, Addr: cfg.HTTPAddr, BaseURL: cfg.PublicBaseURL,
 		Metrics: true, ShutdownTimeout: cfg.ShutdownTimeout},
 		server.Deps{Log: log, Tracer: rt.Tracer, Registry: rt.Registry, Checks: []server.Check{
 			{Name: "database", Fn: postgres.Check(pool)},
-			{Name: "kafka", Fn: cfg.Kafka.Check, Optional: true},
+			{Name: "kafka", Fn: probe.Check, Optional: true},
 		}})
 	rt.API = rt.Server.App.Group("/v0", tenant.Middleware(), request.TextPath())
 	return rt, nil

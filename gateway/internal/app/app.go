@@ -198,8 +198,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 		return fail(err)
 	}
 	tracer := tracing.Tracer("gateway")
+	// /readyz on the public listener is open to anyone: it shows which checks fail but
+	// their error texts only to a caller with the admin token.
 	public := server.New(server.Config{Name: "gateway", Addr: cfg.HTTPAddr, BaseURL: cfg.PublicBaseURL,
-		ShutdownTimeout: cfg.ShutdownTimeout},
+		ShutdownTimeout: cfg.ShutdownTimeout, ReadyDetailsToken: cfg.AdminToken},
 		server.Deps{Log: log, Tracer: tracer, Registry: reg, Checks: checks})
 	// Request bodies stream: an upload passes through to its service as it arrives instead
 	// of being buffered whole (and multipart forms are not pre-parsed into memory or
@@ -227,7 +229,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 		return fail(err)
 	}
 	adminSrv := server.New(server.Config{Name: "gateway-admin", Addr: cfg.AdminAddr, BaseURL: cfg.PublicBaseURL,
-		Metrics: true, ShutdownTimeout: cfg.ShutdownTimeout},
+		Metrics: true, ShutdownTimeout: cfg.ShutdownTimeout, ReadyDetailsToken: cfg.AdminToken},
 		server.Deps{Log: log, Tracer: tracer, Registry: reg, Checks: checks})
 	(&admin.Handlers{Store: store, Cache: cache, Hasher: hasher, Validator: validator, Cursors: cursors,
 		Token: cfg.AdminToken}).Register(adminSrv.App)

@@ -1,0 +1,65 @@
+package events_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/customerapi/platform/libs/events/kafkatest"
+)
+
+// Readiness checks reuse their connections: 100 checks leave the number of connections
+// to the broker as it was (each check used to build a transport that was never closed,
+// so every probe of every pod added connections that stayed open).
+func TestProbeDoesNotLeakConnections(t *testing.T) {
+	b := kafkatest.Start(t)
+	cfg := b.Config()
+	probe := cfg.NewProbe()
+	if err := probe.Check(context.Background()); err != nil {
+		t.Fatalf("the first check must reach the broker: %v", err)
+	}
+	before := clientConns(t, b.Port())
+	for i := range 100 {
+		if err := probe.Check(context.Background()); err != nil {
+			t.Fatalf("check %d: %v", i, err)
+		}
+	}
+	if after := clientConns(t, b.Port()); after > before+5 {
+		t.Fatalf("100 readiness checks opened %d connections to the broker that stayed open (before %d, after %d)", after-before, before, after)
+	}
+	probe.Close()
+	for i := range 5 {
+		if err := cfg.EnsureTopics(context.Background(), fmt.Sprintf("probe-topic-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := clientConns(t, b.Port()); after > before+5 {
+		t.Fatalf("creating topics left %d connections open (before %d)", after, before)
+	}
+}
+
+// clientConns counts the established TCP connections on this machine whose remote port
+// is port: the client side of every connection to the broker.
+func clientConns(t *testing.T, port int) int {
+	t.Helper()
+	n := 0
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		file, err := os.Open(f)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(file)
+		for sc.Scan() {
+			fields := strings.Fields(sc.Text())
+			// sl local_address rem_address st ...; 01 is ESTABLISHED
+			if len(fields) > 3 && fields[3] == "01" && strings.HasSuffix(fields[2], fmt.Sprintf(":%04X", port)) {
+				n++
+			}
+		}
+		file.Close()
+	}
+	return n
+}
