@@ -439,6 +439,47 @@ func (s *Stack) StartBroker() error {
 	return s.startKafka()
 }
 
+// PID is the process ID of a running process of the stack, or 0.
+func (s *Stack) PID(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.procs[name]; p != nil && p.cmd != nil && p.cmd.Process != nil {
+		return p.cmd.Process.Pid
+	}
+	return 0
+}
+
+// KillPostgres stops the private PostgreSQL server abruptly (SIGKILL of the postmaster,
+// as a crash would); StartPostgres brings it back with the same data.
+func (s *Stack) KillPostgres() error {
+	if s.cluster == nil {
+		return errors.New("devstack: the database server is external")
+	}
+	s.cluster.Kill()
+	return nil
+}
+
+// StartPostgres restarts the private PostgreSQL server after KillPostgres, once the
+// killed server's backends have exited (they hold its shared memory until then).
+func (s *Stack) StartPostgres(ctx context.Context) error {
+	if s.cluster == nil {
+		return errors.New("devstack: the database server is external")
+	}
+	for {
+		c, err := pgcluster.Start(ctx, pgcluster.Options{Dir: filepath.Join(s.opts.Dir, "postgres"),
+			Port: s.opts.PostgresPort, Durable: true})
+		if err == nil {
+			s.cluster = c
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("devstack: restart postgres: %w", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
 // Brokers are the Kafka addresses in use.
 func (s *Stack) Brokers() []string { return s.brokers }
 

@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -275,12 +276,10 @@ func jsonName(f reflect.StructField) (string, bool) {
 	return name, true
 }
 
+// sortedStrings sorts s in place and returns it (in O(n log n): a 1 MiB body can hold a
+// hundred thousand unknown keys, which an insertion sort took 9 s of CPU to order).
 func sortedStrings(s []string) []string {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
+	slices.Sort(s)
 	return s
 }
 

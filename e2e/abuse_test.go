@@ -1,0 +1,346 @@
+package e2e
+
+// The attacks of a hostile caller (or a careless one) against the whole system started
+// as processes: each must fail to hurt the platform or any other tenant. docs/security.md
+// lists the threats and the limits that stop them.
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/customerapi/platform/api/apitest"
+)
+
+// Compressed bodies are refused with 415, not inflated: a 2.6 KB body that was 1 GiB of
+// zeros gzipped twice used to grow the topics process to 2.95 GB. Sent through the
+// gateway and straight to the service, it must leave the service's memory as it was.
+func TestAbuseCompressedBodyIsRefused(t *testing.T) {
+	s := local(t)
+	bomb := doubleGzippedZeros(t, 512<<20)
+	pid := s.PID("topics")
+	before := rssBytes(t, pid)
+	peak := watchPeakRSS(t, pid)
+	c := api(t, newKey(t, nil))
+	direct := &apitest.Client{T: t, Base: s.ServiceURL("topics")}
+	for _, target := range []struct {
+		name string
+		c    *apitest.Client
+	}{{"through the gateway", c}, {"straight to the service", direct}} {
+		for _, enc := range []string{"gzip, gzip", "gzip", "deflate", "br"} {
+			r := target.c.With("Content-Encoding", enc).Do("POST", "/v0/topics", apitest.Raw(bomb))
+			if r.Status != 415 || r.Map()["code"] != "VALIDATION_ERROR" {
+				t.Fatalf("%s, Content-Encoding %q: want 415 VALIDATION_ERROR, got %s", target.name, enc, r)
+			}
+		}
+	}
+	if grew := peak() - before; grew > 50<<20 {
+		t.Fatalf("the topics service grew by %d MB during the attack (limit 50 MB)", grew>>20)
+	}
+	// The service still serves.
+	must(t, c.Do("POST", "/v0/topics", map[string]any{"title": "after the bomb"}), 201)
+}
+
+// Credentials that disagree are refused: a valid key beside another tenant's, or beside
+// garbage, in two x-api-key headers, is 401 on every operation.
+func TestAbuseDisagreeingKeysAreRefused(t *testing.T) {
+	keyA, keyB := newKey(t, nil), newKey(t, nil)
+	for _, tc := range []struct {
+		name string
+		keys []string
+	}{{"A then B", []string{keyA, keyB}}, {"B then A", []string{keyB, keyA}}, {"A then garbage", []string{keyA, "garbage"}}} {
+		for _, op := range []struct{ method, path string }{{"GET", "/v0/topics"}, {"POST", "/v0/topics"}, {"GET", "/v0/pages"}, {"GET", "/v0/persons"}} {
+			req, _ := http.NewRequest(op.method, sys.base+op.path, strings.NewReader(`{"title":"x"}`))
+			req.Header.Set("Content-Type", "application/json")
+			for _, k := range tc.keys {
+				req.Header.Add("x-api-key", k)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 401 {
+				t.Fatalf("%s %s with keys %s: status %d, want 401 (disagreeing credentials)", op.method, op.path, tc.name, resp.StatusCode)
+			}
+		}
+	}
+}
+
+// The gateway's /readyz is public: 100 calls leave the number of connections to the
+// broker as it was (each used to add connections through every service's broker check),
+// and a caller without the admin token learns which check fails but not its error text.
+func TestAbuseReadyzIsCheapAndDiscreet(t *testing.T) {
+	s := local(t)
+	port := brokerPort(t, s.Brokers())
+	readyz := func(token string) (int, string) {
+		req, _ := http.NewRequest("GET", sys.base+"/readyz", nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	readyz("")
+	before := establishedTo(t, port)
+	for range 100 {
+		readyz("")
+		time.Sleep(20 * time.Millisecond) // over two seconds: several fresh runs of the checks
+	}
+	if after := establishedTo(t, port); after > before+5 || after < before-5 {
+		t.Fatalf("100 public /readyz calls changed the broker connections from %d to %d (allowed ±5)", before, after)
+	}
+
+	s.Kill("persons")
+	defer func() {
+		if err := s.Restart(context.Background(), "persons"); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	waitUntil(t, 10*time.Second, func() bool { st, _ := readyz(""); return st == 503 })
+	_, public := readyz("")
+	if !strings.Contains(public, `"details":{"persons":"failing"}`) || strings.Contains(public, "dial") || strings.Contains(public, "connection refused") {
+		t.Fatalf("/readyz without the admin token must name the failing check and nothing more: %s", public)
+	}
+	if _, operator := readyz(sys.adminToken); !strings.Contains(operator, "persons:") {
+		t.Fatalf("/readyz with the admin token must show the failure's text: %s", operator)
+	}
+}
+
+// Writes while PostgreSQL crashes and comes back (postmaster SIGKILLed under 16 writers,
+// restarted 3 s later) answer 201 or 503 in the envelope, never 500, and every
+// acknowledged write survives.
+func TestAbuseDatabaseRestartAnswers503(t *testing.T) {
+	s := local(t)
+	c := api(t, newKey(t, map[string]any{"rateLimit": map[string]any{"limit": 100000, "windowMs": 1000}}))
+	c.HTTP = &http.Client{Timeout: 30 * time.Second}
+	var mu sync.Mutex
+	var acked []string
+	statuses := map[int]int{}
+	var bad []string
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ctx.Err() == nil; i++ {
+				r, err := c.Try("POST", "/v0/topics", map[string]any{"title": fmt.Sprintf("w%d-%d", w, i)})
+				mu.Lock()
+				switch {
+				case err != nil && r == nil:
+					bad = append(bad, err.Error())
+				case err != nil: // the answer broke the contract (an envelope, say)
+					bad = append(bad, err.Error())
+				default:
+					statuses[r.Status]++
+					if r.Status == 201 {
+						acked = append(acked, r.Map()["topicId"].(string))
+					} else if r.Status != 503 {
+						bad = append(bad, r.String())
+					}
+				}
+				mu.Unlock()
+				if r != nil && r.Status == 503 {
+					time.Sleep(20 * time.Millisecond) // as a client honouring Retry-After would, sooner
+				}
+			}
+		}()
+	}
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(acked) }
+	waitUntil(t, 20*time.Second, func() bool { return count() >= 50 })
+	if err := s.KillPostgres(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // the outage the attack observed
+	restartCtx, restartCancel := context.WithTimeout(context.Background(), time.Minute)
+	defer restartCancel()
+	if err := s.StartPostgres(restartCtx); err != nil {
+		cancel()
+		wg.Wait()
+		t.Fatal(err)
+	}
+	atRestart := count()
+	waitUntil(t, 30*time.Second, func() bool { return count() >= atRestart+50 })
+	cancel()
+	wg.Wait()
+
+	t.Logf("answers during the outage: %v", statuses)
+	if statuses[503] == 0 {
+		t.Fatalf("no write met the outage (answers %v): the test proves nothing", statuses)
+	}
+	for i, b := range bad {
+		if i == 5 {
+			t.Fatalf("... %d answers in all were neither 201 nor 503 in the envelope", len(bad))
+		}
+		t.Errorf("during a database restart every answer must be 201 or 503 in the envelope, got: %s", b)
+	}
+	for _, id := range acked {
+		must(t, c.Do("GET", "/v0/topics/"+id, nil), 200)
+	}
+	// Every process of the stack lived through it, and the platform is ready again.
+	waitUntil(t, 30*time.Second, func() bool {
+		resp, err := http.Get(sys.base + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+}
+
+// A 1 MB body of a hundred thousand invalid items gets an answer of a few kilobytes:
+// at most 100 issues listed, the rest counted.
+func TestAbuseValidationErrorIsSmall(t *testing.T) {
+	c := api(t, newKey(t, nil))
+	var b strings.Builder
+	b.WriteString(`{"title":"x"`)
+	n := 0
+	for b.Len() < 1<<20-64 {
+		fmt.Fprintf(&b, `,"k%d":1`, n)
+		n++
+	}
+	b.WriteString("}")
+	r := c.Do("POST", "/v0/topics", apitest.Raw(b.String()))
+	if r.Status != 400 {
+		t.Fatalf("a body of %d unknown fields: %s", n, r.String()[:200])
+	}
+	if len(r.Body) > 32<<10 {
+		t.Fatalf("the error answer to %d issues is %d bytes; it must stay small", n, len(r.Body))
+	}
+	details := r.Map()["details"].([]any)[0].(map[string]any)
+	if got := len(details["issues"].([]any)); got != 100 {
+		t.Fatalf("listed %d issues, want the first 100", got)
+	}
+	if details["omittedIssues"] != float64(n-100) {
+		t.Fatalf("omittedIssues = %v, want %d", details["omittedIssues"], n-100)
+	}
+}
+
+// doubleGzippedZeros is size zero bytes gzipped twice (a few kilobytes).
+func doubleGzippedZeros(t *testing.T, size int) string {
+	t.Helper()
+	var inner bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&inner, gzip.BestCompression)
+	chunk := make([]byte, 1<<20)
+	for written := 0; written < size; written += len(chunk) {
+		if _, err := zw.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var outer bytes.Buffer
+	zw, _ = gzip.NewWriterLevel(&outer, gzip.BestCompression)
+	_, _ = zw.Write(inner.Bytes())
+	_ = zw.Close()
+	return outer.String()
+}
+
+// rssBytes is a process's resident memory.
+func rssBytes(t *testing.T, pid int) int {
+	t.Helper()
+	rss, err := readRSS(pid)
+	if err != nil {
+		t.Fatalf("read the memory of process %d: %v", pid, err)
+	}
+	return rss
+}
+
+// readRSS reads VmRSS from /proc/<pid>/status, in bytes.
+func readRSS(pid int) (int, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
+
+// watchPeakRSS samples a process's resident memory every 5 ms until the returned
+// function is called, which stops sampling and returns the peak.
+func watchPeakRSS(t *testing.T, pid int) func() int {
+	t.Helper()
+	peak := rssBytes(t, pid)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			if rss, err := readRSS(pid); err == nil {
+				peak = max(peak, rss)
+			}
+		}
+	}()
+	return func() int { close(stop); <-done; return peak }
+}
+
+// brokerPort is the port of the first broker address.
+func brokerPort(t *testing.T, brokers []string) int {
+	t.Helper()
+	_, p, ok := strings.Cut(brokers[0], ":")
+	port, err := strconv.Atoi(p)
+	if !ok || err != nil {
+		t.Fatalf("broker address %q has no port", brokers[0])
+	}
+	return port
+}
+
+// establishedTo counts the established TCP connections on this machine to a local port
+// (the client side of each).
+func establishedTo(t *testing.T, port int) int {
+	t.Helper()
+	n := 0
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		file, err := os.Open(f)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(file)
+		for sc.Scan() {
+			fields := strings.Fields(sc.Text())
+			if len(fields) > 3 && fields[3] == "01" && strings.HasSuffix(fields[2], fmt.Sprintf(":%04X", port)) {
+				n++
+			}
+		}
+		file.Close()
+	}
+	return n
+}
+
+// waitUntil polls cond every 20 ms until it holds, failing the test after within.
+func waitUntil(t *testing.T, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %s", within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
