@@ -59,9 +59,11 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// ReadyTimeout bounds one run of the readiness checks (default 2s).
 	ReadyTimeout time.Duration
-	// Metrics, when false, leaves /metrics and /debug/pprof off this listener (the gateway
-	// serves them on its admin listener instead).
+	// Metrics serves /metrics on this listener. Only internal listeners set it (a
+	// service's metrics listener, the gateway's admin listener), never the API's.
 	Metrics bool
+	// Pprof also serves /debug/pprof on a Metrics listener (PPROF_ENABLED, default off).
+	Pprof bool
 }
 
 // Deps are what the server needs from the process.
@@ -122,8 +124,9 @@ func New(cfg Config, deps Deps) *Server {
 	s.App.Get("/readyz/local", s.readyz)
 	if cfg.Metrics && deps.Registry != nil {
 		s.App.Get("/metrics", telemetry.MetricsHandler(deps.Registry))
-		// Profiles on the same internal-only listener as the metrics.
-		s.App.Use(pprof.New())
+		if cfg.Pprof { // profiles only on the internal listener, and only when asked for
+			s.App.Use(pprof.New())
+		}
 	}
 	return s
 }
