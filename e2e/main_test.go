@@ -83,7 +83,7 @@ func startLocal() (*devstack.Stack, func(), error) {
 		return nil, nil, fmt.Errorf("build: %w", err)
 	}
 	opts := devstack.Options{Dir: filepath.Join(dir, "data"), BinDir: bin, ServicePorts: map[string]int{},
-		Env: devstack.LocalEnv(filepath.Join(dir, "data"))}
+		MetricsPorts: map[string]int{}, Env: devstack.LocalEnv(filepath.Join(dir, "data"))}
 	ports := []*int{&opts.GatewayPort, &opts.AdminPort, &opts.PostgresPort, &opts.KafkaPort}
 	for _, p := range ports {
 		if *p, err = pgtest.FreePort(); err != nil {
@@ -92,6 +92,9 @@ func startLocal() (*devstack.Stack, func(), error) {
 	}
 	for _, spec := range devstack.Services {
 		if opts.ServicePorts[spec.Name], err = pgtest.FreePort(); err != nil {
+			return nil, nil, err
+		}
+		if opts.MetricsPorts[spec.Name], err = pgtest.FreePort(); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -188,6 +188,9 @@ type Client struct {
 	Header   http.Header
 	Contract *Contract
 	HTTP     *http.Client
+	// Prepare, when set, is applied to every request just before it is sent, after its
+	// headers are set (servicetest.Service.Sign signs it as the gateway would).
+	Prepare func(*http.Request)
 }
 
 // With returns a copy of the client that also sends header name: value ("" removes it).
@@ -247,6 +250,9 @@ func (c *Client) do(method, path string, body any) (*Response, error) {
 	}
 	if raw != nil && req.Header.Get("Content-Type") == "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.Prepare != nil {
+		c.Prepare(req)
 	}
 	hc := c.HTTP
 	if hc == nil {

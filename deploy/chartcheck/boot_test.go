@@ -4,6 +4,7 @@ package chartcheck
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -97,6 +98,13 @@ func TestDevValuesBootTheBinaries(t *testing.T) {
 		}
 		env["DATABASE_URL"] = cluster.URL(db)
 		env["HTTP_ADDR"] = fmt.Sprintf("127.0.0.1:%d", ports[name])
+		if env["METRICS_ADDR"] != "" {
+			metricsPort, err := pgtest.FreePort()
+			if err != nil {
+				t.Fatal(err)
+			}
+			env["METRICS_ADDR"] = fmt.Sprintf("127.0.0.1:%d", metricsPort)
+		}
 		if name == "gateway" {
 			env["ADMIN_ADDR"] = fmt.Sprintf("127.0.0.1:%d", adminPort)
 			adminToken = env["ADMIN_TOKEN"]
@@ -166,5 +174,23 @@ func TestDevValuesBootTheBinaries(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("admin API with the chart's ADMIN_TOKEN: %d %s", resp.StatusCode, b)
+	}
+	// A request through the gateway reaches a service, which accepts the gateway's
+	// signature: both read the chart's INTERNAL_AUTH_SECRET alike.
+	var issued struct {
+		Key string `json:"key"`
+	}
+	if err := json.Unmarshal(b, &issued); err != nil {
+		t.Fatal(err)
+	}
+	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, gateway+"/v0/topics", nil)
+	req.Header.Set("x-api-key", issued.Key)
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /v0/topics through the gateway: %d %s (do the gateway and the services share INTERNAL_AUTH_SECRET?)", resp.StatusCode, b)
 	}
 }

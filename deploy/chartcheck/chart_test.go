@@ -61,6 +61,7 @@ var inlineSecrets = []string{
 	"secrets.cursorSecret=prod-cursor-secret-0123456789",
 	"secrets.keyHashPepper=prod-pepper-0123456789abcdef0123456789abcdef",
 	"secrets.adminToken=prod-admin-token-0123456789",
+	"secrets.internalAuthSecret=prod-internal-auth-secret-0123456789abcdef",
 	"externalKafka.password=kafka-password",
 	"services.assets.secretEnv.SIGNING_KEY=prod-signing-key-0123456789abcdef0123456789",
 	"services.assets.secretEnv.ASSETS_S3_ACCESS_KEY_ID=AKIAEXAMPLE",
@@ -163,10 +164,28 @@ func checkCommon(t *testing.T, m *Manifest) {
 			t.Errorf("gateway upstream of %s is %q; Service %v", name, url, svc)
 		}
 	}
-	for _, d := range deps {
-		e := envOf(d.Spec.Template.Spec.Containers[0])
+	for name, d := range deps {
+		ctr := d.Spec.Template.Spec.Containers[0]
+		e := envOf(ctr)
 		if e["HTTP_ADDR"] != ":8080" {
 			t.Errorf("%s: HTTP_ADDR %q", d.Name, e["HTTP_ADDR"])
+		}
+		if name == "gateway" {
+			continue // its metrics are on the admin listener
+		}
+		// Metrics on their own listener and port, which the Service carries for scraping.
+		ports := map[string]int32{}
+		for _, p := range ctr.Ports {
+			ports[p.Name] = p.ContainerPort
+		}
+		if e["METRICS_ADDR"] != ":9090" || ports["metrics"] != 9090 || ports["http"] != 8080 {
+			t.Errorf("%s: METRICS_ADDR %q, container ports %v: want the metrics listener on port metrics (9090)", d.Name, e["METRICS_ADDR"], ports)
+		}
+		svc := services[release+"-"+name]
+		if svc == nil || !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool {
+			return p.Name == "metrics" && p.TargetPort.String() == "metrics"
+		}) {
+			t.Errorf("%s: the Service %s has no port metrics (targetPort metrics) for the ServiceMonitor", name, release+"-"+name)
 		}
 	}
 	if env["ADMIN_ADDR"] != ":8081" {
@@ -210,6 +229,42 @@ func checkDev(t *testing.T, m *Manifest) {
 	}
 	if s := secrets["customer-api-gateway"]; s == nil || s.StringData["ADMIN_TOKEN"] == "" || s.StringData["KEY_HASH_PEPPER"] == "" {
 		t.Error("gateway secrets missing")
+	}
+	checkSharedInternalSecret(t, m)
+}
+
+// checkSharedInternalSecret: every chart-made Secret holds the same INTERNAL_AUTH_SECRET
+// (the gateway signs with it, the services verify with it).
+func checkSharedInternalSecret(t *testing.T, m *Manifest) {
+	t.Helper()
+	values := map[string]bool{}
+	for _, s := range m.Secrets() {
+		if s.Labels[ComponentLabel] == "postgresql" {
+			continue
+		}
+		values[s.StringData["INTERNAL_AUTH_SECRET"]] = true
+	}
+	if len(values) != 1 || values[""] {
+		t.Errorf("INTERNAL_AUTH_SECRET differs between deployables or is missing: %d values", len(values))
+	}
+}
+
+// TestInternalSecretChangeRollsPods: the pods' checksum annotation covers
+// INTERNAL_AUTH_SECRET, so changing it restarts every deployable with the new value.
+func TestInternalSecretChangeRollsPods(t *testing.T) {
+	h := helm(t)
+	changed, err := h.Template(release, namespace, []string{devValues}, "secrets.internalAuthSecret="+strings.Repeat("z", 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := h.Template(release, namespace, []string{devValues})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range dev.Deployments() {
+		if d.Spec.Template.Annotations["checksum/secret"] == changed.Deployments()[i].Spec.Template.Annotations["checksum/secret"] {
+			t.Errorf("%s: changing secrets.internalAuthSecret does not change the pods' checksum/secret", d.Name)
+		}
 	}
 }
 
@@ -279,6 +334,7 @@ func checkProdInline(t *testing.T, m *Manifest) {
 	if s := secrets[release+"-assets"]; s == nil || s.StringData["ASSETS_S3_SECRET_ACCESS_KEY"] != "secret" {
 		t.Error("assets secretEnv missing")
 	}
+	checkSharedInternalSecret(t, m)
 }
 
 // TestBadValuesFail: values.schema.json and the templates reject bad values at install.
@@ -295,7 +351,13 @@ func TestBadValuesFail(t *testing.T) {
 		{"production without a cursor secret", []string{prodValues}, []string{"services.topics.existingSecret=",
 			"externalDatabase.urls.topics=postgres://t@db/topics"}, "secrets.cursorSecret is required (or topics.existingSecret)"},
 		{"gateway without pepper", []string{prodValues}, []string{"gateway.existingSecret=", "secrets.cursorSecret=0123456789abcdef",
+			"secrets.internalAuthSecret=" + strings.Repeat("i", 32),
 			"externalDatabase.urls.gateway=postgres://g@db/gateway"}, "secrets.keyHashPepper and secrets.adminToken are required"},
+		{"production without an internal auth secret", []string{prodValues}, []string{"services.topics.existingSecret=",
+			"secrets.cursorSecret=0123456789abcdef", "externalDatabase.urls.topics=postgres://t@db/topics"},
+			"secrets.internalAuthSecret is required (or topics.existingSecret)"},
+		{"short internal auth secret", []string{devValues}, []string{"secrets.internalAuthSecret=short"}, "internalAuthSecret"},
+		{"short extra internal auth secret", []string{devValues}, []string{"secrets.internalAuthExtraSecret=short"}, "internalAuthExtraSecret"},
 		{"unknown top-level key", []string{devValues}, []string{"replicas=3"}, "additional properties 'replicas' not allowed"},
 		{"misspelt deployable key", []string{devValues}, []string{"gateway.replica=3"}, "additional properties 'replica' not allowed"},
 		{"replicas not a number", []string{devValues}, []string{"services.topics.replicas=many"}, "at '/services/topics/replicas': got string, want integer"},
@@ -399,6 +461,55 @@ func TestRulesCatchViolations(t *testing.T) {
 			}
 			c.mutate(m)
 			errs := Check(m, Rules{})
+			if !slices.ContainsFunc(errs, func(e error) bool { return strings.Contains(e.Error(), c.want) }) {
+				t.Fatalf("no error mentions %q: %v", c.want, errs)
+			}
+		})
+	}
+}
+
+// TestMetricsPeersRuleCatchesViolations: with scrapers configured (the production values),
+// the network rules fail a manifest that lets them reach a service's API port, or the
+// gateway its metrics port.
+func TestMetricsPeersRuleCatchesViolations(t *testing.T) {
+	h := helm(t)
+	rules := Rules{ExternalSecrets: prodSecrets, MetricsFrom: prodMetricsFrom}
+	topics := func(m *Manifest) *networkingv1.NetworkPolicy {
+		for _, np := range m.NetworkPolicies() {
+			if np.Name == release+"-topics" && len(np.Spec.Ingress) == 2 {
+				return np
+			}
+		}
+		t.Fatal("no NetworkPolicy for topics with a gateway rule and a metrics rule")
+		return nil
+	}
+	gateway := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
+		"app.kubernetes.io/name": "customer-api", "app.kubernetes.io/instance": release, ComponentLabel: "gateway"}}}
+	cases := []struct {
+		name   string
+		mutate func(np *networkingv1.NetworkPolicy)
+		want   string
+	}{
+		{"scrapers on the API port", func(np *networkingv1.NetworkPolicy) {
+			np.Spec.Ingress[0].From = append(np.Spec.Ingress[0].From, prodMetricsFrom...)
+		}, "admits metrics peers to ports other than metrics"},
+		{"scrapers on every port", func(np *networkingv1.NetworkPolicy) { np.Spec.Ingress[1].Ports = nil },
+			"admits metrics peers to ports other than metrics"},
+		{"gateway on the metrics port", func(np *networkingv1.NetworkPolicy) {
+			np.Spec.Ingress[1].From = append(np.Spec.Ingress[1].From, gateway)
+		}, "admits the gateway to ports other than http"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m, err := h.Template(release, namespace, []string{prodValues})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if errs := Check(m, rules); len(errs) > 0 {
+				t.Fatalf("clean manifest fails: %v", errs)
+			}
+			c.mutate(topics(m))
+			errs := Check(m, rules)
 			if !slices.ContainsFunc(errs, func(e error) bool { return strings.Contains(e.Error(), c.want) }) {
 				t.Fatalf("no error mentions %q: %v", c.want, errs)
 			}

@@ -20,7 +20,8 @@ const ComponentLabel = "app.kubernetes.io/component"
 type Rules struct {
 	// ExternalSecrets are Secrets that exist outside the chart (existingSecret values).
 	ExternalSecrets []string
-	// MetricsFrom are the peers besides the gateway that may reach a service (scrapers).
+	// MetricsFrom are the peers besides the gateway that may reach a service (scrapers),
+	// on its metrics port only.
 	MetricsFrom []networkingv1.NetworkPolicyPeer
 }
 
@@ -215,9 +216,11 @@ func checkDeployment(m *Manifest, d *appsv1.Deployment, r Rules) []error {
 	return errs
 }
 
-// checkNetwork holds the reachability rules: services only from the gateway (and the
-// metrics scrapers), the gateway's admin port never open to everyone nor on a public
-// Service, and no Service but the gateway's public one other than ClusterIP.
+// checkNetwork holds the reachability rules: a service's API port only from the gateway,
+// its metrics port only from the metrics scrapers (which must never reach the API port:
+// whatever reaches it may send tenant headers), the gateway's admin port never open to
+// everyone nor on a public Service, and no Service but the gateway's public one other
+// than ClusterIP.
 func checkNetwork(m *Manifest, r Rules) []error {
 	var errs []error
 	var gateway *appsv1.Deployment
@@ -247,9 +250,17 @@ func checkNetwork(m *Manifest, r Rules) []error {
 					errs = append(errs, fmt.Errorf("NetworkPolicy %s: rule %d admits everyone to %s", np.Name, i, d.Name))
 				}
 				for _, peer := range rule.From {
-					if !peerIsGateway(peer, gwLabels) && !slices.ContainsFunc(r.MetricsFrom, func(p networkingv1.NetworkPolicyPeer) bool {
-						return reflect.DeepEqual(p, peer)
-					}) {
+					switch {
+					case peerIsGateway(peer, gwLabels):
+						if !onlyPort(rule, "http", 8080) {
+							errs = append(errs, fmt.Errorf("NetworkPolicy %s: rule %d admits the gateway to ports other than http: %v", np.Name, i, rule.Ports))
+						}
+					case slices.ContainsFunc(r.MetricsFrom, func(p networkingv1.NetworkPolicyPeer) bool { return reflect.DeepEqual(p, peer) }):
+						if !onlyPort(rule, "metrics", 9090) {
+							errs = append(errs, fmt.Errorf("NetworkPolicy %s: rule %d admits metrics peers to ports other than metrics (%v): "+
+								"they must not reach the API port", np.Name, i, rule.Ports))
+						}
+					default:
 						errs = append(errs, fmt.Errorf("NetworkPolicy %s: rule %d admits a peer other than the gateway: %+v", np.Name, i, peer))
 					}
 				}
@@ -321,6 +332,16 @@ func policiesFor(m *Manifest, podLabels map[string]string) []*networkingv1.Netwo
 
 func peerIsGateway(p networkingv1.NetworkPolicyPeer, gwLabels map[string]string) bool {
 	return p.NamespaceSelector == nil && p.IPBlock == nil && selects(p.PodSelector, gwLabels)
+}
+
+// onlyPort reports whether a rule admits to the named (or numbered) port and no other.
+func onlyPort(rule networkingv1.NetworkPolicyIngressRule, name string, number int) bool {
+	for _, p := range rule.Ports {
+		if p.Port == nil || p.EndPort != nil || (p.Port.String() != name && p.Port.IntValue() != number) {
+			return false
+		}
+	}
+	return len(rule.Ports) > 0
 }
 
 func coversPort(rule networkingv1.NetworkPolicyIngressRule, name string, number int) bool {

@@ -31,7 +31,7 @@ import (
 // ServiceSpec describes one service process.
 type ServiceSpec struct {
 	Name string
-	// Port is the default local port.
+	// Port is the default local port of its API; its metrics listener is on Port + 100.
 	Port int
 	// Env returns service-specific settings given the data directory.
 	Env func(dataDir string) map[string]string
@@ -59,6 +59,8 @@ type Options struct {
 	PostgresPort, KafkaPort int
 	// ServicePorts overrides the default port of a service by name.
 	ServicePorts map[string]int
+	// MetricsPorts overrides the default port of a service's metrics listener by name.
+	MetricsPorts map[string]int
 	// DatabaseURL, when set, is an existing server to create the databases on.
 	DatabaseURL string
 	// KafkaBrokers, when set, are an existing cluster to use.
@@ -96,6 +98,8 @@ type secrets struct {
 	Pepper       string `json:"keyHashPepper"`
 	CursorSecret string `json:"cursorSecret"`
 	SigningKey   string `json:"signingKey"`
+	// InternalAuth is INTERNAL_AUTH_SECRET, shared by the gateway and the services.
+	InternalAuth string `json:"internalAuthSecret"`
 }
 
 type proc struct {
@@ -105,6 +109,9 @@ type proc struct {
 	done chan struct{}
 	out  io.WriteCloser
 	port int
+	// metricsPort is a service's metrics listener (0 for the gateway, whose metrics are
+	// on its admin listener).
+	metricsPort int
 }
 
 func (o *Options) defaults() {
@@ -168,12 +175,17 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		if p, ok := opts.ServicePorts[spec.Name]; ok {
 			port = p
 		}
+		metricsPort := spec.Port + 100
+		if p, ok := opts.MetricsPorts[spec.Name]; ok {
+			metricsPort = p
+		}
 		db, err := s.database(ctx, spec.Name)
 		if err != nil {
 			return nil, err
 		}
 		env := map[string]string{
 			"HTTP_ADDR":    fmt.Sprintf("127.0.0.1:%d", port),
+			"METRICS_ADDR": fmt.Sprintf("127.0.0.1:%d", metricsPort),
 			"DATABASE_URL": db,
 		}
 		if spec.Env != nil {
@@ -181,7 +193,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 				env[k] = v
 			}
 		}
-		if err := s.spawn(spec.Name, port, env); err != nil {
+		if err := s.spawn(spec.Name, port, metricsPort, env); err != nil {
 			return nil, err
 		}
 		upstreams[spec.Name] = fmt.Sprintf("http://127.0.0.1:%d", port)
@@ -204,7 +216,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	for name, u := range upstreams {
 		gwEnv["UPSTREAM_"+strings.ToUpper(name)+"_URL"] = u
 	}
-	if err := s.spawn("gateway", opts.GatewayPort, gwEnv); err != nil {
+	if err := s.spawn("gateway", opts.GatewayPort, 0, gwEnv); err != nil {
 		return nil, err
 	}
 	if err := waitReady(ctx, s.GatewayURL+"/readyz", s.procs["gateway"].done, 60*time.Second); err != nil {
@@ -224,6 +236,9 @@ func (s *Stack) loadSecrets() error {
 		}
 	} else {
 		s.secrets = secrets{Pepper: randomHex(32), CursorSecret: randomHex(32), SigningKey: randomHex(32)}
+	}
+	if s.secrets.InternalAuth == "" { // new, or saved before the setting existed
+		s.secrets.InternalAuth = randomHex(32)
 		b, _ := json.MarshalIndent(s.secrets, "", "  ")
 		if err := os.WriteFile(path, b, 0o600); err != nil {
 			return err
@@ -289,17 +304,18 @@ func (s *Stack) logPath(name string) string { return filepath.Join(s.opts.Dir, "
 // commonEnv is what every process gets.
 func (s *Stack) commonEnv() map[string]string {
 	return map[string]string{
-		"KAFKA_BROKERS":    strings.Join(s.brokers, ","),
-		"PUBLIC_BASE_URL":  s.GatewayURL,
-		"CURSOR_SECRET":    s.secrets.CursorSecret,
-		"KEY_HASH_PEPPER":  s.secrets.Pepper,
-		"SIGNING_KEY":      s.secrets.SigningKey,
-		"LOG_LEVEL":        "info",
-		"SHUTDOWN_TIMEOUT": "10s",
+		"KAFKA_BROKERS":        strings.Join(s.brokers, ","),
+		"PUBLIC_BASE_URL":      s.GatewayURL,
+		"CURSOR_SECRET":        s.secrets.CursorSecret,
+		"KEY_HASH_PEPPER":      s.secrets.Pepper,
+		"SIGNING_KEY":          s.secrets.SigningKey,
+		"INTERNAL_AUTH_SECRET": s.secrets.InternalAuth,
+		"LOG_LEVEL":            "info",
+		"SHUTDOWN_TIMEOUT":     "10s",
 	}
 }
 
-func (s *Stack) spawn(name string, port int, own map[string]string) error {
+func (s *Stack) spawn(name string, port, metricsPort int, own map[string]string) error {
 	env := s.commonEnv()
 	for k, v := range own {
 		env[k] = v
@@ -317,7 +333,7 @@ func (s *Stack) spawn(name string, port int, own map[string]string) error {
 	for k, v := range env {
 		list = append(list, k+"="+v)
 	}
-	p := &proc{name: name, env: list, port: port}
+	p := &proc{name: name, env: list, port: port, metricsPort: metricsPort}
 	s.mu.Lock()
 	s.procs[name] = p
 	s.order = append(s.order, name)
@@ -421,6 +437,23 @@ func (s *Stack) ServiceURL(name string) string {
 		return fmt.Sprintf("http://127.0.0.1:%d", p.port)
 	}
 	return ""
+}
+
+// MetricsURL is the address of a service's metrics listener ("" for an unknown name).
+func (s *Stack) MetricsURL(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.procs[name]; p != nil && p.metricsPort != 0 {
+		return fmt.Sprintf("http://127.0.0.1:%d", p.metricsPort)
+	}
+	return ""
+}
+
+// InternalAuthSecret is the INTERNAL_AUTH_SECRET the gateway and the services share, for
+// tools that talk to a service directly (as the gateway would).
+func (s *Stack) InternalAuthSecret() []byte {
+	b, _ := hex.DecodeString(s.secrets.InternalAuth)
+	return b
 }
 
 // StopBroker stops the embedded broker (a Kafka outage); StartBroker brings it back on

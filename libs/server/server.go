@@ -70,9 +70,11 @@ type Config struct {
 	// which checks fail. The texts name hosts, ports and users, so they are not for the
 	// public (the gateway's /readyz is public); they are always logged.
 	ReadyDetailsToken string
-	// Metrics, when false, leaves /metrics and /debug/pprof off this listener (the gateway
-	// serves them on its admin listener instead).
+	// Metrics serves /metrics on this listener. Only internal listeners set it (a
+	// service's metrics listener, the gateway's admin listener), never the API's.
 	Metrics bool
+	// Pprof also serves /debug/pprof on a Metrics listener (PPROF_ENABLED, default off).
+	Pprof bool
 }
 
 // Deps are what the server needs from the process.
@@ -137,8 +139,9 @@ func New(cfg Config, deps Deps) *Server {
 	s.App.Get("/readyz/local", s.readyz)
 	if cfg.Metrics && deps.Registry != nil {
 		s.App.Get("/metrics", telemetry.MetricsHandler(deps.Registry))
-		// Profiles on the same internal-only listener as the metrics.
-		s.App.Use(pprof.New())
+		if cfg.Pprof { // profiles only on the internal listener, and only when asked for
+			s.App.Use(pprof.New())
+		}
 	}
 	return s
 }

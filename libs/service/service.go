@@ -10,8 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -25,6 +27,7 @@ import (
 	"github.com/customerapi/platform/libs/config"
 	"github.com/customerapi/platform/libs/consumer"
 	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/internalauth"
 	"github.com/customerapi/platform/libs/outbox"
 	"github.com/customerapi/platform/libs/pagination"
 	"github.com/customerapi/platform/libs/postgres"
@@ -38,8 +41,19 @@ import (
 type Config struct {
 	// Name is the service name (logs, metrics, traces, consumer groups).
 	Name string
-	// HTTPAddr is the listen address (HTTP_ADDR).
+	// HTTPAddr is the API's listen address (HTTP_ADDR).
 	HTTPAddr string
+	// MetricsAddr is the internal listener of /metrics and, when Pprof is set,
+	// /debug/pprof (METRICS_ADDR; locally the API port + 100).
+	MetricsAddr string
+	// Pprof serves /debug/pprof on the metrics listener (PPROF_ENABLED, default false).
+	Pprof bool
+	// InternalAuthSecret is the secret shared with the gateway that signs the internal
+	// headers (INTERNAL_AUTH_SECRET, at least 32 bytes, required).
+	InternalAuthSecret []byte
+	// InternalAuthExtraSecret is a second secret whose signatures are accepted too, while
+	// the shared secret is being rotated (INTERNAL_AUTH_EXTRA_SECRET, optional).
+	InternalAuthExtraSecret []byte
 	// DatabaseURL is the service's own database (DATABASE_URL).
 	DatabaseURL string
 	// PublicBaseURL is the API's public address, used in error type URLs and absolute
@@ -55,7 +69,8 @@ type Config struct {
 	ShutdownTimeout time.Duration
 }
 
-// ConfigFromEnv reads the shared settings; defaultAddr is the service's local port.
+// ConfigFromEnv reads the shared settings; defaultAddr is the service's local port (its
+// metrics listener defaults to that port + 100).
 func ConfigFromEnv(env *config.Env, name, defaultAddr string) Config {
 	c := Config{
 		Name:            name,
@@ -67,11 +82,34 @@ func ConfigFromEnv(env *config.Env, name, defaultAddr string) Config {
 		LogLevel:        env.String("LOG_LEVEL", "info"),
 		ShutdownTimeout: env.Duration("SHUTDOWN_TIMEOUT", 20*time.Second),
 	}
+	c.MetricsAddr = env.String("METRICS_ADDR", defaultMetricsAddr(defaultAddr))
+	c.Pprof = env.Bool("PPROF_ENABLED", false)
+	c.InternalAuthSecret = env.Secret("INTERNAL_AUTH_SECRET", internalauth.MinSecretBytes)
+	c.InternalAuthExtraSecret = env.Secret("INTERNAL_AUTH_EXTRA_SECRET", internalauth.MinSecretBytes)
 	if c.CursorSecret == nil {
 		c.CursorSecret = make([]byte, 32)
 		_, _ = rand.Read(c.CursorSecret)
 	}
+	if env.String("INTERNAL_AUTH_SECRET", "") == "" { // set but short: Secret said so
+		env.Fail("INTERNAL_AUTH_SECRET", "is required (at least 32 bytes, e.g. 64 hex digits; the same as the gateway's)")
+	}
+	if c.MetricsAddr == "" {
+		env.Fail("METRICS_ADDR", "is required")
+	} else if c.MetricsAddr == c.HTTPAddr {
+		env.Fail("METRICS_ADDR", "must differ from HTTP_ADDR (the API listener serves no metrics)")
+	}
 	return c
+}
+
+// defaultMetricsAddr is the metrics listener next to an API address: the same host, the
+// port + 100 (127.0.0.1:25011 gives 127.0.0.1:25111).
+func defaultMetricsAddr(httpAddr string) string {
+	host, port, err := net.SplitHostPort(httpAddr)
+	n, err2 := strconv.Atoi(port)
+	if err != nil || err2 != nil {
+		return ""
+	}
+	return net.JoinHostPort(host, strconv.Itoa(n+100))
 }
 
 // Runtime is a running service's shared machinery.
@@ -84,8 +122,17 @@ type Runtime struct {
 	Server    *server.Server
 	Validator *request.Validator
 	Cursors   *pagination.Codec
-	// API is the router for the service's /v0 routes; requests on it carry a tenant.
+	// Metrics is the internal listener beside Server (the API's): /metrics, and
+	// /debug/pprof when enabled.
+	Metrics *server.Server
+	// Signer verifies the gateway's signature of the internal headers.
+	Signer *internalauth.Signer
+	// API is the router for the service's /v0 routes; requests on it carry a tenant,
+	// signed by the gateway.
 	API fiber.Router
+	// GatewayOnly refuses with 401 a request the gateway did not sign; for routes outside
+	// /v0, which have no tenant (signed downloads).
+	GatewayOnly fiber.Handler
 
 	writer    *kafka.Writer
 	relay     *outbox.Relay
@@ -99,6 +146,15 @@ type Runtime struct {
 func New(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.Logger, migrations ...postgres.MigrationSet) (*Runtime, error) {
 	rt := &Runtime{Config: cfg, Log: log, Tracer: tracing.Tracer(cfg.Name), Registry: telemetry.NewRegistry(),
 		Validator: request.NewValidator()}
+	var extra [][]byte
+	if cfg.InternalAuthExtraSecret != nil {
+		extra = append(extra, cfg.InternalAuthExtraSecret)
+	}
+	signer, err := internalauth.New(cfg.InternalAuthSecret, extra...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: INTERNAL_AUTH_SECRET: %w", cfg.Name, err)
+	}
+	rt.Signer = signer
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	wake := outbox.NewWakeup()
@@ -125,12 +181,17 @@ func New(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.
 	probe := cfg.Kafka.NewProbe()
 	rt.cleanups = append(rt.cleanups, probe.Close)
 	rt.Server = server.New(server.Config{Name: cfg.Name, Addr: cfg.HTTPAddr, BaseURL: cfg.PublicBaseURL,
-		Metrics: true, ShutdownTimeout: cfg.ShutdownTimeout},
+		ShutdownTimeout: cfg.ShutdownTimeout},
 		server.Deps{Log: log, Tracer: rt.Tracer, Registry: rt.Registry, Checks: []server.Check{
 			{Name: "database", Fn: postgres.Check(pool)},
 			{Name: "kafka", Fn: probe.Check, Optional: true},
 		}})
-	rt.API = rt.Server.App.Group("/v0", tenant.Middleware(), request.TextPath())
+	// No tracer: scrapes are neither traced nor counted as requests.
+	rt.Metrics = server.New(server.Config{Name: cfg.Name + "-metrics", Addr: cfg.MetricsAddr,
+		BaseURL: cfg.PublicBaseURL, Metrics: true, Pprof: cfg.Pprof, ShutdownTimeout: cfg.ShutdownTimeout},
+		server.Deps{Log: log, Registry: rt.Registry})
+	rt.API = rt.Server.App.Group("/v0", tenant.Middleware(signer, log), request.TextPath())
+	rt.GatewayOnly = internalauth.Middleware(signer, log)
 	return rt, nil
 }
 
@@ -155,6 +216,7 @@ func (rt *Runtime) Run(ctx context.Context) error {
 		g.Go(func() error { return task(ctx) })
 	}
 	g.Go(func() error { return rt.Server.Run(ctx) })
+	g.Go(func() error { return rt.Metrics.Run(ctx) })
 	err := g.Wait()
 	if errors.Is(err, context.Canceled) {
 		return nil

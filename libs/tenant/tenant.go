@@ -2,29 +2,35 @@
 package tenant
 
 import (
+	"log/slog"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/customerapi/platform/libs/apierror"
+	"github.com/customerapi/platform/libs/internalauth"
 )
 
 // InternalPrefix starts every header that only the gateway may set; the gateway drops
 // client-sent headers with this prefix.
-const InternalPrefix = "X-Internal-"
+const InternalPrefix = internalauth.Prefix
 
 // Header carries the authenticated tenant ID from the gateway to a service.
-const Header = InternalPrefix + "Tenant-Id"
+const Header = internalauth.TenantHeader
 
 // KeyHeader carries the ID of the API key that authenticated the request (for audit logs).
-const KeyHeader = InternalPrefix + "Key-Id"
+const KeyHeader = internalauth.KeyHeader
 
 const localsKey = "tenant"
 
-// Middleware requires the tenant header (set only by the gateway) and stores the tenant on
-// the request. A request without it did not come through the gateway: 401.
-func Middleware() fiber.Handler {
+// Middleware requires the tenant header and the gateway's signature over it, and stores
+// the tenant on the request. A request without them, or with a signature that is wrong or
+// stale, did not come through the gateway: 401.
+func Middleware(s *internalauth.Signer, log *slog.Logger) fiber.Handler {
 	return func(c *fiber.Ctx) error {
+		if err := internalauth.Authenticate(c, s, log); err != nil {
+			return err
+		}
 		t := strings.TrimSpace(c.Get(Header))
 		if t == "" {
 			return apierror.Unauthorized()

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/customerapi/platform/libs/devstack"
+	"github.com/customerapi/platform/libs/internalauth"
 	"github.com/customerapi/platform/libs/pgcluster"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 )
@@ -72,6 +73,9 @@ func run() error {
 	_ = os.Chmod(dir, 0o755)
 	opts := devstack.Options{Dir: filepath.Join(dir, "data"), BinDir: binDir, ServicePorts: map[string]int{},
 		Env: map[string]string{"LOG_LEVEL": "warn"}}
+	if *profile != "" {
+		opts.Env["PPROF_ENABLED"] = "true" // on the internal listeners only
+	}
 	for k, v := range extraEnv {
 		opts.Env[k] = v
 	}
@@ -82,6 +86,12 @@ func run() error {
 		opts.ServicePorts[s.Name], _ = pgtest.FreePort()
 	}
 	ctx := context.Background()
+	var stops []func()
+	defer func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}()
 	fmt.Fprintln(os.Stderr, "starting the system...")
 	s, err := devstack.Start(ctx, opts)
 	if err != nil {
@@ -97,23 +107,50 @@ func run() error {
 		return err
 	}
 	direct := s.ServiceURL("topics")
-	nginxURL, stopNginx, err := startNginx(dir, strings.TrimPrefix(direct, "http://"))
+	signer, err := internalauth.New(s.InternalAuthSecret())
 	if err != nil {
 		return err
 	}
-	defer stopNginx()
+	// The service accepts a signature for 60 s: each direct run gets a fresh one, and
+	// runs longer than that are refused (non-2xx) once it has gone stale.
+	signed := func() []string {
+		h := http.Header{}
+		internalauth.Stamp(h, signer, internalauth.Claims{TenantID: "bench", RequestID: "bench"}, time.Now())
+		out := []string{"X-Request-Id: bench"}
+		for k := range h {
+			out = append(out, k+": "+h.Get(k))
+		}
+		return out
+	}
 	path := "/v0/topics/" + topicID
 	var reads []result
-	for _, tc := range []struct{ name, url, header string }{
-		{"service directly (Fiber)", direct + path, "X-Internal-Tenant-Id: bench"},
-		{"through the gateway (key check, rate limit, proxy)", s.GatewayURL + path, "x-api-key: " + key},
-		{"through nginx (keep-alive upstream)", nginxURL + path, "X-Request-Id: nginx"},
+	for _, tc := range []struct {
+		name string
+		// target gives the URL and headers just before the run (fresh signatures).
+		target func() (string, []string, error)
+	}{
+		{"service directly (Fiber)", func() (string, []string, error) { return direct + path, signed(), nil }},
+		{"through the gateway (key check, rate limit, proxy)", func() (string, []string, error) {
+			return s.GatewayURL + path, []string{"x-api-key: " + key}, nil
+		}},
+		{"through nginx (keep-alive upstream)", func() (string, []string, error) {
+			nginxURL, stopNginx, err := startNginx(dir, strings.TrimPrefix(direct, "http://"), signed())
+			if err != nil {
+				return "", nil, err
+			}
+			stops = append(stops, stopNginx)
+			return nginxURL + path, nil, nil
+		}},
 	} {
 		fmt.Fprintln(os.Stderr, "read:", tc.name)
-		if *profile != "" && strings.HasPrefix(tc.url, s.GatewayURL) {
-			go captureProfiles(*profile, "read", *dur, s.AdminURL, direct)
+		url, headers, err := tc.target()
+		if err != nil {
+			return err
 		}
-		r, err := wrk(tc.name, tc.url, *conns, *dur, tc.header, "")
+		if *profile != "" && strings.HasPrefix(url, s.GatewayURL) {
+			go captureProfiles(*profile, "read", *dur, s.AdminURL, s.MetricsURL("topics"))
+		}
+		r, err := wrk(tc.name, url, *conns, *dur, headers, "")
 		if err != nil {
 			return err
 		}
@@ -136,9 +173,9 @@ wrk.body = '{"title":"bench topic"}'
 	}
 	writes := []result{pg}
 	if *profile != "" {
-		go captureProfiles(*profile, "write", *dur, s.AdminURL, direct)
+		go captureProfiles(*profile, "write", *dur, s.AdminURL, s.MetricsURL("topics"))
 	}
-	w, err := wrk("POST /v0/topics through the gateway", s.GatewayURL+"/v0/topics", *writeConns, *dur, "x-api-key: "+key, lua)
+	w, err := wrk("POST /v0/topics through the gateway", s.GatewayURL+"/v0/topics", *writeConns, *dur, []string{"x-api-key: " + key}, lua)
 	if err != nil {
 		return err
 	}
@@ -177,8 +214,11 @@ var (
 	non2xxRe = regexp.MustCompile(`Non-2xx or 3xx responses: (\d+)`)
 )
 
-func wrk(name, url string, conns int, dur time.Duration, header, script string) (result, error) {
-	args := []string{"-t", strconv.Itoa(min(conns, 2)), "-c", strconv.Itoa(conns), "-d", dur.String(), "--latency", "-H", header}
+func wrk(name, url string, conns int, dur time.Duration, headers []string, script string) (result, error) {
+	args := []string{"-t", strconv.Itoa(min(conns, 2)), "-c", strconv.Itoa(conns), "-d", dur.String(), "--latency"}
+	for _, h := range headers {
+		args = append(args, "-H", h)
+	}
 	if script != "" {
 		args = append(args, "-s", script)
 	}
@@ -202,7 +242,8 @@ func wrk(name, url string, conns int, dur time.Duration, header, script string) 
 	return r, nil
 }
 
-func startNginx(dir, upstream string) (string, func(), error) {
+// startNginx proxies to upstream, adding headers ("Name: value") to every request.
+func startNginx(dir, upstream string, headers []string) (string, func(), error) {
 	port, err := pgtest.FreePort()
 	if err != nil {
 		return "", nil, err
@@ -224,11 +265,10 @@ http {
       proxy_pass http://svc;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
-      proxy_set_header X-Internal-Tenant-Id bench;
-    }
+%[4]s    }
   }
 }
-`, ndir, upstream, port)
+`, ndir, upstream, port, nginxHeaders(headers))
 	confPath := filepath.Join(ndir, "nginx.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		return "", nil, err
@@ -250,6 +290,15 @@ http {
 	}
 	_ = cmd.Process.Kill()
 	return "", nil, fmt.Errorf("nginx did not start: %s", stderr.String())
+}
+
+func nginxHeaders(headers []string) string {
+	var b strings.Builder
+	for _, h := range headers {
+		name, value, _ := strings.Cut(h, ": ")
+		fmt.Fprintf(&b, "      proxy_set_header %s %q;\n", name, value)
+	}
+	return b.String()
 }
 
 // pgbench runs single-row INSERTs (fsync on) with the given clients on the cluster.

@@ -26,6 +26,7 @@ import (
 	"github.com/customerapi/platform/gateway/internal/ratelimit"
 	"github.com/customerapi/platform/gateway/migrations"
 	"github.com/customerapi/platform/libs/config"
+	"github.com/customerapi/platform/libs/internalauth"
 	"github.com/customerapi/platform/libs/pagination"
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/libs/request"
@@ -50,6 +51,12 @@ type Config struct {
 	LogLevel        string
 	ShutdownTimeout time.Duration
 	CursorSecret    []byte
+
+	// InternalAuthSecret signs the internal headers sent to the services
+	// (INTERNAL_AUTH_SECRET, at least 32 bytes, the same as theirs).
+	InternalAuthSecret []byte
+	// Pprof serves /debug/pprof on the admin listener (PPROF_ENABLED).
+	Pprof bool
 }
 
 // UpstreamVar is the variable naming a service's base URL, e.g. UPSTREAM_TOPICS_URL.
@@ -84,6 +91,11 @@ func ConfigFromEnv(env *config.Env) (Config, error) {
 		ShutdownTimeout: env.Duration("SHUTDOWN_TIMEOUT", 20*time.Second),
 		CursorSecret:    env.Secret("CURSOR_SECRET", 16),
 	}
+	c.InternalAuthSecret = env.Secret("INTERNAL_AUTH_SECRET", internalauth.MinSecretBytes)
+	if env.String("INTERNAL_AUTH_SECRET", "") == "" { // set but short: Secret said so
+		env.Fail("INTERNAL_AUTH_SECRET", "is required (at least 32 bytes, e.g. 64 hex digits; the same as the services')")
+	}
+	c.Pprof = env.Bool("PPROF_ENABLED", false)
 	for _, s := range proxy.Services() {
 		if u := env.String(UpstreamVar(s), ""); u != "" {
 			c.Upstreams[s] = u
@@ -209,6 +221,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 	srv := public.App.Server()
 	srv.StreamRequestBody = true
 	srv.DisablePreParseMultipartForm = true
+	if cfg.Proxy.Signer, err = internalauth.New(cfg.InternalAuthSecret); err != nil {
+		return fail(fmt.Errorf("INTERNAL_AUTH_SECRET: %w", err))
+	}
 	px := proxy.New(upstreams, cfg.Proxy)
 	public.App.Get("/v0/openapi.json", func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
@@ -229,7 +244,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 		return fail(err)
 	}
 	adminSrv := server.New(server.Config{Name: "gateway-admin", Addr: cfg.AdminAddr, BaseURL: cfg.PublicBaseURL,
-		Metrics: true, ShutdownTimeout: cfg.ShutdownTimeout, ReadyDetailsToken: cfg.AdminToken},
+		Metrics: true, Pprof: cfg.Pprof, ShutdownTimeout: cfg.ShutdownTimeout, ReadyDetailsToken: cfg.AdminToken},
 		server.Deps{Log: log, Tracer: tracer, Registry: reg, Checks: checks})
 	(&admin.Handlers{Store: store, Cache: cache, Hasher: hasher, Validator: validator, Cursors: cursors,
 		Token: cfg.AdminToken}).Register(adminSrv.App)

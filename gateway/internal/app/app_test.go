@@ -17,6 +17,8 @@ import (
 	"github.com/customerapi/platform/api/apitest"
 	"github.com/customerapi/platform/gateway/internal/proxy"
 	"github.com/customerapi/platform/gateway/internal/ratelimit"
+	"github.com/customerapi/platform/libs/config"
+	"github.com/customerapi/platform/libs/internalauth"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 	"github.com/customerapi/platform/libs/telemetry"
 )
@@ -24,6 +26,24 @@ import (
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 const adminToken = "test-admin-token-0123456789"
+
+// internalSecret is the INTERNAL_AUTH_SECRET of the gateways under test.
+var internalSecret = []byte(strings.Repeat("s", 32))
+
+// checkSigned fails unless the headers a fake upstream received carry the gateway's valid
+// signature over the tenant, key ID and request ID they carry.
+func checkSigned(t *testing.T, h map[string]string) {
+	t.Helper()
+	s, err := internalauth.New(internalSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := internalauth.Claims{TenantID: h[internalauth.TenantHeader], KeyID: h[internalauth.KeyHeader],
+		RequestID: h["X-Request-Id"]}
+	if err := s.Verify(h[internalauth.SignatureHeader], claims, time.Now()); err != nil {
+		t.Errorf("the gateway did not sign what it forwarded (%+v, %q): %v", claims, h[internalauth.SignatureHeader], err)
+	}
+}
 
 // echo is a fake upstream that answers with what it received.
 func echo(t *testing.T) *httptest.Server {
@@ -65,7 +85,7 @@ func start(t *testing.T, dbURL string, upstreams map[string]string, mutate ...fu
 		Upstreams:     upstreams,
 		Proxy:         proxy.Options{Timeout: time.Second, DialTimeout: 500 * time.Millisecond, MaxConns: 64},
 		KeyRefresh:    time.Second, LogLevel: "error", ShutdownTimeout: 2 * time.Second,
-		CursorSecret: []byte(strings.Repeat("c", 32)),
+		CursorSecret: []byte(strings.Repeat("c", 32)), InternalAuthSecret: internalSecret,
 	}
 	for _, m := range mutate {
 		m(&cfg)
@@ -167,7 +187,7 @@ func TestForwarding(t *testing.T) {
 	g := start(t, pgtest.NewDatabase(t), map[string]string{"topics": up.URL})
 	keyID, key := g.newKey(t, map[string]any{"tenantIds": []string{"acme"}})
 	c := g.client(t, key).With("X-Internal-Tenant-Id", "evil").With("X-Internal-Anything", "x").
-		With("X-Request-Id", "client-req-1")
+		With("X-Internal-Signature", "v1,t=0,forged").With("X-Request-Id", "client-req-1")
 	c.Contract = nil // the echo upstream is not the real topics service
 	resp := c.Do("GET", "/v0/topics?limit=5", nil)
 	if resp.Status != 200 {
@@ -195,6 +215,7 @@ func TestForwarding(t *testing.T) {
 	case !strings.HasPrefix(h["Traceparent"], "00-"):
 		t.Errorf("traceparent = %q", h["Traceparent"])
 	}
+	checkSigned(t, h) // and the client's forged signature was dropped
 	for _, name := range []string{"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "RateLimit-Policy", "RateLimit"} {
 		if resp.Header.Get(name) == "" {
 			t.Errorf("proxied response lacks %s", name)
@@ -428,6 +449,34 @@ func TestAdminAPI(t *testing.T) {
 		t.Fatalf("admin /metrics: %v", err)
 	}
 	metrics.Body.Close()
+	if r := (&apitest.Client{T: t, Base: g.admin}).Do("GET", "/debug/pprof/", nil); r.Status != 404 {
+		t.Fatalf("profiles on the admin listener without PPROF_ENABLED: %d", r.Status)
+	}
+}
+
+func TestConfigRequiresTheInternalAuthSecret(t *testing.T) {
+	base := map[string]string{"DATABASE_URL": "postgres://x", "ADMIN_TOKEN": adminToken,
+		"KEY_HASH_PEPPER": strings.Repeat("p", 32)}
+	for name, tc := range map[string]struct {
+		secret string
+		want   string // "" when accepted
+	}{
+		"missing": {"", "INTERNAL_AUTH_SECRET: is required"},
+		"short":   {strings.Repeat("s", 31), "INTERNAL_AUTH_SECRET: must hold at least 32 bytes"},
+		"good":    {strings.Repeat("s", 32), ""},
+	} {
+		env := map[string]string{"INTERNAL_AUTH_SECRET": tc.secret}
+		for k, v := range base {
+			env[k] = v
+		}
+		c, err := ConfigFromEnv(config.FromMap(env))
+		switch {
+		case tc.want == "" && (err != nil || len(c.InternalAuthSecret) != 32 || c.Pprof):
+			t.Errorf("%s: %v (pprof %v)", name, err, c.Pprof)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || strings.Count(err.Error(), "INTERNAL_AUTH_SECRET") != 1):
+			t.Errorf("%s: the gateway must not start without a valid INTERNAL_AUTH_SECRET, got %v", name, err)
+		}
+	}
 }
 
 func TestOpenAPIIsPublic(t *testing.T) {

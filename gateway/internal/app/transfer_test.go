@@ -41,6 +41,7 @@ func newSink(t *testing.T, size int) *sink {
 			w.Header().Set("X-Seen-Path", r.URL.RequestURI())
 			w.Header().Set("X-Seen-Tenant", r.Header.Get("X-Internal-Tenant-Id"))
 			w.Header().Set("X-Seen-Key", r.Header.Get("X-Api-Key")+r.Header.Get("X-Internal-Key-Id"))
+			w.Header().Set("X-Seen-Signature", r.Header.Get("X-Internal-Signature"))
 			if r.Method == "HEAD" {
 				return
 			}
@@ -238,6 +239,9 @@ func TestSignedDownloadsArePublicAndStream(t *testing.T) {
 		resp.Header.Get("X-Seen-Tenant") != "" || resp.Header.Get("X-Seen-Key") != "" || resp.Header.Get("X-Request-Id") == "" {
 		t.Fatalf("download: %d %v (%d bytes)", resp.StatusCode, resp.Header, n)
 	}
+	// Signed, with no tenant: the assets service refuses downloads the gateway did not send.
+	checkSigned(t, map[string]string{"X-Request-Id": resp.Header.Get("X-Request-Id"),
+		"X-Internal-Signature": resp.Header.Get("X-Seen-Signature")})
 	if alloc > size/8 {
 		t.Fatalf("%d bytes allocated for a %d-byte download: the body was buffered", alloc, size)
 	}

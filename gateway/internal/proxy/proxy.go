@@ -15,6 +15,7 @@ import (
 
 	"github.com/customerapi/platform/gateway/internal/auth"
 	"github.com/customerapi/platform/libs/apierror"
+	"github.com/customerapi/platform/libs/internalauth"
 	"github.com/customerapi/platform/libs/requestid"
 	"github.com/customerapi/platform/libs/telemetry"
 	"github.com/customerapi/platform/libs/tenant"
@@ -22,6 +23,9 @@ import (
 
 // Options tune the upstream connections.
 type Options struct {
+	// Signer signs the internal headers of every forwarded request (INTERNAL_AUTH_SECRET);
+	// the services refuse requests it did not sign.
+	Signer *internalauth.Signer
 	// Timeout bounds one upstream exchange; past it the caller gets 503.
 	Timeout time.Duration
 	// DialTimeout bounds connecting to an upstream.
@@ -114,6 +118,7 @@ type Proxy struct {
 	timeout   time.Duration
 	transfer  time.Duration
 	maxUpload int64
+	signer    *internalauth.Signer
 }
 
 // New returns a Proxy over the given upstreams (by service name). A route whose service
@@ -128,7 +133,7 @@ func New(upstreams map[string]*Upstream, o Options) *Proxy {
 		maxUpload = DefaultMaxUploadBytes
 	}
 	return &Proxy{table: newTable(Routes), upstreams: upstreams, timeout: o.Timeout, transfer: transfer,
-		maxUpload: maxUpload}
+		maxUpload: maxUpload, signer: o.Signer}
 }
 
 // hopHeaders are meaningful only for one connection and never forwarded.
@@ -163,10 +168,7 @@ func (p *Proxy) Handler() fiber.Handler {
 		}
 		key := auth.Key(c)
 		prepare(c, req, up)
-		// SetCanonical skips fasthttp's value sanitising: these values are ours and
-		// already safe (validated tenant IDs, generated key IDs).
-		req.Header.SetCanonical([]byte(tenant.Header), []byte(key.TenantIDs[0]))
-		req.Header.SetCanonical([]byte(tenant.KeyHeader), []byte(key.ID))
+		p.sign(c, req, key.TenantIDs[0], key.ID)
 		err := forward(c, client, timeout)
 		if err != nil && capped != nil && capped.over {
 			return uploadTooBig(p.maxUpload)
@@ -194,6 +196,7 @@ func (p *Proxy) Files() fiber.Handler {
 		}
 		token := c.Params("token")
 		prepare(c, req, up)
+		p.sign(c, req, "", "") // no tenant: the assets service still knows it came from here
 		base := ""
 		if up.URL.Path != "" && up.URL.Path != "/" {
 			base = strings.TrimRight(up.URL.Path, "/")
@@ -307,6 +310,16 @@ func (c *capReader) Read(p []byte) (int, error) {
 		return n, errors.New("upload exceeds the limit")
 	}
 	return n, err
+}
+
+// sign adds the tenant and key ID (when not empty) and the signature over them and the
+// request ID, which prepare has set.
+func (p *Proxy) sign(c *fiber.Ctx, req *fasthttp.Request, tenantID, keyID string) {
+	if p.signer == nil {
+		return // the services refuse the request: INTERNAL_AUTH_SECRET is required
+	}
+	internalauth.Stamp(&req.Header, p.signer,
+		internalauth.Claims{TenantID: tenantID, KeyID: keyID, RequestID: requestid.Ensure(c)}, time.Now())
 }
 
 // prepare rewrites the incoming request in place into the upstream request: client-sent

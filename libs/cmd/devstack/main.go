@@ -69,6 +69,7 @@ Customer API is ready.
   Admin token:  %s   (saved in %s)
   Dev API key:  %s   (tenant "dev")
   Brokers:      %s
+  Metrics:      %s/metrics, each service on its port + 100 (e.g. %s/metrics)
   Logs:         %s
 
 Try:
@@ -78,7 +79,7 @@ Try:
 
 Press Ctrl-C to stop.
 `, s.GatewayURL, s.GatewayURL, s.AdminURL, s.AdminToken, filepath.Join(dataDir, "admin-token"), s.DevKey,
-		strings.Join(s.Brokers(), ","), logs, s.DevKey, s.GatewayURL, s.AdminToken, s.AdminURL)
+		strings.Join(s.Brokers(), ","), s.AdminURL, s.MetricsURL("topics"), logs, s.DevKey, s.GatewayURL, s.AdminToken, s.AdminURL)
 	<-ctx.Done()
 	return nil
 }

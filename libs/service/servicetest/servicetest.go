@@ -13,16 +13,24 @@ import (
 
 	"github.com/customerapi/platform/libs/config"
 	"github.com/customerapi/platform/libs/events/kafkatest"
+	"github.com/customerapi/platform/libs/internalauth"
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
+	"github.com/customerapi/platform/libs/requestid"
 	"github.com/customerapi/platform/libs/service"
 	"github.com/customerapi/platform/libs/telemetry"
 )
 
+// InternalAuthSecret is the secret the services under test share with their (absent)
+// gateway; Service.Sign signs with it.
+const InternalAuthSecret = "servicetest-internal-auth-secret-0123456789"
+
 // Service is a running service under test.
 type Service struct {
-	// URL is the service's base address.
-	URL         string
+	// URL is the service's base address (its API listener).
+	URL string
+	// MetricsURL is the address of its metrics listener.
+	MetricsURL  string
 	Runtime     *service.Runtime
 	Broker      *kafkatest.Broker
 	DatabaseURL string
@@ -37,6 +45,8 @@ type Options struct {
 	DatabaseURL string
 	// Env holds service-specific settings read by setup.
 	Env map[string]string
+	// Pprof serves /debug/pprof on the metrics listener.
+	Pprof bool
 }
 
 // Start runs the service until the test ends.
@@ -53,9 +63,15 @@ func Start(t testing.TB, name string, migrations []postgres.MigrationSet,
 	if err != nil {
 		t.Fatal(err)
 	}
+	metricsPort, err := pgtest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := service.Config{
 		Name: name, HTTPAddr: fmt.Sprintf("127.0.0.1:%d", port), DatabaseURL: opts.DatabaseURL,
-		PublicBaseURL: "http://127.0.0.1:25001", CursorSecret: []byte("servicetest-cursor-secret-0123456789"),
+		MetricsAddr: fmt.Sprintf("127.0.0.1:%d", metricsPort), Pprof: opts.Pprof,
+		InternalAuthSecret: []byte(InternalAuthSecret),
+		PublicBaseURL:      "http://127.0.0.1:25001", CursorSecret: []byte("servicetest-cursor-secret-0123456789"),
 		Kafka: opts.Broker.Config(), LogLevel: "error", ShutdownTimeout: 5 * time.Second,
 	}
 	var logOut io.Writer = io.Discard
@@ -83,7 +99,8 @@ func Start(t testing.TB, name string, migrations []postgres.MigrationSet,
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- rt.Run(ctx) }()
-	s := &Service{URL: "http://" + cfg.HTTPAddr, Runtime: rt, Broker: opts.Broker, DatabaseURL: opts.DatabaseURL}
+	s := &Service{URL: "http://" + cfg.HTTPAddr, MetricsURL: "http://" + cfg.MetricsAddr, Runtime: rt,
+		Broker: opts.Broker, DatabaseURL: opts.DatabaseURL}
 	stopped := false
 	s.stop = func() {
 		if stopped {
@@ -98,18 +115,33 @@ func Start(t testing.TB, name string, migrations []postgres.MigrationSet,
 	}
 	t.Cleanup(s.stop)
 	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := http.Get(s.URL + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			break
+	for _, u := range []string{s.URL, s.MetricsURL} {
+		for {
+			resp, err := http.Get(u + "/healthz")
+			if err == nil {
+				resp.Body.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s did not come up on %s: %v", name, u, err)
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not come up: %v", name, err)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	return s
+}
+
+// Sign makes r look as if the gateway sent it: it signs the tenant and key headers r
+// carries (tenant.Header, tenant.KeyHeader) with a fresh timestamp, giving r a request ID
+// when it has none. Test clients call it on every request (apitest.Client.Prepare).
+func (s *Service) Sign(r *http.Request) {
+	id := r.Header.Get(requestid.Header)
+	if id == "" {
+		id = requestid.New()
+		r.Header.Set(requestid.Header, id)
+	}
+	internalauth.Stamp(r.Header, s.Runtime.Signer, internalauth.Claims{TenantID: r.Header.Get(internalauth.TenantHeader),
+		KeyID: r.Header.Get(internalauth.KeyHeader), RequestID: id}, time.Now())
 }
 
 // Stop shuts the service down now (it is also stopped when the test ends).

@@ -58,7 +58,7 @@ func start(t *testing.T, settings map[string]string) *env {
 }
 
 func (e *env) client(t *testing.T, tenantID string) *apitest.Client {
-	return (&apitest.Client{T: t, Base: e.svc.URL, Contract: contract}).With(tenant.Header, tenantID)
+	return (&apitest.Client{T: t, Base: e.svc.URL, Contract: contract, Prepare: e.svc.Sign}).With(tenant.Header, tenantID)
 }
 
 // objects lists the stored objects (files outside the partial-upload directory).
@@ -180,6 +180,7 @@ func (e *env) fetch(t *testing.T, method, link string, header ...string) fetched
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
+	e.svc.Sign(req) // as the gateway's Files route does
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

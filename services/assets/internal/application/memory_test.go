@@ -58,6 +58,7 @@ func TestUploadMemoryStaysFarBelowFileSize(t *testing.T) {
 	req, _ := http.NewRequest("POST", e.svc.URL+"/v0/assets", pr)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	req.Header.Set(tenant.Header, "acme")
+	e.svc.Sign(req)
 
 	runtime.GC()
 	var before, after runtime.MemStats

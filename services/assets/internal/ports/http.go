@@ -36,8 +36,8 @@ type Handlers struct {
 const FilesRoute = "/files/:token"
 
 // Register mounts the tenant-scoped routes on api (the /v0 group) and the signed
-// downloads on root.
-func (h *Handlers) Register(api, root fiber.Router) {
+// downloads on root, behind gatewayOnly (the gateway's signature, without a tenant).
+func (h *Handlers) Register(api, root fiber.Router, gatewayOnly fiber.Handler) {
 	api.Post("/assets", h.upload)
 	api.Get("/assets", h.list(domain.Active, "assets"))
 	api.Get("/assets/trash", h.list(domain.Trashed, "assets/trash"))
@@ -45,7 +45,7 @@ func (h *Handlers) Register(api, root fiber.Router) {
 	api.Post("/assets/:asset_id/trash", bufferJSON, h.trash)
 	api.Post("/assets/:asset_id/restore", bufferJSON, h.restore)
 	api.Delete("/assets/:asset_id", bufferJSON, h.delete)
-	root.Get(FilesRoute, h.download) // Fiber serves HEAD with it
+	root.Get(FilesRoute, gatewayOnly, h.download) // Fiber serves HEAD with it
 }
 
 func (h *Handlers) respond(c *fiber.Ctx, status int, a domain.Asset) error {

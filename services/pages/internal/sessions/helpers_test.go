@@ -48,7 +48,7 @@ func start(t testing.TB, env map[string]string, opts ...servicetest.Options) *se
 }
 
 func client(t apitest.TB, s *servicetest.Service, tenantID string) *apitest.Client {
-	return (&apitest.Client{T: t, Base: s.URL, Contract: contract}).With(tenant.Header, tenantID)
+	return (&apitest.Client{T: t, Base: s.URL, Contract: contract, Prepare: s.Sign}).With(tenant.Header, tenantID)
 }
 
 // mustStatus checks a response's status and returns its JSON object.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/libs/service/servicetest"
 	"github.com/customerapi/platform/libs/tenant"
 )
 
@@ -59,22 +60,27 @@ func TestOddInputIsNever500(t *testing.T) {
 	}
 	// Bytes that are not UTF-8 in a path (a client that does not escape them) name nothing.
 	for _, p := range []string{"/v0/persons/\xff\xfe", plog + "/\xff", "/v0/persons/\xff/logs", "/v0/accounts/" + aid + "/logs/\xff"} {
-		if status := rawGet(t, s.URL, p); status != 404 {
+		if status := rawGet(t, s, p); status != 404 {
 			t.Errorf("GET %q: %d", p, status)
 		}
 	}
 }
 
-// rawGet sends a GET with the path exactly as given (net/http would escape it) and
-// returns the status.
-func rawGet(t *testing.T, base, path string) int {
+// rawGet sends a GET for tenant acme with the path exactly as given (net/http would
+// escape it) and returns the status.
+func rawGet(t *testing.T, s *servicetest.Service, path string) int {
 	t.Helper()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: persons\r\n%s: acme\r\nConnection: close\r\n\r\n", path, tenant.Header)
+	signed := &http.Request{Header: http.Header{}}
+	signed.Header.Set(tenant.Header, "acme")
+	s.Sign(signed)
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: persons\r\nConnection: close\r\n", path)
+	_ = signed.Header.Write(conn)
+	fmt.Fprint(conn, "\r\n")
 	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatal(err)

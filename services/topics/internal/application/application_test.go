@@ -29,7 +29,7 @@ func start(t *testing.T, opts servicetest.Options) *servicetest.Service {
 }
 
 func client(t *testing.T, s *servicetest.Service, tenantID string) *apitest.Client {
-	return (&apitest.Client{T: t, Base: s.URL, Contract: contract}).With(tenant.Header, tenantID)
+	return (&apitest.Client{T: t, Base: s.URL, Contract: contract, Prepare: s.Sign}).With(tenant.Header, tenantID)
 }
 
 // mustStatus checks a response's status and returns its JSON object.

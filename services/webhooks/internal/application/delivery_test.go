@@ -541,7 +541,7 @@ func TestSSRFGuardRefusesAtConnectTime(t *testing.T) {
 
 func metrics(t *testing.T, s *servicetest.Service) string {
 	t.Helper()
-	resp, err := http.Get(s.URL + "/metrics")
+	resp, err := http.Get(s.MetricsURL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
