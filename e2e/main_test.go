@@ -84,17 +84,27 @@ func startLocal() (*devstack.Stack, func(), error) {
 	}
 	opts := devstack.Options{Dir: filepath.Join(dir, "data"), BinDir: bin, ServicePorts: map[string]int{},
 		MetricsPorts: map[string]int{}, Env: devstack.LocalEnv(filepath.Join(dir, "data"))}
-	ports := []*int{&opts.GatewayPort, &opts.AdminPort, &opts.PostgresPort, &opts.KafkaPort}
-	for _, p := range ports {
-		if *p, err = pgtest.FreePort(); err != nil {
+	// Distinct ports: FreePort checks each alone, and two of a dozen picks may agree.
+	taken := map[int]bool{}
+	pick := func() (int, error) {
+		for {
+			p, err := pgtest.FreePort()
+			if err != nil || !taken[p] {
+				taken[p] = true
+				return p, err
+			}
+		}
+	}
+	for _, p := range []*int{&opts.GatewayPort, &opts.AdminPort, &opts.PostgresPort, &opts.KafkaPort} {
+		if *p, err = pick(); err != nil {
 			return nil, nil, err
 		}
 	}
 	for _, spec := range devstack.Services {
-		if opts.ServicePorts[spec.Name], err = pgtest.FreePort(); err != nil {
+		if opts.ServicePorts[spec.Name], err = pick(); err != nil {
 			return nil, nil, err
 		}
-		if opts.MetricsPorts[spec.Name], err = pgtest.FreePort(); err != nil {
+		if opts.MetricsPorts[spec.Name], err = pick(); err != nil {
 			return nil, nil, err
 		}
 	}

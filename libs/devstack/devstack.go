@@ -200,7 +200,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	}
 	for name, p := range s.procs {
 		if err := waitReady(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", p.port), p.done, 60*time.Second); err != nil {
-			return nil, fmt.Errorf("%s: %w (see %s)", name, err, s.logPath(name))
+			return nil, fmt.Errorf("%s: %w (see %s)%s", name, err, s.logPath(name), s.logTail(name, 20))
 		}
 	}
 	gwDB, err := s.database(ctx, "gateway")
@@ -297,6 +297,17 @@ func (s *Stack) startKafka() error {
 	s.broker = b
 	s.brokers = []string{b.Addr}
 	return nil
+}
+
+// logTail is the end of a process's log file, for an error message: its output is
+// all a reader (of a CI log, say) gets to see of why it failed.
+func (s *Stack) logTail(name string, lines int) string {
+	b, err := os.ReadFile(s.logPath(name))
+	if err != nil || len(b) == 0 {
+		return ""
+	}
+	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return "; its log ends:\n" + strings.Join(all[max(0, len(all)-lines):], "\n")
 }
 
 func (s *Stack) logPath(name string) string { return filepath.Join(s.opts.Dir, "logs", name+".log") }
