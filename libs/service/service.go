@@ -86,6 +86,9 @@ type Runtime struct {
 	Cursors   *pagination.Codec
 	// API is the router for the service's /v0 routes; requests on it carry a tenant.
 	API fiber.Router
+	// Outbox adds events to the outbox, refusing those over the producer's message limit
+	// (KAFKA_MAX_MESSAGE_BYTES); every repository that emits events uses it.
+	Outbox outbox.Writer
 
 	writer    *kafka.Writer
 	relay     *outbox.Relay
@@ -98,7 +101,7 @@ type Runtime struct {
 // always included), and builds the server with its readiness checks.
 func New(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.Logger, migrations ...postgres.MigrationSet) (*Runtime, error) {
 	rt := &Runtime{Config: cfg, Log: log, Tracer: tracing.Tracer(cfg.Name), Registry: telemetry.NewRegistry(),
-		Validator: request.NewValidator()}
+		Validator: request.NewValidator(), Outbox: outbox.Writer{MaxMessageBytes: cfg.Kafka.MessageLimit()}}
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	wake := outbox.NewWakeup()

@@ -37,6 +37,8 @@ type Options struct {
 	DatabaseURL string
 	// Env holds service-specific settings read by setup.
 	Env map[string]string
+	// Configure, when set, adjusts the shared settings before the runtime is built.
+	Configure func(*service.Config)
 }
 
 // Start runs the service until the test ends.
@@ -57,6 +59,9 @@ func Start(t testing.TB, name string, migrations []postgres.MigrationSet,
 		Name: name, HTTPAddr: fmt.Sprintf("127.0.0.1:%d", port), DatabaseURL: opts.DatabaseURL,
 		PublicBaseURL: "http://127.0.0.1:25001", CursorSecret: []byte("servicetest-cursor-secret-0123456789"),
 		Kafka: opts.Broker.Config(), LogLevel: "error", ShutdownTimeout: 5 * time.Second,
+	}
+	if opts.Configure != nil {
+		opts.Configure(&cfg)
 	}
 	var logOut io.Writer = io.Discard
 	if os.Getenv("SERVICETEST_LOGS") != "" {
