@@ -306,7 +306,7 @@ func checkProd(t *testing.T, m *Manifest) {
 		}
 		env := envOf(d.Spec.Template.Spec.Containers[0])
 		if d.Name != release+"-gateway" && (env["KAFKA_TLS"] != "true" || env["KAFKA_SASL_MECHANISM"] != "scram-sha-512" ||
-			!strings.Contains(env["KAFKA_BROKERS"], ",")) {
+			!strings.Contains(env["KAFKA_BROKERS"], ",") || env["KAFKA_MAX_MESSAGE_BYTES"] != "1000000") {
 			t.Errorf("%s: kafka settings %v", d.Name, env)
 		}
 	}
@@ -374,6 +374,7 @@ func TestBadValuesFail(t *testing.T) {
 		{"external Kafka without brokers", []string{devValues}, []string{"kafka.enabled=false"}, "at '/externalKafka/brokers': minItems"},
 		{"external database without URL", []string{devValues}, []string{"postgresql.enabled=false"}, "externalDatabase.urls.gateway is required"},
 		{"bad broker address", []string{prodValues}, []string{"externalKafka.brokers[0]=kafka"}, "'kafka' does not match pattern"},
+		{"message limit too small", []string{prodValues}, []string{"externalKafka.maxMessageBytes=100"}, "at '/externalKafka/maxMessageBytes'"},
 		{"bad database URL", []string{prodValues}, []string{"externalDatabase.urls.topics=mysql://x"}, "'mysql://x' does not match pattern"},
 		{"bad image tag", []string{devValues}, []string{"image.tag=a b"}, "at '/image/tag'"},
 		{"bad metrics peer", []string{devValues}, []string{"networkPolicy.metricsFrom[0].pods=x"}, "additional properties 'pods' not allowed"},

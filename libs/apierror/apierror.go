@@ -90,13 +90,30 @@ func Unavailable(detail string) *Error {
 }
 
 // Internal is a 500 wrapping an unexpected cause; the cause is logged, never shown. A
-// cause that says a dependency is down (IsUnavailable) is a 503 instead.
+// cause that says a dependency is down (IsUnavailable) is a 503 instead, and a cause
+// that holds a Rejection is the caller's fault, not ours: it becomes that 400.
 func Internal(cause error) *Error {
 	if e := unavailable(cause); e != nil {
 		return e
 	}
+	var r Rejection
+	if errors.As(cause, &r) {
+		code, message := r.Rejection()
+		e := Validation(FieldBody, Issue{Code: code, Message: message, Path: []any{}})
+		e.cause = cause
+		return e
+	}
 	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal,
 		Detail: "an unexpected error occurred", cause: cause}
+}
+
+// Rejection is implemented by errors found below the HTTP layer that mean the request
+// cannot be accepted as sent, such as an event too large for Kafka (events.TooLargeError):
+// however a handler wraps one, even as Internal, it is rendered as a 400
+// VALIDATION_ERROR on the body with this issue code and message.
+type Rejection interface {
+	error
+	Rejection() (code, message string)
 }
 
 // Issue is one validation problem at a path inside a request part.

@@ -41,6 +41,31 @@ func TestFromMapsEveryFailure(t *testing.T) {
 	}
 }
 
+// rejection is an error of a library that knows it is the caller's fault.
+type rejection struct{}
+
+func (rejection) Error() string                     { return "too large for Kafka" }
+func (rejection) Rejection() (code, message string) { return "too_big", "send less" }
+
+func TestARejectionIsTheCallersFaultHoweverItIsWrapped(t *testing.T) {
+	for name, err := range map[string]error{
+		"as is":               rejection{},
+		"wrapped":             fmt.Errorf("store: %w", rejection{}),
+		"wrapped as internal": Internal(fmt.Errorf("store: %w", rejection{})),
+	} {
+		e := From(err)
+		if e.Status != 400 || e.Code != CodeValidation {
+			t.Errorf("%s: got %d %s, want 400 VALIDATION_ERROR", name, e.Status, e.Code)
+			continue
+		}
+		issues := e.Details.([]FieldIssues)
+		if issues[0].Field != FieldBody || issues[0].Issues[0].Code != "too_big" || issues[0].Issues[0].Message != "send less" ||
+			!errors.Is(e, rejection{}) {
+			t.Errorf("%s: details %+v", name, issues)
+		}
+	}
+}
+
 func TestInternalHidesItsCause(t *testing.T) {
 	e := Internal(errors.New("password=hunter2"))
 	env := Renderer{BaseURL: "http://x"}.Envelope(e, "r")

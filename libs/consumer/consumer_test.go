@@ -140,7 +140,7 @@ func TestOutboxToConsumerKeepsOrderPerSubject(t *testing.T) {
 	for i := 0; i < perSubject; i++ {
 		for s := 0; s < subjects; s++ {
 			err := postgres.InTx(context.Background(), producer, func(tx pgx.Tx) error {
-				return outbox.Add(context.Background(), tx, "things", ev(t, fmt.Sprintf("subject-%d", s), i))
+				return (outbox.Writer{}).Add(context.Background(), tx, "things", ev(t, fmt.Sprintf("subject-%d", s), i))
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -291,7 +291,7 @@ func TestEventsWrittenWhileBrokerIsDownArriveAfterwards(t *testing.T) {
 func addEvent(t *testing.T, pool *pgxpool.Pool, e events.Envelope) {
 	t.Helper()
 	err := postgres.InTx(context.Background(), pool, func(tx pgx.Tx) error {
-		return outbox.Add(context.Background(), tx, "things", e)
+		return (outbox.Writer{}).Add(context.Background(), tx, "things", e)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -29,6 +29,11 @@ type KafkaConfig struct {
 	// (KAFKA_TOPIC_PARTITIONS, default 6; KAFKA_REPLICATION_FACTOR, default 1).
 	Partitions        int
 	ReplicationFactor int
+	// MaxMessageBytes is the largest message the producer sends, counted as MessageSize
+	// does (KAFKA_MAX_MESSAGE_BYTES, default DefaultMaxMessageBytes; 0 means the default).
+	// It is the writer's BatchBytes and the outbox's write-time limit; keep it below the
+	// broker's message.max.bytes and every topic's max.message.bytes.
+	MaxMessageBytes int
 }
 
 // KafkaFromEnv reads the Kafka settings.
@@ -41,12 +46,16 @@ func KafkaFromEnv(env *config.Env) KafkaConfig {
 		Password:          env.String("KAFKA_PASSWORD", ""),
 		Partitions:        env.Int("KAFKA_TOPIC_PARTITIONS", 6),
 		ReplicationFactor: env.Int("KAFKA_REPLICATION_FACTOR", 1),
+		MaxMessageBytes:   env.Int("KAFKA_MAX_MESSAGE_BYTES", DefaultMaxMessageBytes),
 	}
 	if _, err := c.mechanism(); err != nil {
 		env.Fail("KAFKA_SASL_MECHANISM", "%v", err)
 	}
 	if c.Partitions < 1 || c.ReplicationFactor < 1 {
 		env.Fail("KAFKA_TOPIC_PARTITIONS", "partitions and replication factor must be at least 1")
+	}
+	if c.MaxMessageBytes < minMessageLimit || c.MaxMessageBytes > maxMessageLimit {
+		env.Fail("KAFKA_MAX_MESSAGE_BYTES", "must be from %d to %d bytes", minMessageLimit, maxMessageLimit)
 	}
 	return c
 }
@@ -84,10 +93,30 @@ func (c KafkaConfig) Dialer() *kafka.Dialer {
 	return &kafka.Dialer{Timeout: 5 * time.Second, DualStack: true, TLS: c.tlsConfig(), SASLMechanism: mech, ClientID: "customer-api"}
 }
 
+// The range of KAFKA_MAX_MESSAGE_BYTES: below the minimum even the events of small changes
+// would not fit; above the maximum the consumers, which fetch at most 10 MiB per
+// partition, could not read a message.
+const (
+	minMessageLimit = 4096
+	maxMessageLimit = 10 << 20
+)
+
+// MessageLimit is MaxMessageBytes, or DefaultMaxMessageBytes when unset.
+func (c KafkaConfig) MessageLimit() int {
+	if c.MaxMessageBytes <= 0 {
+		return DefaultMaxMessageBytes
+	}
+	return c.MaxMessageBytes
+}
+
 // Writer returns a synchronous writer that waits for all in-sync replicas and keys
-// messages to partitions by hash, so one subject always lands on one partition.
+// messages to partitions by hash, so one subject always lands on one partition. Its
+// BatchBytes, the most it puts in one produce request per partition, is MessageLimit: a
+// larger message is refused before sending (kafka.MessageTooLargeError), and no batch of
+// small ones exceeds what the broker takes.
 func (c KafkaConfig) Writer() *kafka.Writer {
 	return &kafka.Writer{
+		BatchBytes:   int64(c.MessageLimit()),
 		Addr:         kafka.TCP(c.Brokers...),
 		Balancer:     &kafka.Hash{},
 		RequiredAcks: kafka.RequireAll,

@@ -1,6 +1,7 @@
-// Package outbox implements the transactional outbox: Add writes events in the caller's
-// transaction, and Relay publishes committed rows to Kafka in commit order, at least once,
-// woken by LISTEN/NOTIFY.
+// Package outbox implements the transactional outbox: Writer.Add writes events in the
+// caller's transaction (refusing any too large for Kafka), and Relay publishes committed
+// rows to Kafka in commit order, at least once, woken after commits, and moves the rows
+// Kafka refuses for good to outbox_dead_letters.
 package outbox
 
 import (
@@ -30,13 +31,23 @@ func mustSub(f fs.FS, dir string) fs.FS {
 	return s
 }
 
+// Writer adds events to the outbox. It refuses, with an error matching
+// events.ErrTooLarge, an event whose Kafka message would exceed MaxMessageBytes, so that
+// an oversized event fails the change that causes it instead of the relay later.
+type Writer struct {
+	// MaxMessageBytes is the producer's limit, events.KafkaConfig.MessageLimit (0 means
+	// events.DefaultMaxMessageBytes).
+	MaxMessageBytes int
+}
+
 // Add writes events to the outbox inside tx, one statement for all of them. They are
-// published only if and when tx commits. The trace context of ctx travels with them.
-func Add(ctx context.Context, tx pgx.Tx, topic string, evts ...events.Envelope) error {
+// published only if and when tx commits. The trace context of ctx travels with them. On
+// an error nothing is written; the caller's transaction must then roll back.
+func (w Writer) Add(ctx context.Context, tx pgx.Tx, topic string, evts ...events.Envelope) error {
 	if len(evts) == 0 {
 		return nil
 	}
-	sql, args, err := insert(ctx, topic, evts)
+	sql, args, err := w.insert(ctx, topic, evts)
 	if err != nil {
 		return err
 	}
@@ -48,12 +59,13 @@ func Add(ctx context.Context, tx pgx.Tx, topic string, evts ...events.Envelope) 
 
 // Queue appends the outbox insert of evts to b. A batch sent outside a transaction runs
 // as one implicit transaction, so a change and its events queued in one batch commit
-// together in a single round trip (the cheapest way to write a row and its event).
-func Queue(ctx context.Context, b *pgx.Batch, topic string, evts ...events.Envelope) error {
+// together in a single round trip (the cheapest way to write a row and its event). On an
+// error nothing is queued; the caller must not send b.
+func (w Writer) Queue(ctx context.Context, b *pgx.Batch, topic string, evts ...events.Envelope) error {
 	if len(evts) == 0 {
 		return nil
 	}
-	sql, args, err := insert(ctx, topic, evts)
+	sql, args, err := w.insert(ctx, topic, evts)
 	if err != nil {
 		return err
 	}
@@ -67,7 +79,7 @@ const insertSQL = `
 		FROM unnest($2::text[], $3::text[], $4::bytea[], $5::text[]) WITH ORDINALITY AS t(e, k, v, h, n)
 		ORDER BY n`
 
-func insert(ctx context.Context, topic string, evts []events.Envelope) (string, []any, error) {
+func (w Writer) insert(ctx context.Context, topic string, evts []events.Envelope) (string, []any, error) {
 	var (
 		eventIDs = make([]string, len(evts))
 		keys     = make([]string, len(evts))
@@ -79,7 +91,12 @@ func insert(ctx context.Context, topic string, evts []events.Envelope) (string, 
 		if err != nil {
 			return "", nil, fmt.Errorf("outbox: marshal %s: %w", e.Type, err)
 		}
-		h, err := json.Marshal(e.Headers(ctx))
+		hdr := e.Headers(ctx)
+		// Measured as the relay will send it: this value, the subject as key, these headers.
+		if err := events.CheckSize(e.Type, []byte(e.Subject), v, hdr, w.MaxMessageBytes); err != nil {
+			return "", nil, fmt.Errorf("outbox: %w", err)
+		}
+		h, err := json.Marshal(hdr)
 		if err != nil {
 			return "", nil, fmt.Errorf("outbox: marshal headers: %w", err)
 		}

@@ -83,7 +83,7 @@ func write(t *testing.T, pool *pgxpool.Pool, subjects ...string) {
 			}
 			evts = append(evts, e)
 		}
-		return outbox.Add(context.Background(), tx, "things", evts...)
+		return outbox.Writer{}.Add(context.Background(), tx, "things", evts...)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -113,13 +113,19 @@ func newPool(t *testing.T) (*pgxpool.Pool, *outbox.Wakeup) {
 
 func runRelay(t *testing.T, pool *pgxpool.Pool, wake *outbox.Wakeup, pub outbox.Publisher, create ...func(context.Context, ...string) error) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
 	// A long backstop: the tests must pass on wake-ups alone.
 	r := &outbox.Relay{Pool: pool, Publisher: pub, Log: quiet, Wakeup: wake, IdleWake: time.Minute}
 	if len(create) > 0 {
 		r.CreateTopics = create[0]
 	}
+	startRelay(t, r)
+}
+
+// startRelay runs r until the test ends.
+func startRelay(t *testing.T, r *outbox.Relay) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
 	go func() { _ = r.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 }
@@ -142,7 +148,7 @@ func TestRelayPublishesInCommitOrderAndDeletes(t *testing.T) {
 	if got := fmt.Sprint(rec.keys()); got != "[a1 a2 b1]" {
 		t.Fatalf("order = %s", got)
 	}
-	waitFor(t, func() bool { return pending(t, pool) == 0 })
+	waitFor(t, "published rows are deleted", func() bool { return pending(t, pool) == 0 })
 }
 
 func TestRelayNeverSkipsRowsOfAnOpenTransaction(t *testing.T) {
@@ -155,7 +161,7 @@ func TestRelayNeverSkipsRowsOfAnOpenTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	eA, _ := events.New("t", "x", "from-A", nil)
-	if err := outbox.Add(ctx, txA, "things", eA); err != nil {
+	if err := (outbox.Writer{}).Add(ctx, txA, "things", eA); err != nil {
 		t.Fatal(err)
 	}
 	runRelay(t, pool, wake, rec)
@@ -180,7 +186,7 @@ func TestRelayRollbackPublishesNothing(t *testing.T) {
 	ctx := context.Background()
 	tx, _ := pool.Begin(ctx)
 	e, _ := events.New("t", "x", "rolled-back", nil)
-	if err := outbox.Add(ctx, tx, "things", e); err != nil {
+	if err := (outbox.Writer{}).Add(ctx, tx, "things", e); err != nil {
 		t.Fatal(err)
 	}
 	_ = tx.Rollback(ctx)
@@ -204,7 +210,7 @@ func TestRelayKeepsRowsWhileKafkaIsDown(t *testing.T) {
 	}
 	rec.setFail(false)
 	rec.wait(t, 2)
-	waitFor(t, func() bool { return pending(t, pool) == 0 })
+	waitFor(t, "the rows are published once Kafka is back", func() bool { return pending(t, pool) == 0 })
 }
 
 func TestOnlyOneRelayLeads(t *testing.T) {
@@ -215,7 +221,7 @@ func TestOnlyOneRelayLeads(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		write(t, pool, fmt.Sprintf("k%02d", i))
 	}
-	waitFor(t, func() bool { return len(a.keys())+len(b.keys()) >= 20 })
+	waitFor(t, "20 rows published", func() bool { return len(a.keys())+len(b.keys()) >= 20 })
 	if len(a.keys()) != 0 && len(b.keys()) != 0 {
 		t.Fatalf("both relays published: %d and %d", len(a.keys()), len(b.keys()))
 	}
@@ -229,7 +235,7 @@ func TestRelayToRealBroker(t *testing.T) {
 	defer w.Close()
 	runRelay(t, pool, wake, w, cfg.EnsureTopics)
 	write(t, pool, "s1", "s1", "s2")
-	waitFor(t, func() bool { return pending(t, pool) == 0 })
+	waitFor(t, "the rows are published", func() bool { return pending(t, pool) == 0 })
 	// Read every partition and collect the subjects seen.
 	seen := map[string]int{}
 	for part := 0; part < 3; part++ {
@@ -257,12 +263,13 @@ func TestRelayToRealBroker(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, cond func() bool) {
+// waitFor fails the test, naming what, unless cond holds within 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
+			t.Fatalf("not within 10s: %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -280,7 +287,7 @@ func TestQueuedBatchCommitsAtomicallyAndWakesTheRelay(t *testing.T) {
 		e, _ := events.New("t", "thing.created", id, nil)
 		b := &pgx.Batch{}
 		b.Queue("INSERT INTO things (id) VALUES ($1)", id)
-		if err := outbox.Queue(ctx, b, "things", e); err != nil {
+		if err := (outbox.Writer{}).Queue(ctx, b, "things", e); err != nil {
 			return err
 		}
 		return pool.SendBatch(ctx, b).Close()

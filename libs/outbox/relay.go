@@ -2,7 +2,6 @@ package outbox
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -24,7 +23,8 @@ type Publisher interface {
 
 // Relay publishes outbox rows to Kafka. Several replicas may run one each: a session
 // advisory lock elects one leader per database, the others stand by, so rows are
-// published in order by a single reader.
+// published in order by a single reader. Transient Kafka errors are retried until they
+// heal; a row Kafka refuses for good is moved to outbox_dead_letters (see isRefusal).
 type Relay struct {
 	Pool      *pgxpool.Pool
 	Publisher Publisher
@@ -42,15 +42,18 @@ type Relay struct {
 	// Wakeup, when set, wakes the relay in-process while it leads (see Wakeup).
 	Wakeup *Wakeup
 
-	created map[string]bool
+	created   map[string]bool
+	countedAt time.Time // when the dead letters were last counted for the gauge
 }
 
 // Metrics are the relay's Prometheus metrics.
 type Metrics struct {
-	published prometheus.Counter
-	failures  prometheus.Counter
-	lag       prometheus.Gauge
-	leader    prometheus.Gauge
+	published   prometheus.Counter
+	failures    prometheus.Counter
+	lag         prometheus.Gauge
+	leader      prometheus.Gauge
+	deadLetters *prometheus.CounterVec
+	deadRows    prometheus.Gauge
 }
 
 // NewMetrics registers the relay metrics on r.
@@ -60,8 +63,12 @@ func NewMetrics(r prometheus.Registerer) *Metrics {
 		failures:  prometheus.NewCounter(prometheus.CounterOpts{Name: "outbox_publish_failures_total", Help: "Failed attempts to publish an outbox batch."}),
 		lag:       prometheus.NewGauge(prometheus.GaugeOpts{Name: "outbox_oldest_pending_seconds", Help: "Age of the oldest unpublished outbox row when last looked at."}),
 		leader:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "outbox_relay_leader", Help: "1 when this replica is the relay leader for its database."}),
+		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "outbox_dead_letters_total",
+			Help: "Outbox rows Kafka refused for good (too large, invalid), moved to outbox_dead_letters."}, []string{"topic"}),
+		deadRows: prometheus.NewGauge(prometheus.GaugeOpts{Name: "outbox_dead_letter_rows",
+			Help: "Rows in outbox_dead_letters, as counted by the relay leader (0 on other replicas)."}),
 	}
-	r.MustRegister(m.published, m.failures, m.lag, m.leader)
+	r.MustRegister(m.published, m.failures, m.lag, m.leader, m.deadLetters, m.deadRows)
 	return m
 }
 
@@ -133,6 +140,8 @@ func (r *Relay) lead(ctx context.Context) error {
 	if r.Metrics != nil {
 		r.Metrics.leader.Set(1)
 		defer r.Metrics.leader.Set(0)
+		defer r.Metrics.deadRows.Set(0)
+		r.countedAt = time.Time{} // count the dead letters on the first drain
 	}
 	if r.Wakeup != nil {
 		r.Wakeup.leading.Store(true)
@@ -165,14 +174,16 @@ func (r *Relay) lead(ctx context.Context) error {
 type row struct {
 	id      int64
 	topic   string
+	eventID string
 	key     string
 	value   []byte
 	headers []byte
 	created time.Time
 }
 
-// drain publishes every committed row, batch by batch, and reports whether rows remain
-// that are not yet visible in commit order.
+// drain publishes every committed row, batch by batch, moves the rows Kafka refuses for
+// good to the dead letters, and reports whether rows remain that are not yet visible in
+// commit order.
 func (r *Relay) drain(ctx context.Context, conn *pgx.Conn) (bool, error) {
 	for {
 		rows, err := r.fetch(ctx, conn)
@@ -185,31 +196,31 @@ func (r *Relay) drain(ctx context.Context, conn *pgx.Conn) (bool, error) {
 			if err == nil && r.Metrics != nil && !pending {
 				r.Metrics.lag.Set(0)
 			}
+			if err == nil && r.Metrics != nil && time.Since(r.countedAt) > deadLetterCountEvery {
+				err = r.countDeadLetters(ctx, conn)
+			}
 			return pending, err
 		}
 		if r.Metrics != nil {
 			r.Metrics.lag.Set(time.Since(rows[0].created).Seconds())
 		}
-		if err := r.publish(ctx, rows); err != nil {
+		dead, err := r.publish(ctx, rows)
+		if err != nil {
 			return false, err
 		}
-		ids := make([]int64, len(rows))
-		for i, rw := range rows {
-			ids[i] = rw.id
-		}
-		if _, err := conn.Exec(ctx, "DELETE FROM outbox WHERE id = ANY($1)", ids); err != nil {
+		if err := r.remove(ctx, conn, rows, dead); err != nil {
 			// The rows were published; they will be published again (at least once).
-			return false, fmt.Errorf("delete published rows: %w", err)
+			return false, err
 		}
 		if r.Metrics != nil {
-			r.Metrics.published.Add(float64(len(rows)))
+			r.Metrics.published.Add(float64(len(rows) - len(dead)))
 		}
 	}
 }
 
 func (r *Relay) fetch(ctx context.Context, conn *pgx.Conn) ([]row, error) {
 	rs, err := conn.Query(ctx, `
-		SELECT id, topic, msg_key, value, headers, created_at FROM outbox
+		SELECT id, topic, event_id, msg_key, value, headers, created_at FROM outbox
 		WHERE txid < pg_snapshot_xmin(pg_current_snapshot())
 		ORDER BY txid, id
 		LIMIT $1`, r.BatchSize)
@@ -218,7 +229,7 @@ func (r *Relay) fetch(ctx context.Context, conn *pgx.Conn) ([]row, error) {
 	}
 	out, err := pgx.CollectRows(rs, func(rw pgx.CollectableRow) (row, error) {
 		var x row
-		err := rw.Scan(&x.id, &x.topic, &x.key, &x.value, &x.headers, &x.created)
+		err := rw.Scan(&x.id, &x.topic, &x.eventID, &x.key, &x.value, &x.headers, &x.created)
 		return x, err
 	})
 	if err != nil {
@@ -227,43 +238,87 @@ func (r *Relay) fetch(ctx context.Context, conn *pgx.Conn) ([]row, error) {
 	return out, nil
 }
 
-// publish sends the batch, retrying with backoff until Kafka takes it or ctx ends; while
-// Kafka is down the rows simply wait in the outbox.
-func (r *Relay) publish(ctx context.Context, rows []row) error {
+// publish sends the rows' messages, retrying with backoff until Kafka has taken each of
+// them or refused it for good, or ctx ends; while Kafka is down the rows simply wait in
+// the outbox. It returns the refused rows, for the dead letters.
+func (r *Relay) publish(ctx context.Context, rows []row) ([]deadLetter, error) {
 	if err := r.ensureTopics(ctx, rows); err != nil {
-		return err
+		return nil, err
 	}
-	msgs := make([]kafka.Message, len(rows))
-	for i, rw := range rows {
-		var hdr map[string]string
-		if err := json.Unmarshal(rw.headers, &hdr); err != nil {
-			return fmt.Errorf("outbox row %d: headers: %w", rw.id, err)
+	var dead []deadLetter
+	pending := make([]outgoing, 0, len(rows))
+	for _, rw := range rows {
+		m, err := message(rw)
+		if err != nil {
+			dead = append(dead, deadLetter{row: rw, err: err})
+			continue
 		}
-		m := kafka.Message{Topic: rw.topic, Key: []byte(rw.key), Value: rw.value}
-		for k, v := range hdr {
-			m.Headers = append(m.Headers, kafka.Header{Key: k, Value: []byte(v)})
-		}
-		msgs[i] = m
+		pending = append(pending, outgoing{row: rw, msg: m})
 	}
 	backoff := 100 * time.Millisecond
-	for {
-		err := r.Publisher.WriteMessages(ctx, msgs...)
+	for len(pending) > 0 {
+		err := r.Publisher.WriteMessages(ctx, messages(pending)...)
 		if err == nil {
-			return nil
+			break
 		}
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
-		if r.Metrics != nil {
-			r.Metrics.failures.Inc()
+		failed, refused := failures(err, len(pending))
+		pending = pick(pending, failed)
+		if refused {
+			// Which message Kafka refuses is certain only when it is sent alone: the broker
+			// answers for a whole batch of a partition, and a batch of small messages may be
+			// over its limit too.
+			d, err := r.publishEach(ctx, pending)
+			return append(dead, d...), err
 		}
-		r.Log.Warn("outbox publish failed; will retry", slog.Any("error", err),
-			slog.Int("batch", len(msgs)), slog.Duration("backoff", backoff))
-		if !sleep(ctx, backoff) {
-			return errors.Join(err, ctx.Err())
+		if !r.retryLater(ctx, err, len(pending), &backoff) {
+			return nil, errors.Join(err, ctx.Err())
 		}
-		backoff = min(backoff*2, 5*time.Second)
 	}
+	return dead, nil
+}
+
+// publishEach sends the messages one at a time, in order, each until Kafka takes it or
+// refuses it for good.
+func (r *Relay) publishEach(ctx context.Context, pending []outgoing) ([]deadLetter, error) {
+	var dead []deadLetter
+	for _, o := range pending {
+		backoff := 100 * time.Millisecond
+		for {
+			err := r.Publisher.WriteMessages(ctx, o.msg)
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if _, refused := failures(err, 1); refused {
+				dead = append(dead, deadLetter{row: o.row, err: err})
+				break
+			}
+			if !r.retryLater(ctx, err, 1, &backoff) {
+				return nil, errors.Join(err, ctx.Err())
+			}
+		}
+	}
+	return dead, nil
+}
+
+// retryLater counts and logs a failed publish and waits out the backoff, doubling it; it
+// reports false when ctx ended first.
+func (r *Relay) retryLater(ctx context.Context, err error, n int, backoff *time.Duration) bool {
+	if r.Metrics != nil {
+		r.Metrics.failures.Inc()
+	}
+	r.Log.Warn("outbox publish failed; will retry", slog.Any("error", err),
+		slog.Int("batch", n), slog.Duration("backoff", *backoff))
+	if !sleep(ctx, *backoff) {
+		return false
+	}
+	*backoff = min(*backoff*2, 5*time.Second)
+	return true
 }
 
 // ensureTopics creates, once per process, the topics of rows not seen before; while that

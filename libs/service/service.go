@@ -133,6 +133,9 @@ type Runtime struct {
 	// GatewayOnly refuses with 401 a request the gateway did not sign; for routes outside
 	// /v0, which have no tenant (signed downloads).
 	GatewayOnly fiber.Handler
+	// Outbox adds events to the outbox, refusing those over the producer's message limit
+	// (KAFKA_MAX_MESSAGE_BYTES); every repository that emits events uses it.
+	Outbox outbox.Writer
 
 	writer    *kafka.Writer
 	relay     *outbox.Relay
@@ -145,7 +148,7 @@ type Runtime struct {
 // always included), and builds the server with its readiness checks.
 func New(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.Logger, migrations ...postgres.MigrationSet) (*Runtime, error) {
 	rt := &Runtime{Config: cfg, Log: log, Tracer: tracing.Tracer(cfg.Name), Registry: telemetry.NewRegistry(),
-		Validator: request.NewValidator()}
+		Validator: request.NewValidator(), Outbox: outbox.Writer{MaxMessageBytes: cfg.Kafka.MessageLimit()}}
 	var extra [][]byte
 	if cfg.InternalAuthExtraSecret != nil {
 		extra = append(extra, cfg.InternalAuthExtraSecret)

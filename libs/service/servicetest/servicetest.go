@@ -47,6 +47,8 @@ type Options struct {
 	Env map[string]string
 	// Pprof serves /debug/pprof on the metrics listener.
 	Pprof bool
+	// Configure, when set, adjusts the shared settings before the runtime is built.
+	Configure func(*service.Config)
 }
 
 // Start runs the service until the test ends.
@@ -73,6 +75,9 @@ func Start(t testing.TB, name string, migrations []postgres.MigrationSet,
 		InternalAuthSecret: []byte(InternalAuthSecret),
 		PublicBaseURL:      "http://127.0.0.1:25001", CursorSecret: []byte("servicetest-cursor-secret-0123456789"),
 		Kafka: opts.Broker.Config(), LogLevel: "error", ShutdownTimeout: 5 * time.Second,
+	}
+	if opts.Configure != nil {
+		opts.Configure(&cfg)
 	}
 	var logOut io.Writer = io.Discard
 	if os.Getenv("SERVICETEST_LOGS") != "" {

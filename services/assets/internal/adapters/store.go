@@ -18,10 +18,13 @@ import (
 )
 
 // Store is the assets repository.
-type Store struct{ pool *pgxpool.Pool }
+type Store struct {
+	pool *pgxpool.Pool
+	out  outbox.Writer
+}
 
-// NewStore returns a Store on pool.
-func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+// NewStore returns a Store on pool that writes its events through out.
+func NewStore(pool *pgxpool.Pool, out outbox.Writer) *Store { return &Store{pool: pool, out: out} }
 
 const cols = `asset_id, tenant_id, name, purpose, tags, asset_type, parent_asset_id, hidden,
 	file_id, object_key, content_type, size_bytes, sha256,
@@ -50,12 +53,12 @@ func scan(r pgx.Row) (domain.Asset, error) {
 	return a, nil
 }
 
-func emit(ctx context.Context, tx pgx.Tx, a domain.Asset, typ, reason string) error {
+func (s *Store) emit(ctx context.Context, tx pgx.Tx, a domain.Asset, typ, reason string) error {
 	e, err := events.New(a.TenantID, typ, a.ID, domain.NewEvent(a, reason))
 	if err != nil {
 		return err
 	}
-	return outbox.Add(ctx, tx, events.TopicAssets, e)
+	return s.out.Add(ctx, tx, events.TopicAssets, e)
 }
 
 // Reserve records keys as objects to remove at due unless an asset claims them first.
@@ -125,7 +128,7 @@ func (s *Store) Create(ctx context.Context, a domain.Asset, keys []string) error
 		if err != nil {
 			return fmt.Errorf("insert asset: %w", err)
 		}
-		return emit(ctx, tx, a, domain.EventCreated, "")
+		return s.emit(ctx, tx, a, domain.EventCreated, "")
 	})
 }
 
@@ -166,7 +169,7 @@ func (s *Store) Update(ctx context.Context, tenantID, id string, now time.Time, 
 			return err
 		}
 		if ch.Event != "" {
-			if err := save(ctx, tx, a, ch, now); err != nil {
+			if err := s.save(ctx, tx, a, ch, now); err != nil {
 				return err
 			}
 		}
@@ -176,7 +179,7 @@ func (s *Store) Update(ctx context.Context, tenantID, id string, now time.Time, 
 	return out, ch, err
 }
 
-func save(ctx context.Context, tx pgx.Tx, a domain.Asset, ch Change, now time.Time) error {
+func (s *Store) save(ctx context.Context, tx pgx.Tx, a domain.Asset, ch Change, now time.Time) error {
 	_, err := tx.Exec(ctx, `UPDATE assets SET lifecycle_state = $3, updated_at = $4, trashed_at = $5, deleted_at = $6
 		WHERE tenant_id = $1 AND asset_id = $2`, a.TenantID, a.ID, string(a.State), a.UpdatedAt, a.TrashedAt, a.DeletedAt)
 	if err != nil {
@@ -189,7 +192,7 @@ func save(ctx context.Context, tx pgx.Tx, a domain.Asset, ch Change, now time.Ti
 			return fmt.Errorf("schedule object removal: %w", err)
 		}
 	}
-	return emit(ctx, tx, a, ch.Event, ch.Reason)
+	return s.emit(ctx, tx, a, ch.Event, ch.Reason)
 }
 
 // Filter narrows a list.
@@ -261,7 +264,7 @@ func (s *Store) PurgeDue(ctx context.Context, cutoff, now time.Time, limit int) 
 		for _, a := range due {
 			keys := a.Delete(now)
 			ch := Change{Event: domain.EventDeleted, Reason: domain.ReasonRetention, Remove: keys}
-			if err := save(ctx, tx, a, ch, now); err != nil {
+			if err := s.save(ctx, tx, a, ch, now); err != nil {
 				return err
 			}
 			remove = append(remove, keys...)

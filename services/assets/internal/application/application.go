@@ -156,7 +156,7 @@ func Setup(rt *service.Runtime, env *config.Env) error {
 		return err
 	}
 	svc := &app.Service{
-		Repo: adapters.NewStore(rt.Pool), Storage: store, Signer: signer, Log: rt.Log,
+		Repo: adapters.NewStore(rt.Pool, rt.Outbox), Storage: store, Signer: signer, Log: rt.Log,
 		Previews:       preview.NewGenerator(s.PreviewMaxEdge, int64(s.PreviewMaxPixels), s.PreviewConcurrency),
 		MaxUploadBytes: s.MaxUploadBytes, UploadGrace: s.UploadGrace, URLTTL: s.URLTTL,
 		BaseURL: rt.Config.PublicBaseURL,

@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/customerapi/platform/libs/events"
-	"github.com/customerapi/platform/libs/outbox"
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/services/pages/internal/domain"
 )
@@ -117,17 +116,17 @@ func attachVersions(ctx context.Context, q querier, tenantID string, rows []audi
 
 // emit writes one pages event to the outbox, keyed by the audience so that the events
 // of one audience stay in order on one partition.
-func emit(ctx context.Context, tx pgx.Tx, tenantID, typ, audienceID string, payload any) error {
+func (s *Store) emit(ctx context.Context, tx pgx.Tx, tenantID, typ, audienceID string, payload any) error {
 	e, err := events.New(tenantID, typ, audienceID, payload)
 	if err != nil {
 		return err
 	}
-	return outbox.Add(ctx, tx, events.TopicPages, e)
+	return s.out.Add(ctx, tx, events.TopicPages, e)
 }
 
 // insertVersion stores a queued version, points the audience at it, emits
 // page.version.created and wakes the workers at commit.
-func insertVersion(ctx context.Context, tx pgx.Tx, v domain.Version) error {
+func (s *Store) insertVersion(ctx context.Context, tx pgx.Tx, v domain.Version) error {
 	_, err := tx.Exec(ctx, "INSERT INTO audience_versions ("+versionCols+`) VALUES
 		($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULL, NULL, 0, $11, $12, NULL, NULL, NULL, NULL, NULL, NULL)`,
 		v.ID, v.TenantID, v.PageID, v.AudienceID, v.VersionNumber, v.Status, v.IsNewPageAgent, v.SupplementaryContext,
@@ -139,7 +138,7 @@ func insertVersion(ctx context.Context, tx pgx.Tx, v domain.Version) error {
 		WHERE tenant_id = $1 AND id = $2`, v.TenantID, v.AudienceID, v.ID, v.Status); err != nil {
 		return fmt.Errorf("point audience at version: %w", err)
 	}
-	if err := emit(ctx, tx, v.TenantID, events.TypePageVersionCreated, v.AudienceID, domain.NewVersionCreated(&v)); err != nil {
+	if err := s.emit(ctx, tx, v.TenantID, events.TypePageVersionCreated, v.AudienceID, domain.NewVersionCreated(&v)); err != nil {
 		return err
 	}
 	if _, err := tx.Exec(ctx, "SELECT pg_notify($1, '')", WorkChannel); err != nil {
@@ -188,7 +187,7 @@ func (s *Store) CreateAudience(ctx context.Context, a domain.Audience, v domain.
 			a.TenantID, a.PageID); err != nil {
 			return fmt.Errorf("count audience: %w", err)
 		}
-		if err := insertVersion(ctx, tx, v); err != nil {
+		if err := s.insertVersion(ctx, tx, v); err != nil {
 			return err
 		}
 		if len(meta) > 0 {
@@ -322,7 +321,7 @@ func saveAudience(ctx context.Context, tx pgx.Tx, a *domain.Audience) error {
 // reaches a final event. A version a worker is claiming right now is skipped, not waited
 // for (the claim locks the version, then the audience: waiting here would deadlock); its
 // finish sees the archived audience and cancels it, with the same event.
-func cancelQueued(ctx context.Context, tx pgx.Tx, tenantID, audienceID string, now time.Time) error {
+func (s *Store) cancelQueued(ctx context.Context, tx pgx.Tx, tenantID, audienceID string, now time.Time) error {
 	rows, err := tx.Query(ctx, `UPDATE audience_versions SET status = 'cancelled', cancelled_at = $3
 		WHERE tenant_id = $1 AND id IN (SELECT id FROM audience_versions
 			WHERE tenant_id = $1 AND audience_id = $2 AND status = 'queued' FOR UPDATE SKIP LOCKED)
@@ -338,7 +337,7 @@ func cancelQueued(ctx context.Context, tx pgx.Tx, tenantID, audienceID string, n
 	sort.Slice(cancelled, func(i, j int) bool { return cancelled[i].VersionNumber < cancelled[j].VersionNumber })
 	for i := range cancelled {
 		v := &cancelled[i]
-		if err := emit(ctx, tx, tenantID, events.TypePageVersionProcessed, audienceID, domain.NewVersionProcessed(v, now)); err != nil {
+		if err := s.emit(ctx, tx, tenantID, events.TypePageVersionProcessed, audienceID, domain.NewVersionProcessed(v, now)); err != nil {
 			return err
 		}
 	}
@@ -358,7 +357,7 @@ func (s *Store) ArchiveAudience(ctx context.Context, tenantID, pageID, id string
 			if err := saveAudience(ctx, tx, &a); err != nil {
 				return err
 			}
-			if err := cancelQueued(ctx, tx, tenantID, id, now); err != nil {
+			if err := s.cancelQueued(ctx, tx, tenantID, id, now); err != nil {
 				return err
 			}
 			if a, err = s.getAudience(ctx, tx, tenantID, pageID, id, ""); err != nil {
@@ -413,7 +412,7 @@ func (s *Store) CreateVersion(ctx context.Context, v domain.Version) (domain.Ver
 		v.PublishOnComplete = a.PublishBehavior == domain.BehaviorPublish
 		v.SupplementaryContext = a.SupplementaryContext
 		v.IsNewPageAgent = a.IsNewPageAgent
-		if err := insertVersion(ctx, tx, v); err != nil {
+		if err := s.insertVersion(ctx, tx, v); err != nil {
 			return err
 		}
 		out, created = v, true

@@ -11,15 +11,19 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/customerapi/platform/libs/outbox"
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/services/pages/internal/domain"
 )
 
 // Store is the pages core repository.
-type Store struct{ pool *pgxpool.Pool }
+type Store struct {
+	pool *pgxpool.Pool
+	out  outbox.Writer
+}
 
-// NewStore returns a Store on pool.
-func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+// NewStore returns a Store on pool that writes its events through out.
+func NewStore(pool *pgxpool.Pool, out outbox.Writer) *Store { return &Store{pool: pool, out: out} }
 
 // querier is what reads need: a pool or a transaction.
 type querier interface {

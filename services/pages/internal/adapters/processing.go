@@ -44,7 +44,7 @@ func (s *Store) Claim(ctx context.Context, now time.Time, lease time.Duration) (
 		if err != nil {
 			return fmt.Errorf("claim version: %w", err)
 		}
-		if gaveUp, err = giveUpIfExhausted(ctx, tx, c, audienceID, now); err != nil || gaveUp {
+		if gaveUp, err = s.giveUpIfExhausted(ctx, tx, c, audienceID, now); err != nil || gaveUp {
 			return err
 		}
 		err = tx.QueryRow(ctx, `UPDATE audience_versions SET status = 'processing', attempts = attempts + 1,
@@ -69,7 +69,7 @@ func (s *Store) Claim(ctx context.Context, now time.Time, lease time.Duration) (
 
 // giveUpIfExhausted cancels a version that used up its attempts, with its
 // page.version.processed event (status cancelled), and reports whether it did.
-func giveUpIfExhausted(ctx context.Context, tx pgx.Tx, c Claim, audienceID string, now time.Time) (bool, error) {
+func (s *Store) giveUpIfExhausted(ctx context.Context, tx pgx.Tx, c Claim, audienceID string, now time.Time) (bool, error) {
 	v, err := scanVersion(tx.QueryRow(ctx, "SELECT "+versionCols+" FROM audience_versions WHERE tenant_id = $1 AND id = $2",
 		c.TenantID, c.VersionID))
 	if err != nil {
@@ -87,7 +87,7 @@ func giveUpIfExhausted(ctx context.Context, tx pgx.Tx, c Claim, audienceID strin
 		c.TenantID, audienceID, c.VersionID, now); err != nil {
 		return false, fmt.Errorf("mark audience cancelled: %w", err)
 	}
-	return true, emit(ctx, tx, c.TenantID, events.TypePageVersionProcessed, audienceID, domain.NewVersionProcessed(&v, now))
+	return true, s.emit(ctx, tx, c.TenantID, events.TypePageVersionProcessed, audienceID, domain.NewVersionProcessed(&v, now))
 }
 
 // Finish completes a claimed version in one transaction: it applies the audience's
@@ -126,7 +126,7 @@ func (s *Store) Finish(ctx context.Context, c Claim, now time.Time) (domain.Vers
 				return err
 			}
 			out = v
-			return emit(ctx, tx, v.TenantID, events.TypePageVersionProcessed, v.AudienceID, domain.NewVersionProcessed(&v, now))
+			return s.emit(ctx, tx, v.TenantID, events.TypePageVersionProcessed, v.AudienceID, domain.NewVersionProcessed(&v, now))
 		}
 		applied, err := applyPending(ctx, tx, &a, v.ID)
 		if err != nil {
@@ -162,11 +162,11 @@ func (s *Store) Finish(ctx context.Context, c Claim, now time.Time) (domain.Vers
 		if err := saveAudience(ctx, tx, &a); err != nil {
 			return err
 		}
-		if err := emit(ctx, tx, v.TenantID, events.TypePageVersionProcessed, v.AudienceID, domain.NewVersionProcessed(&v, now)); err != nil {
+		if err := s.emit(ctx, tx, v.TenantID, events.TypePageVersionProcessed, v.AudienceID, domain.NewVersionProcessed(&v, now)); err != nil {
 			return err
 		}
 		if v.Status == domain.StatusPublished {
-			if err := emit(ctx, tx, v.TenantID, events.TypePageVersionPublished, v.AudienceID, domain.NewVersionPublished(&v, now)); err != nil {
+			if err := s.emit(ctx, tx, v.TenantID, events.TypePageVersionPublished, v.AudienceID, domain.NewVersionPublished(&v, now)); err != nil {
 				return err
 			}
 		}

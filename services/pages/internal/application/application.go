@@ -63,7 +63,7 @@ func Setup(rt *service.Runtime, env *config.Env) error {
 	if err := env.Err(); err != nil {
 		return err
 	}
-	store := adapters.NewStore(rt.Pool)
+	store := adapters.NewStore(rt.Pool, rt.Outbox)
 	h := &ports.Handlers{
 		App:       &app.Service{Store: store},
 		Validator: rt.Validator,

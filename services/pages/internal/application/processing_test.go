@@ -172,7 +172,7 @@ func TestWorkerRestartMidProcessing(t *testing.T) {
 	pageID := createPage(t, c, nil)["pageId"].(string)
 	a := createAudience(t, c, pageID, nil)
 	aid, vid := a["audienceId"].(string), obj(a["latestVersion"])["versionId"].(string)
-	store := adapters.NewStore(first.Runtime.Pool)
+	store := adapters.NewStore(first.Runtime.Pool, first.Runtime.Outbox)
 	ctx := context.Background()
 	dead, err := store.Claim(ctx, time.Now(), 700*time.Millisecond)
 	if err != nil || dead.VersionID != vid {
@@ -204,7 +204,7 @@ func TestWorkerRestartMidProcessing(t *testing.T) {
 		t.Fatalf("attempts = %d, want 2 (the dead claim and the takeover)", attempts)
 	}
 	// The dead worker wakes up and tries to finish: fenced off.
-	if _, err := adapters.NewStore(second.Runtime.Pool).Finish(ctx, dead, time.Now()); !errors.Is(err, domain.ErrLeaseLost) {
+	if _, err := adapters.NewStore(second.Runtime.Pool, second.Runtime.Outbox).Finish(ctx, dead, time.Now()); !errors.Is(err, domain.ErrLeaseLost) {
 		t.Fatalf("late finish = %v, want ErrLeaseLost", err)
 	}
 	got := readPages(t, second.Broker, 3, events.TypePageVersionCreated, events.TypePageVersionProcessed, events.TypePageVersionPublished)
@@ -257,7 +257,7 @@ func TestFailingVersionIsCancelled(t *testing.T) {
 	c := client(t, s, "acme")
 	pageID := createPage(t, c, nil)["pageId"].(string)
 	aid := createAudience(t, c, pageID, nil)["audienceId"].(string)
-	w := &app.Worker{Store: adapters.NewStore(s.Runtime.Pool), Pool: s.Runtime.Pool, Log: s.Runtime.Log, Lease: time.Millisecond,
+	w := &app.Worker{Store: adapters.NewStore(s.Runtime.Pool, s.Runtime.Outbox), Pool: s.Runtime.Pool, Log: s.Runtime.Log, Lease: time.Millisecond,
 		Poll: time.Second, Process: func(context.Context, adapters.Claim) error { return errors.New("generation failed") }}
 	for i := 0; i < adapters.MaxAttempts; i++ {
 		if _, err := w.Step(context.Background()); err == nil {
@@ -288,7 +288,7 @@ func TestStepUnderShutdownFinishesWhatItClaims(t *testing.T) {
 	c := client(t, s, "acme")
 	pageID := createPage(t, c, nil)["pageId"].(string)
 	aid := createAudience(t, c, pageID, nil)["audienceId"].(string)
-	w := &app.Worker{Store: adapters.NewStore(s.Runtime.Pool), Pool: s.Runtime.Pool, Log: s.Runtime.Log,
+	w := &app.Worker{Store: adapters.NewStore(s.Runtime.Pool, s.Runtime.Outbox), Pool: s.Runtime.Pool, Log: s.Runtime.Log,
 		Lease: time.Hour, Poll: time.Second}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -306,7 +306,7 @@ func TestStepUnderShutdownFinishesWhatItClaims(t *testing.T) {
 func TestArchiveCancelsVersions(t *testing.T) {
 	s := start(t, servicetest.Options{Env: map[string]string{"PAGES_WORKERS": "0"}})
 	c := client(t, s, "acme")
-	store := adapters.NewStore(s.Runtime.Pool)
+	store := adapters.NewStore(s.Runtime.Pool, s.Runtime.Outbox)
 	ctx := context.Background()
 	pageID := createPage(t, c, nil)["pageId"].(string)
 

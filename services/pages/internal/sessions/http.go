@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -90,6 +91,9 @@ func (in *sessionCreate) check() []apierror.Issue {
 		if d := depth(f.Fields.Ptr()); d > MaxFieldsDepth {
 			fail("too_big", "formSubmission.fields may nest objects and arrays at most "+strconv.Itoa(MaxFieldsDepth)+" levels deep",
 				"formSubmission", "fields")
+		} else if n := jsonSize(f.Fields.Ptr()); n > MaxFieldsBytes {
+			fail("too_big", "formSubmission.fields may be at most "+strconv.Itoa(MaxFieldsBytes)+" bytes as JSON, got "+
+				strconv.Itoa(n), "formSubmission", "fields")
 		}
 		if f.Email.Ptr() == nil && f.Phone.Ptr() == nil && f.LinkedinProfileURL.Ptr() == nil {
 			fail("custom", "A form submission needs at least one identifier: email, phone or linkedinProfileUrl", "formSubmission")
@@ -119,6 +123,23 @@ func inTimeRange(t time.Time) bool { return !t.Before(minTime) && !t.After(maxTi
 // MaxFieldsDepth bounds how deeply formSubmission.fields may nest objects and arrays
 // (the top-level object is level 1), so the payload stays decodable by every consumer.
 const MaxFieldsDepth = 8
+
+// MaxFieldsBytes bounds formSubmission.fields, measured as compact JSON in UTF-8, as a
+// client measures it. form.submitted carries the fields, with '<', '>' and '&' escaped
+// (six bytes each), so the bound keeps that event well under the producer's limit of
+// KAFKA_MAX_MESSAGE_BYTES (default 1,000,000) even in the worst case (about 400 kB).
+const MaxFieldsBytes = 64 << 10
+
+// jsonSize is the length of v as compact JSON without HTML escaping.
+func jsonSize(v any) int {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return 0 // decoded from JSON, so it encodes; the outbox measures the event anyway
+	}
+	return b.Len() - 1 // Encode ends with a newline
+}
 
 // depth is the nesting depth of a decoded JSON value (a scalar is 0).
 func depth(v any) int {

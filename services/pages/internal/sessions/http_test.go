@@ -318,6 +318,8 @@ func TestBadInput(t *testing.T) {
 		"end in year 10000":      {"POST", sessions, ok(map[string]any{"sessionEndedAt": "9999-12-31T23:00:00-02:00"})},
 		"form fields too deep": {"POST", sessions, ok(map[string]any{"formSubmission": map[string]any{"email": "a@b.co",
 			"fields": nested(pagesessions.MaxFieldsDepth + 1)}})},
+		"form fields too large": {"POST", sessions, ok(map[string]any{"formSubmission": map[string]any{"email": "a@b.co",
+			"fields": fieldsOfSize(pagesessions.MaxFieldsBytes + 1)}})},
 	} {
 		r := c.Do(tc.method, tc.path, tc.body)
 		if r.Status != 400 || r.Map()["code"] != "VALIDATION_ERROR" {
@@ -329,6 +331,13 @@ func TestBadInput(t *testing.T) {
 		"sessionStartedAt": "9999-12-31T23:59:59Z", "sessionEndedAt": "9999-12-31T23:59:59Z"})), 201)
 	mustStatus(t, c.Do("POST", sessions, ok(map[string]any{"analyticsSessionId": "edge-early", "sessionStartedAt": "1970-01-01T00:00:00Z",
 		"formSubmission": map[string]any{"email": "a@b.co", "fields": nested(pagesessions.MaxFieldsDepth)}})), 201)
+	mustStatus(t, c.Do("POST", sessions, ok(map[string]any{"analyticsSessionId": "edge-large",
+		"formSubmission": map[string]any{"email": "a@b.co", "fields": fieldsOfSize(pagesessions.MaxFieldsBytes)}})), 201)
+}
+
+// fieldsOfSize returns form fields whose compact JSON is n bytes (n ≥ 8).
+func fieldsOfSize(n int) map[string]any {
+	return map[string]any{"k": strings.Repeat("a", n-len(`{"k":""}`))}
 }
 
 // nested returns a JSON object nested n levels deep (arrays and objects alternating).

@@ -68,7 +68,7 @@ func Register(rt *service.Runtime, env *config.Env) error {
 	if err := env.Err(); err != nil {
 		return err
 	}
-	store := NewStore(rt.Pool)
+	store := NewStore(rt.Pool, rt.Outbox)
 	w := &worker{store: store, metrics: s.Metrics, idle: s.Idle, log: rt.Log, wake: make(chan struct{}, 1),
 		counts: newCounters(rt.Registry)}
 	h := &handlers{store: store, validator: rt.Validator, cursors: rt.Cursors, computed: w.poke}

@@ -19,10 +19,13 @@ import (
 
 // Store keeps audience sessions in PostgreSQL. It reads the pages and audiences tables
 // of the pages service for existence checks only.
-type Store struct{ pool *pgxpool.Pool }
+type Store struct {
+	pool *pgxpool.Pool
+	out  outbox.Writer
+}
 
-// NewStore returns a Store on pool.
-func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+// NewStore returns a Store on pool that writes its events through out.
+func NewStore(pool *pgxpool.Pool, out outbox.Writer) *Store { return &Store{pool: pool, out: out} }
 
 const sessionCols = `id, tenant_id, page_id, audience_id, analytics_session_id, request_hash, page_title, page_url,
 	session_started_at, session_ended_at, has_conversion, max_scroll_depth_percentage, questions_asked_count,
@@ -175,7 +178,7 @@ func (st *Store) Record(ctx context.Context, s Session) (out Session, replayed b
 			if err != nil {
 				return err
 			}
-			if err := outbox.Add(ctx, tx, events.TopicPages, e); err != nil {
+			if err := st.out.Add(ctx, tx, events.TopicPages, e); err != nil {
 				return err
 			}
 		}

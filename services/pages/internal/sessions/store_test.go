@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/customerapi/platform/libs/ids"
+	"github.com/customerapi/platform/libs/outbox"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 	"github.com/customerapi/platform/libs/service/servicetest"
 	"github.com/customerapi/platform/services/pages/internal/sessions"
@@ -16,7 +17,7 @@ import (
 // Several workers (replicas) at once compute every pending session exactly once.
 func TestComputeConcurrentWorkers(t *testing.T) {
 	pool := pgtest.NewPool(t, sets...)
-	store := sessions.NewStore(pool)
+	store := sessions.NewStore(pool, outbox.Writer{})
 	ctx := context.Background()
 	pageID, _ := seedPage(t, pool, "acme", 0)
 	const n = 450
@@ -70,7 +71,7 @@ func TestComputeAfterRestart(t *testing.T) {
 	pool := first.Runtime.Pool
 	pageID, _ := seedPage(t, pool, "acme", 0)
 	// Written behind the worker's back (no wake-up), as if a replica died before computing.
-	store := sessions.NewStore(pool)
+	store := sessions.NewStore(pool, outbox.Writer{})
 	id := ids.New("session")
 	if _, _, err := store.Record(context.Background(), sessions.Session{TenantID: "acme", ID: id, PageID: pageID,
 		AnalyticsSessionID: "left", RequestHash: []byte{1}, StartedAt: time.Now().UTC(), CreatedAt: time.Now().UTC()}); err != nil {

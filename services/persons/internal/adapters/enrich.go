@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/customerapi/platform/libs/events"
-	"github.com/customerapi/platform/libs/outbox"
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/services/persons/internal/domain"
 )
@@ -39,7 +38,7 @@ func (s *Store) Enrich(ctx context.Context, tx pgx.Tx, in Submission) error {
 	}
 	sub, verr := f.Validate()
 	if verr != nil {
-		return finish(ctx, tx, in, "failed", nil, domain.FormEnrichmentFailed{Type: events.TypeFormEnrichmentFailed,
+		return s.finish(ctx, tx, in, "failed", nil, domain.FormEnrichmentFailed{Type: events.TypeFormEnrichmentFailed,
 			FormSubmissionID: f.FormSubmissionID, AudienceSessionID: f.AudienceSessionID, PageID: f.PageID,
 			Reason: verr.Reason, Detail: verr.Detail})
 	}
@@ -99,14 +98,14 @@ func (s *Store) Enrich(ctx context.Context, tx pgx.Tx, in Submission) error {
 	if accountID != nil {
 		linked = domain.AccountLinked
 	}
-	return finish(ctx, tx, in, outcome, &p.ID, domain.FormEnriched{Type: events.TypeFormEnriched,
+	return s.finish(ctx, tx, in, outcome, &p.ID, domain.FormEnriched{Type: events.TypeFormEnriched,
 		FormSubmissionID: f.FormSubmissionID, AudienceSessionID: f.AudienceSessionID, PageID: f.PageID,
 		PersonID: p.ID, AccountID: accountID, Person: outcome, Account: linked, MatchedBy: sub.Kind})
 }
 
 // finish records the outcome and writes the event, whose subject is the submission (so
 // webhooks deliver form.submitted and its result in order).
-func finish(ctx context.Context, tx pgx.Tx, in Submission, outcome string, personID *string, payload any) error {
+func (s *Store) finish(ctx context.Context, tx pgx.Tx, in Submission, outcome string, personID *string, payload any) error {
 	if _, err := tx.Exec(ctx, `UPDATE form_enrichments SET outcome = $3, person_id = $4
 		WHERE tenant_id = $1 AND form_submission_id = $2`, in.TenantID, in.Form.FormSubmissionID, outcome, personID); err != nil {
 		return fmt.Errorf("record outcome: %w", err)
@@ -119,5 +118,5 @@ func finish(ctx context.Context, tx pgx.Tx, in Submission, outcome string, perso
 	if err != nil {
 		return err
 	}
-	return outbox.Add(ctx, tx, events.TopicPersons, e)
+	return s.out.Add(ctx, tx, events.TopicPersons, e)
 }

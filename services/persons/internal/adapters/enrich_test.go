@@ -22,7 +22,7 @@ import (
 // partitions (or replicas) would.
 func enrichAtOnce(t *testing.T, pool *pgxpool.Pool, subs []adapters.Submission) {
 	t.Helper()
-	store := adapters.NewStore(pool)
+	store := adapters.NewStore(pool, outbox.Writer{})
 	var wg sync.WaitGroup
 	for _, sub := range subs {
 		wg.Add(1)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/customerapi/platform/libs/outbox"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 	"github.com/customerapi/platform/services/persons/internal/adapters"
 	"github.com/customerapi/platform/services/persons/migrations"
@@ -19,7 +20,7 @@ func BenchmarkSearchMillion(b *testing.B) {
 	pool := pgtest.NewPool(b, migrations.Set)
 	ctx := context.Background()
 	fill(b, pool, "bench", 1000000, 20000, "md5(i::text)")
-	store := adapters.NewStore(pool)
+	store := adapters.NewStore(pool, outbox.Writer{})
 	for _, tc := range []struct{ name, query string }{
 		{"narrow", "user424242@"},      // one match
 		{"domain", "company4242.exam"}, // 50 matches

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/customerapi/platform/libs/outbox"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -41,7 +42,7 @@ func TestSearchUsesTheTrigramIndex(t *testing.T) {
 			}
 		}
 	}
-	store := adapters.NewStore(pool)
+	store := adapters.NewStore(pool, outbox.Writer{})
 	// Queries of 1 or 2 characters have no trigram: rare ones use persons_search_short
 	// (the full-table walk took 300 ms and more at a million persons), common ones walk
 	// the table, which soon finds a page and the capped count.

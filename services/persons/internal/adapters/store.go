@@ -18,15 +18,19 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/customerapi/platform/libs/outbox"
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/services/persons/internal/domain"
 )
 
 // Store is the persons repository.
-type Store struct{ pool *pgxpool.Pool }
+type Store struct {
+	pool *pgxpool.Pool
+	out  outbox.Writer
+}
 
-// NewStore returns a Store on pool.
-func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+// NewStore returns a Store on pool that writes its events through out.
+func NewStore(pool *pgxpool.Pool, out outbox.Writer) *Store { return &Store{pool: pool, out: out} }
 
 const personCols = "person_id, tenant_id, name, email, domain, slug, phone_number, linkedin_profile_url, created_at, updated_at"
 

@@ -35,7 +35,7 @@ func Setup(rt *service.Runtime, _ *config.Env) error {
 	if err := ports.RegisterRules(rt.Validator); err != nil {
 		return err
 	}
-	svc := &app.Service{Repo: adapters.NewStore(rt.Pool)}
+	svc := &app.Service{Repo: adapters.NewStore(rt.Pool, rt.Outbox)}
 	h := &ports.Handlers{App: svc, Validator: rt.Validator, Cursors: rt.Cursors}
 	h.Register(rt.API)
 

@@ -20,13 +20,14 @@ import (
 // Store is the topics repository.
 type Store struct {
 	pool *pgxpool.Pool
+	out  outbox.Writer
 	// creates share transactions when they arrive together (group commit).
 	creates *postgres.Coalescer
 }
 
-// NewStore returns a Store on pool.
-func NewStore(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool, creates: postgres.NewCoalescer(pool, 4, 64)}
+// NewStore returns a Store on pool that writes its events through out.
+func NewStore(pool *pgxpool.Pool, out outbox.Writer) *Store {
+	return &Store{pool: pool, out: out, creates: postgres.NewCoalescer(pool, 4, 64)}
 }
 
 // After is a keyset position: the sortOrder and ID of the last item seen.
@@ -53,12 +54,12 @@ func ParseAfter(keys []string) (*After, error) {
 	return &After{SortOrder: n, ID: keys[1]}, nil
 }
 
-func emit(ctx context.Context, tx pgx.Tx, tenantID, typ, subject string, payload any) error {
+func (s *Store) emit(ctx context.Context, tx pgx.Tx, tenantID, typ, subject string, payload any) error {
 	e, err := events.New(tenantID, typ, subject, payload)
 	if err != nil {
 		return err
 	}
-	return outbox.Add(ctx, tx, events.TopicTopics, e)
+	return s.out.Add(ctx, tx, events.TopicTopics, e)
 }
 
 const topicCols = "topic_id, tenant_id, title, purpose, sort_order, is_default, created_at, updated_at"
@@ -111,7 +112,7 @@ func (s *Store) CreateTopic(ctx context.Context, t domain.Topic) error {
 	if err != nil {
 		return err
 	}
-	if err := outbox.Queue(ctx, b, events.TopicTopics, e); err != nil {
+	if err := s.out.Queue(ctx, b, events.TopicTopics, e); err != nil {
 		return err
 	}
 	if err := s.creates.Exec(ctx, b); err != nil {
@@ -143,7 +144,7 @@ func (s *Store) UpdateTopic(ctx context.Context, tenantID, id string, fn func(*d
 			if err != nil {
 				return fmt.Errorf("update topic: %w", err)
 			}
-			if err := emit(ctx, tx, tenantID, domain.EventTopicUpdated, t.ID, domain.NewTopicEvent(t)); err != nil {
+			if err := s.emit(ctx, tx, tenantID, domain.EventTopicUpdated, t.ID, domain.NewTopicEvent(t)); err != nil {
 				return err
 			}
 		}
@@ -174,7 +175,7 @@ func (s *Store) DeleteTopic(ctx context.Context, tenantID, id string) error {
 		if tag.RowsAffected() == 0 {
 			return domain.ErrTopicNotFound
 		}
-		return emit(ctx, tx, tenantID, domain.EventTopicDeleted, id, domain.TopicEvent{TopicID: id})
+		return s.emit(ctx, tx, tenantID, domain.EventTopicDeleted, id, domain.TopicEvent{TopicID: id})
 	})
 }
 
@@ -295,7 +296,7 @@ func (s *Store) AddEntry(ctx context.Context, tenantID string, e domain.Entry) e
 		if err != nil {
 			return fmt.Errorf("insert entry: %w", err)
 		}
-		return emit(ctx, tx, tenantID, domain.EventEntryCreated, e.TopicID, domain.NewEntryEvent(e))
+		return s.emit(ctx, tx, tenantID, domain.EventEntryCreated, e.TopicID, domain.NewEntryEvent(e))
 	})
 }
 
@@ -318,7 +319,7 @@ func (s *Store) UpdateEntry(ctx context.Context, tenantID, topicID, entryID stri
 			if err != nil {
 				return fmt.Errorf("update entry: %w", err)
 			}
-			if err := emit(ctx, tx, tenantID, domain.EventEntryUpdated, topicID, domain.NewEntryEvent(e)); err != nil {
+			if err := s.emit(ctx, tx, tenantID, domain.EventEntryUpdated, topicID, domain.NewEntryEvent(e)); err != nil {
 				return err
 			}
 		}
@@ -351,7 +352,7 @@ func (s *Store) DeleteEntry(ctx context.Context, tenantID, topicID, entryID stri
 		if tag.RowsAffected() == 0 {
 			return s.missing(ctx, tx, tenantID, topicID)
 		}
-		return emit(ctx, tx, tenantID, domain.EventEntryDeleted, topicID, domain.EntryEvent{TopicID: topicID, TopicEntryID: entryID})
+		return s.emit(ctx, tx, tenantID, domain.EventEntryDeleted, topicID, domain.EntryEvent{TopicID: topicID, TopicEntryID: entryID})
 	})
 }
 

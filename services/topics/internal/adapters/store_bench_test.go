@@ -36,7 +36,7 @@ func BenchmarkListTopicsDepth(b *testing.B) {
 		ORDER BY sort_order, topic_id OFFSET $1 LIMIT 1`, (1000-1)*limit-1).Scan(&last.SortOrder, &last.ID); err != nil {
 		b.Fatal(err)
 	}
-	store := adapters.NewStore(pool)
+	store := adapters.NewStore(pool, outbox.Writer{})
 	for _, tc := range []struct {
 		name  string
 		after *adapters.After

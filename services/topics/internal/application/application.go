@@ -23,7 +23,7 @@ var Migrations = []postgres.MigrationSet{migrations.Set}
 // Setup adds the topics routes to a runtime.
 func Setup(rt *service.Runtime, _ *config.Env) error {
 	h := &ports.Handlers{
-		App:       &app.Service{Repo: adapters.NewStore(rt.Pool)},
+		App:       &app.Service{Repo: adapters.NewStore(rt.Pool, rt.Outbox)},
 		Validator: rt.Validator,
 		Cursors:   rt.Cursors,
 	}

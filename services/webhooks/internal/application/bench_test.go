@@ -155,7 +155,7 @@ func BenchmarkWriteToReceiverLatency(b *testing.B) {
 	ctx := context.Background()
 	write := func(e events.Envelope) {
 		batch := &pgx.Batch{}
-		if err := outbox.Queue(ctx, batch, events.TopicPages, e); err != nil {
+		if err := (outbox.Writer{}).Queue(ctx, batch, events.TopicPages, e); err != nil {
 			b.Fatal(err)
 		}
 		if err := pool.SendBatch(ctx, batch).Close(); err != nil {
