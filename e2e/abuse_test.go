@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/libs/events"
 )
 
 // Compressed bodies are refused with 415, not inflated: a 2.6 KB body that was 1 GiB of
@@ -202,6 +204,42 @@ func TestAbuseDatabaseRestartAnswers503(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == 200
 	})
+}
+
+// An event too large for the broker cannot stall the pipeline: a session whose form
+// field is 200,000 "<" characters (about 1.2 MB once JSON-escaped in form.submitted) is
+// refused with 400, and the events of every tenant keep flowing (the relay used to retry
+// the refused batch forever, and no later event of any tenant reached webhooks).
+func TestAbuseOversizedEventIsRefused(t *testing.T) {
+	s := local(t)
+	attacker := api(t, newKey(t, nil))
+	pageID, audienceID := newPageWithAudience(t, attacker)
+	started := time.Now().UTC().Add(-time.Minute).Truncate(time.Millisecond)
+	session := func(id, field string) map[string]any {
+		return map[string]any{
+			"analyticsSessionId": id, "audienceId": audienceID, "pageUrl": "https://acme.example/spring",
+			"sessionStartedAt": started.Format(time.RFC3339Nano),
+			"formSubmission":   map[string]any{"email": "visitor@example.com", "fields": map[string]any{"note": field}},
+		}
+	}
+	// Sent as the attacker would, with the characters unescaped: a 200 KB body.
+	var huge bytes.Buffer
+	enc := json.NewEncoder(&huge)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(session("abuse-huge", strings.Repeat("<", 200_000))); err != nil {
+		t.Fatal(err)
+	}
+	r := attacker.Do("POST", "/v0/pages/"+pageID+"/audience_sessions", apitest.Raw(huge.String()))
+	if r.Status != 400 || r.Map()["code"] != "VALIDATION_ERROR" {
+		t.Fatalf("a session whose event would be 1.2 MB must be refused with 400, got %s", r.String()[:min(300, len(r.String()))])
+	}
+	// Another tenant's event, written after the attack, reaches the broker.
+	victim := api(t, newKey(t, nil))
+	vPage, vAudience := newPageWithAudience(t, victim)
+	body := session("victim-visit", "hello")
+	body["audienceId"] = vAudience
+	must(t, victim.Do("POST", "/v0/pages/"+vPage+"/audience_sessions", body), 201)
+	readPagesEvent(t, s.Brokers(), vAudience, events.TypeFormSubmitted)
 }
 
 // A 1 MB body of a hundred thousand invalid items gets an answer of a few kilobytes:
