@@ -99,7 +99,7 @@ type JPEGOptions struct {
 	// Sampling is each component's horizontal and vertical sampling factors: one entry
 	// for grey, three for YCbCr ({{2, 2}, {1, 1}, {1, 1}} is 4:2:0).
 	Sampling [][2]int
-	// Header only ends the file after the scan header, without scan data.
+	// HeaderOnly ends the file after the scan header, without scan data.
 	HeaderOnly bool
 }
 
