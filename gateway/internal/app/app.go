@@ -47,6 +47,7 @@ type Config struct {
 	RedisTimeout    time.Duration
 	Upstreams       map[string]string
 	Proxy           proxy.Options
+	Downloads       proxy.DownloadLimits
 	KeyRefresh      time.Duration
 	LogLevel        string
 	ShutdownTimeout time.Duration
@@ -86,6 +87,10 @@ func ConfigFromEnv(env *config.Env) (Config, error) {
 			TransferTimeout: env.Duration("UPSTREAM_TRANSFER_TIMEOUT", 10*time.Minute),
 			MaxUploadBytes:  int64(env.Int("UPLOAD_MAX_BYTES", 50<<20)),
 		},
+		Downloads: proxy.DownloadLimits{
+			PerToken:  env.Int("DOWNLOAD_MAX_PER_TOKEN", proxy.DefaultDownloadsPerToken),
+			PerClient: env.Int("DOWNLOAD_MAX_PER_CLIENT", proxy.DefaultDownloadsPerClient),
+		},
 		KeyRefresh:      env.Duration("KEY_CACHE_REFRESH", time.Second),
 		LogLevel:        env.String("LOG_LEVEL", "info"),
 		ShutdownTimeout: env.Duration("SHUTDOWN_TIMEOUT", 20*time.Second),
@@ -96,6 +101,10 @@ func ConfigFromEnv(env *config.Env) (Config, error) {
 		env.Fail("INTERNAL_AUTH_SECRET", "is required (at least 32 bytes, e.g. 64 hex digits; the same as the services')")
 	}
 	c.Pprof = env.Bool("PPROF_ENABLED", false)
+	// Uploads and downloads each have a pool of their own, as large as the ordinary one
+	// unless set.
+	c.Proxy.UploadMaxConns = env.Int("UPSTREAM_UPLOAD_MAX_CONNS", c.Proxy.MaxConns)
+	c.Proxy.DownloadMaxConns = env.Int("UPSTREAM_DOWNLOAD_MAX_CONNS", c.Proxy.MaxConns)
 	for _, s := range proxy.Services() {
 		if u := env.String(UpstreamVar(s), ""); u != "" {
 			c.Upstreams[s] = u
@@ -113,6 +122,15 @@ func ConfigFromEnv(env *config.Env) (Config, error) {
 	if c.Proxy.TransferTimeout <= 0 {
 		env.Fail("UPSTREAM_TRANSFER_TIMEOUT", "must be positive")
 	}
+	for name, n := range map[string]int{"UPSTREAM_UPLOAD_MAX_CONNS": c.Proxy.UploadMaxConns,
+		"UPSTREAM_DOWNLOAD_MAX_CONNS": c.Proxy.DownloadMaxConns, "DOWNLOAD_MAX_PER_TOKEN": c.Downloads.PerToken} {
+		if n < 1 {
+			env.Fail(name, "must be positive")
+		}
+	}
+	if c.Downloads.PerClient < 0 {
+		env.Fail("DOWNLOAD_MAX_PER_CLIENT", "must be 0 (no cap) or positive")
+	}
 	if c.Proxy.MaxUploadBytes < 1 || c.Proxy.MaxUploadBytes > 1<<30 {
 		env.Fail("UPLOAD_MAX_BYTES", "must be from 1 to 1073741824")
 	}
@@ -128,12 +146,13 @@ func ConfigFromEnv(env *config.Env) (Config, error) {
 
 // Application is the wired gateway.
 type Application struct {
-	cfg     Config
-	log     *slog.Logger
-	public  *server.Server
-	admin   *server.Server
-	cache   *keys.Cache
-	limiter *ratelimit.Local
+	cfg       Config
+	log       *slog.Logger
+	public    *server.Server
+	admin     *server.Server
+	cache     *keys.Cache
+	limiter   *ratelimit.Local
+	downloads *proxy.Downloads
 }
 
 // New wires the gateway. The cleanup function releases what it opened.
@@ -231,7 +250,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 	})
 	// Signed downloads need no key (the signature is the authorisation); GET and HEAD
 	// only: any other method on the path goes through authentication like every route.
-	public.App.Get(proxy.FilesRoute, px.Files())
+	// Without a key there is no key's rate limit: caps per link and per client instead.
+	downloads := proxy.NewDownloads(cfg.Downloads)
+	public.App.Get(proxy.FilesRoute, px.Files(downloads))
 	public.App.Use((&auth.Middleware{Cache: cache, Limiter: limiter, Default: cfg.DefaultLimit}).Handler())
 	public.App.All("/*", px.Handler())
 
@@ -249,7 +270,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 	(&admin.Handlers{Store: store, Cache: cache, Hasher: hasher, Validator: validator, Cursors: cursors,
 		Token: cfg.AdminToken}).Register(adminSrv.App)
 
-	return &Application{cfg: cfg, log: log, public: public, admin: adminSrv, cache: cache, limiter: local}, cleanup, nil
+	return &Application{cfg: cfg, log: log, public: public, admin: adminSrv, cache: cache, limiter: local,
+		downloads: downloads}, cleanup, nil
 }
 
 // openAPIJSON renders the embedded OpenAPI document as JSON, validating it on the way.

@@ -32,6 +32,13 @@ type Options struct {
 	DialTimeout time.Duration
 	// MaxConns bounds the pooled connections per upstream.
 	MaxConns int
+	// UploadMaxConns bounds the connections per upstream that carry streamed uploads
+	// (MaxConns when 0).
+	UploadMaxConns int
+	// DownloadMaxConns bounds the connections per upstream that carry signed downloads
+	// (MaxConns when 0): a pool of their own, so that slow downloads, which need no key,
+	// cannot take the connections uploads need.
+	DownloadMaxConns int
 	// TransferTimeout bounds one streamed upload or download (both directions, whole).
 	TransferTimeout time.Duration
 	// MaxUploadBytes is the largest file an upload route accepts; the gateway lets a
@@ -50,14 +57,17 @@ const UploadOverhead = 1 << 20
 // 400: a larger one is refused at once and its connection closed.
 const hardBodyLimit = 4 * apierror.MaxBodyBytes
 
-// Upstream is one service with its connection pool.
+// Upstream is one service with its connection pools.
 type Upstream struct {
 	Name   string
 	URL    *url.URL
 	client *fasthttp.HostClient
-	// transfer carries streamed uploads and downloads: its timeouts fit large bodies, and
-	// its connections do not hold up the pool of ordinary requests.
+	// transfer carries streamed uploads: its timeouts fit large bodies, and its
+	// connections do not hold up the pool of ordinary requests.
 	transfer *fasthttp.HostClient
+	// download carries signed downloads, which anyone holding a link can keep open as
+	// long as they read slowly: their own pool, so that they hold up neither.
+	download *fasthttp.HostClient
 }
 
 // NewUpstream parses the service's base URL and sets up its pool.
@@ -71,12 +81,15 @@ func NewUpstream(name, rawURL string, o Options) (*Upstream, error) {
 		addr = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
 	}
 	dialTimeout := o.DialTimeout
-	newClient := func(timeout time.Duration) *fasthttp.HostClient {
+	newClient := func(timeout time.Duration, maxConns int) *fasthttp.HostClient {
+		if maxConns <= 0 {
+			maxConns = o.MaxConns
+		}
 		return &fasthttp.HostClient{
 			Addr:                          addr,
 			Name:                          "customer-api-gateway",
 			IsTLS:                         u.Scheme == "https",
-			MaxConns:                      o.MaxConns,
+			MaxConns:                      maxConns,
 			ReadTimeout:                   timeout,
 			WriteTimeout:                  timeout,
 			MaxIdleConnDuration:           60 * time.Second,
@@ -94,7 +107,8 @@ func NewUpstream(name, rawURL string, o Options) (*Upstream, error) {
 	if transferTimeout <= 0 {
 		transferTimeout = o.Timeout
 	}
-	return &Upstream{Name: name, URL: u, client: newClient(o.Timeout), transfer: newClient(transferTimeout)}, nil
+	return &Upstream{Name: name, URL: u, client: newClient(o.Timeout, o.MaxConns),
+		transfer: newClient(transferTimeout, o.UploadMaxConns), download: newClient(transferTimeout, o.DownloadMaxConns)}, nil
 }
 
 // retryClosedConn sends a request once more, on another connection, when the upstream
@@ -182,8 +196,11 @@ func (p *Proxy) Handler() fiber.Handler {
 
 // Files serves signed downloads without an API key: GET or HEAD of FilesPrefix + token
 // goes to the assets service's FilesUpstreamPath + token, with no tenant (the token is
-// the authorisation), and the file streams back to the client without being buffered.
-func (p *Proxy) Files() fiber.Handler {
+// the authorisation), and the file streams back to the client without being buffered,
+// over the download pool. No key means no key's rate limit: downloads instead count
+// against limits per link and per client address (the connection's remote address; no
+// header is trusted for it), and one past either cap is a 429 with Retry-After.
+func (p *Proxy) Files(limits *Downloads) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		req := c.Request()
 		if cl := req.Header.ContentLength(); cl > 0 || cl == -1 { // a length, or chunked
@@ -195,6 +212,10 @@ func (p *Proxy) Files() fiber.Handler {
 			return apierror.Unavailable("the " + FilesService + " service is not available")
 		}
 		token := c.Params("token")
+		release, err := limits.admit(token, c.Context().RemoteIP())
+		if err != nil {
+			return err
+		}
 		prepare(c, req, up)
 		p.sign(c, req, "", "") // no tenant: the assets service still knows it came from here
 		base := ""
@@ -203,8 +224,7 @@ func (p *Proxy) Files() fiber.Handler {
 		}
 		// The query string is dropped: the token carries everything.
 		req.SetRequestURI(base + FilesUpstreamPath + url.PathEscape(token))
-		c.Response().StreamBody = true
-		if err := forward(c, up.transfer, p.transfer); err != nil {
+		if err := streamDownload(c, up.download, p.transfer, release); err != nil {
 			return upstreamError(FilesService, err)
 		}
 		return nil

@@ -56,11 +56,13 @@ type Settings struct {
 	// UploadGrace is how long the objects of an unfinished upload are kept before the
 	// janitor removes them (ASSETS_UPLOAD_GRACE; longer than TransferTimeout).
 	UploadGrace time.Duration
-	// PreviewMaxEdge, PreviewMaxPixels and PreviewConcurrency bound previews
-	// (ASSETS_PREVIEW_MAX_EDGE, ASSETS_PREVIEW_MAX_PIXELS, ASSETS_PREVIEW_CONCURRENCY).
-	PreviewMaxEdge     int
-	PreviewMaxPixels   int
-	PreviewConcurrency int
+	// PreviewMaxEdge, PreviewMaxPixels, PreviewMaxDecodeBytes and PreviewConcurrency bound
+	// previews (ASSETS_PREVIEW_MAX_EDGE, ASSETS_PREVIEW_MAX_PIXELS,
+	// ASSETS_PREVIEW_MAX_DECODE_BYTES, ASSETS_PREVIEW_CONCURRENCY).
+	PreviewMaxEdge        int
+	PreviewMaxPixels      int
+	PreviewMaxDecodeBytes int
+	PreviewConcurrency    int
 }
 
 // SettingsFromEnv reads the settings, recording every problem on env.
@@ -80,15 +82,16 @@ func SettingsFromEnv(env *config.Env) Settings {
 			PartSize:        uint64(env.Int("ASSETS_S3_PART_SIZE", storage.MinPartSize)),
 			CreateBucket:    env.Bool("ASSETS_S3_CREATE_BUCKET", false),
 		},
-		MaxUploadBytes:     int64(env.Int("ASSETS_MAX_UPLOAD_BYTES", 50<<20)),
-		URLTTL:             env.Duration("ASSETS_URL_TTL", time.Hour),
-		TrashRetention:     env.Duration("ASSETS_TRASH_RETENTION", 30*24*time.Hour),
-		JanitorInterval:    env.Duration("ASSETS_JANITOR_INTERVAL", time.Minute),
-		TransferTimeout:    env.Duration("ASSETS_TRANSFER_TIMEOUT", 10*time.Minute),
-		UploadGrace:        env.Duration("ASSETS_UPLOAD_GRACE", time.Hour),
-		PreviewMaxEdge:     env.Int("ASSETS_PREVIEW_MAX_EDGE", 512),
-		PreviewMaxPixels:   env.Int("ASSETS_PREVIEW_MAX_PIXELS", 25_000_000),
-		PreviewConcurrency: env.Int("ASSETS_PREVIEW_CONCURRENCY", 2),
+		MaxUploadBytes:        int64(env.Int("ASSETS_MAX_UPLOAD_BYTES", 50<<20)),
+		URLTTL:                env.Duration("ASSETS_URL_TTL", time.Hour),
+		TrashRetention:        env.Duration("ASSETS_TRASH_RETENTION", 30*24*time.Hour),
+		JanitorInterval:       env.Duration("ASSETS_JANITOR_INTERVAL", time.Minute),
+		TransferTimeout:       env.Duration("ASSETS_TRANSFER_TIMEOUT", 10*time.Minute),
+		UploadGrace:           env.Duration("ASSETS_UPLOAD_GRACE", time.Hour),
+		PreviewMaxEdge:        env.Int("ASSETS_PREVIEW_MAX_EDGE", 512),
+		PreviewMaxPixels:      env.Int("ASSETS_PREVIEW_MAX_PIXELS", 25_000_000),
+		PreviewConcurrency:    env.Int("ASSETS_PREVIEW_CONCURRENCY", 2),
+		PreviewMaxDecodeBytes: env.Int("ASSETS_PREVIEW_MAX_DECODE_BYTES", preview.DefaultMaxDecodeBytes),
 	}
 	if s.SigningKey == nil {
 		env.Fail("SIGNING_KEY", "is required (at least 32 bytes, e.g. 64 hex digits)")
@@ -127,6 +130,9 @@ func SettingsFromEnv(env *config.Env) Settings {
 	if s.PreviewMaxPixels < 1 {
 		env.Fail("ASSETS_PREVIEW_MAX_PIXELS", "must be positive")
 	}
+	if s.PreviewMaxDecodeBytes < 1 {
+		env.Fail("ASSETS_PREVIEW_MAX_DECODE_BYTES", "must be positive")
+	}
 	if s.PreviewConcurrency < 1 || s.PreviewConcurrency > 64 {
 		env.Fail("ASSETS_PREVIEW_CONCURRENCY", "must be from 1 to 64")
 	}
@@ -157,7 +163,7 @@ func Setup(rt *service.Runtime, env *config.Env) error {
 	}
 	svc := &app.Service{
 		Repo: adapters.NewStore(rt.Pool, rt.Outbox), Storage: store, Signer: signer, Log: rt.Log,
-		Previews:       preview.NewGenerator(s.PreviewMaxEdge, int64(s.PreviewMaxPixels), s.PreviewConcurrency),
+		Previews:       preview.NewGenerator(s.PreviewMaxEdge, int64(s.PreviewMaxPixels), int64(s.PreviewMaxDecodeBytes), s.PreviewConcurrency),
 		MaxUploadBytes: s.MaxUploadBytes, UploadGrace: s.UploadGrace, URLTTL: s.URLTTL,
 		BaseURL: rt.Config.PublicBaseURL,
 	}

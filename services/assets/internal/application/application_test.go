@@ -9,11 +9,13 @@ import (
 	"image"
 	_ "image/jpeg"
 	"net/url"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/services/assets/internal/preview/previewtest"
 	"github.com/customerapi/platform/services/assets/internal/signing"
 )
 
@@ -143,6 +145,43 @@ func TestMediaRulesPerType(t *testing.T) {
 	}
 	if n := e.count(t, "SELECT count(*) FROM object_cleanup"); n != 0 {
 		t.Fatalf("%d cleanup records left", n)
+	}
+}
+
+// An image whose decoding would take more than ASSETS_PREVIEW_MAX_DECODE_BYTES (a 150 KiB
+// 16-bit PNG of 8000×2000, 122 MiB decoded, over the default 128 MiB once scaling is
+// counted) is stored without a preview, like one over the pixel limit, and is never
+// decoded: the whole upload allocates a fraction of that. The setting is read: with a
+// 4 MiB budget a tiny image still gets a preview, an 800×400 one no longer does.
+func TestImagesOverThePreviewBudgetAreStoredWithoutPreview(t *testing.T) {
+	e := start(t, nil)
+	c := e.client(t, "acme")
+	deep := previewtest.PNG(previewtest.PNGOptions{Width: 8000, Height: 2000, Colour: previewtest.TruecolourAlpha, Depth: 16})
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	r := upload(c, file("deep.png", deep), field("type", "image"))
+	runtime.ReadMemStats(&after)
+	a := mustStatus(t, r, 201)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("upload of a %d KiB 16-bit PNG of 8000x2000: %.1f MiB allocated in the process", len(deep)>>10, float64(alloc)/(1<<20))
+	if a["previewDownloadUrl"] != nil || a["data"].(map[string]any)["sha256"] != sha(deep) {
+		t.Errorf("an image over the preview decode budget must be stored whole, without a preview: %v", a)
+	}
+	if alloc > 24<<20 {
+		t.Errorf("the upload allocated %.1f MiB: an image over the preview budget must not be decoded", float64(alloc)/(1<<20))
+	}
+	if n := len(e.objects(t)); n != 1 {
+		t.Errorf("%d objects stored, want the file alone", n)
+	}
+
+	small := start(t, map[string]string{"ASSETS_PREVIEW_MAX_DECODE_BYTES": "4194304"})
+	sc := small.client(t, "acme")
+	if a := mustStatus(t, upload(sc, file("tiny.png", pngImage(20, 20)), field("type", "image")), 201); a["previewDownloadUrl"] == nil {
+		t.Errorf("a 20x20 image within a 4 MiB budget got no preview")
+	}
+	if a := mustStatus(t, upload(sc, file("wide.png", pngImage(800, 400)), field("type", "image")), 201); a["previewDownloadUrl"] != nil {
+		t.Errorf("an 800x400 image (about 10 MiB to decode and scale) got a preview under a 4 MiB budget")
 	}
 }
 

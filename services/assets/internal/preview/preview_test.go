@@ -35,7 +35,7 @@ func encoded(t *testing.T, w, h int, alpha uint8, enc func(io.Writer, image.Imag
 }
 
 func TestMake(t *testing.T) {
-	g := NewGenerator(64, 1_000_000, 2)
+	g := NewGenerator(64, 1_000_000, DefaultMaxDecodeBytes, 2)
 	jpg := func(w io.Writer, m image.Image) error { return jpeg.Encode(w, m, nil) }
 	gf := func(w io.Writer, m image.Image) error { return gif.Encode(w, m, nil) }
 	for _, tc := range []struct {
@@ -67,7 +67,7 @@ func TestMake(t *testing.T) {
 }
 
 func TestTooLargeGetsNoPreview(t *testing.T) {
-	g := NewGenerator(64, 10_000, 1)
+	g := NewGenerator(64, 10_000, DefaultMaxDecodeBytes, 1)
 	p, err := g.Make(context.Background(), "image/png", opener(encoded(t, 200, 100, 255, png.Encode)))
 	if err != nil || p != nil {
 		t.Fatalf("over MaxPixels: %v %v", p, err)
@@ -75,7 +75,7 @@ func TestTooLargeGetsNoPreview(t *testing.T) {
 }
 
 func TestUndecodable(t *testing.T) {
-	g := NewGenerator(64, 1_000_000, 1)
+	g := NewGenerator(64, 1_000_000, DefaultMaxDecodeBytes, 1)
 	good := encoded(t, 100, 100, 255, png.Encode)
 	for name, data := range map[string][]byte{
 		"magic only": []byte("\x89PNG\r\n\x1a\n garbage"),

@@ -31,6 +31,10 @@ const MinKeyBytes = 32
 // maxTokenLen bounds the work done on a token before its signature is checked.
 const maxTokenLen = 1024
 
+// encoding decodes strictly: unused trailing bits must be zero, so that a token has one
+// spelling (the gateway bounds concurrent downloads per link by its text).
+var encoding = base64.RawURLEncoding.Strict()
+
 // Claims are what a token grants: one variant of one stored file, until Expires.
 type Claims struct {
 	TenantID string    `json:"t"`
@@ -80,11 +84,11 @@ func (s *Signer) Verify(token string, now time.Time) (Claims, error) {
 	if !ok || body == "" {
 		return Claims{}, ErrInvalid
 	}
-	got, err := base64.RawURLEncoding.DecodeString(sig)
+	got, err := encoding.DecodeString(sig)
 	if err != nil || !hmac.Equal(got, s.mac(body)) {
 		return Claims{}, ErrInvalid
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(body)
+	raw, err := encoding.DecodeString(body)
 	if err != nil {
 		return Claims{}, ErrInvalid
 	}

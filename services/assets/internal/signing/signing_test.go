@@ -60,6 +60,30 @@ func TestSignAndVerify(t *testing.T) {
 	}
 }
 
+// A link has one spelling: the last character of the signature carries 4 bits of it and
+// 2 unused ones, and a lenient decoder accepts all 4 settings of those. Counting
+// downloads per link (the gateway's cap) needs every other spelling refused.
+func TestOnlyTheCanonicalSpellingVerifies(t *testing.T) {
+	s := signer(t, strings.Repeat("k", 32))
+	now := time.Now()
+	tok := s.Sign(Claims{TenantID: "acme", AssetID: "asset_1", FileID: "file_1", Variant: Original, Expires: now.Add(time.Hour)})
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	last := strings.IndexByte(alphabet, tok[len(tok)-1])
+	accepted := 0
+	for i := range 4 {
+		variant := tok[:len(tok)-1] + string(alphabet[last&^3|i])
+		if _, err := s.Verify(variant, now); err == nil {
+			accepted++
+			if variant != tok {
+				t.Errorf("%q verifies as well as %q: a link must have one spelling", variant, tok)
+			}
+		}
+	}
+	if accepted != 1 {
+		t.Fatalf("%d spellings verify, want the one signed", accepted)
+	}
+}
+
 func TestShortKeyIsRefused(t *testing.T) {
 	if _, err := New([]byte("short")); err == nil {
 		t.Fatal("a short key was accepted")
