@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -542,5 +543,43 @@ func TestDisagreeingAPIKeysAreRefused(t *testing.T) {
 					len(tc.keys), resp.StatusCode, tc.status, body)
 			}
 		})
+	}
+}
+
+// After a service restarts, every pooled connection to it is stale, not only one: a
+// request must not fail because its retry took a second stale connection (a restart
+// after a burst of concurrent requests used to answer 503 until the pool was drained).
+func TestUpstreamRestartWithManyPooledConnections(t *testing.T) {
+	release := make(chan struct{})
+	var arrived atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v0/topics/hold" {
+			arrived.Add(1)
+			<-release
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	t.Cleanup(up.Close)
+	g := start(t, pgtest.NewDatabase(t), map[string]string{"topics": up.URL})
+	_, key := g.newKey(t, map[string]any{"tenantIds": []string{"acme"}})
+	c := g.client(t, key)
+	c.Contract = nil // the upstream is not the real topics service
+	// Sixteen requests at once leave sixteen pooled connections behind.
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.Do("GET", "/v0/topics/hold", nil) }()
+	}
+	for arrived.Load() < 16 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	up.CloseClientConnections() // the service restarted: all sixteen are stale
+	for i := range 3 {
+		if r := c.Do("GET", "/v0/topics", nil); r.Status != 200 {
+			t.Fatalf("request %d after the upstream closed its %d pooled connections: %s", i+1, 16, r)
+		}
 	}
 }

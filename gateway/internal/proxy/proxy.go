@@ -85,7 +85,7 @@ func NewUpstream(name, rawURL string, o Options) (*Upstream, error) {
 		if maxConns <= 0 {
 			maxConns = o.MaxConns
 		}
-		return &fasthttp.HostClient{
+		hc := &fasthttp.HostClient{
 			Addr:                          addr,
 			Name:                          "customer-api-gateway",
 			IsTLS:                         u.Scheme == "https",
@@ -97,11 +97,22 @@ func NewUpstream(name, rawURL string, o Options) (*Upstream, error) {
 			DisableHeaderNamesNormalizing: true,
 			DisablePathNormalizing:        true,
 			NoDefaultUserAgentHeader:      true,
-			RetryIfErr:                    retryClosedConn,
 			Dial: func(addr string) (net.Conn, error) {
 				return fasthttp.DialTimeout(addr, dialTimeout)
 			},
 		}
+		hc.RetryIfErr = func(req *fasthttp.Request, attempts int, err error) (bool, bool) {
+			resetTimeout, retry := retryClosedConn(req, attempts, err)
+			if retry {
+				// The service closed a pooled connection: it restarted, or a replica
+				// went away, and the other idle connections are as stale as this one.
+				// Drop them, so that the retry dials afresh instead of taking the next
+				// stale one (after a burst there are as many as there were requests).
+				hc.CloseIdleConnections()
+			}
+			return resetTimeout, retry
+		}
+		return hc
 	}
 	transferTimeout := o.TransferTimeout
 	if transferTimeout <= 0 {
