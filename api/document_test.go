@@ -1,0 +1,114 @@
+package api_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	yaml "github.com/oasdiff/yaml3"
+
+	"github.com/customerapi/platform/api"
+)
+
+func loadDoc(t *testing.T) *openapi3.T {
+	t.Helper()
+	doc, err := openapi3.NewLoader().LoadFromData(api.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// mergeKeys lists the line numbers of YAML merge keys (`<<:`) in a document.
+func mergeKeys(src []byte) ([]int, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(src, &root); err != nil {
+		return nil, err
+	}
+	var lines []int
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if k := n.Content[i]; k.Tag == "!!merge" || k.Value == "<<" {
+					lines = append(lines, k.Line)
+				}
+			}
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(&root)
+	return lines, nil
+}
+
+// Some generators (and JSON-minded YAML parsers) drop or keep literally what a merge
+// key brings in, so operations lost their error responses there: the document has none.
+func TestNoMergeKeys(t *testing.T) {
+	lines, err := mergeKeys(api.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) > 0 {
+		t.Fatalf("api/openapi.yaml has YAML merge keys (<<) on lines %v: write the entries out", lines)
+	}
+	// The check itself finds them, block or flow style.
+	for _, src := range []string{"a: &x {b: 1}\nc:\n  <<: *x\n", "a: &x {b: 1}\nc: {<<: [*x], d: 2}\n"} {
+		if l, err := mergeKeys([]byte(src)); err != nil || len(l) != 1 {
+			t.Fatalf("mergeKeys(%q) = %v, %v; want one", src, l, err)
+		}
+	}
+}
+
+// Every operation declares the errors that any request can get, whatever the operation:
+// a malformed request (400), a compressed body (415), an oversized request head (431) and
+// an unexpected failure (500); operations proxied to a service also 503; operations that
+// need a key also 401, 403 and 429; operations on one resource (a path ending in a
+// parameter, or below one) also 404.
+func TestEveryOperationDeclaresTheSharedErrors(t *testing.T) {
+	doc := loadDoc(t)
+	n := 0
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			n++
+			want := []string{"400", "415", "431", "500"}
+			if path != "/v0/openapi.json" {
+				want = append(want, "503")
+			}
+			if op.Security == nil || len(*op.Security) > 0 {
+				want = append(want, "401", "403", "429")
+			}
+			if strings.Contains(path, "{") {
+				want = append(want, "404")
+			}
+			for _, code := range want {
+				r := op.Responses.Value(code)
+				if r == nil {
+					t.Errorf("%s %s does not declare %s", method, path, code)
+					continue
+				}
+				if mt := r.Value.Content.Get("application/json"); mt == nil || mt.Schema == nil || mt.Schema.Ref != "#/components/schemas/ErrorEnvelope" {
+					t.Errorf("%s %s: %s is not an ErrorEnvelope", method, path, code)
+				}
+			}
+			// Every error status declared is one the envelope can carry.
+			for code := range op.Responses.Map() {
+				if r4xx5xx(code) && !documentedErrorStatus[code] {
+					t.Errorf("%s %s declares %s, which the platform never answers", method, path, code)
+				}
+			}
+		}
+	}
+	if n < 60 {
+		t.Fatalf("only %d operations found", n)
+	}
+}
+
+func r4xx5xx(code string) bool { return len(code) == 3 && (code[0] == '4' || code[0] == '5') }
+
+// documentedErrorStatus lists the error statuses the platform answers (docs/api.md).
+var documentedErrorStatus = map[string]bool{
+	"400": true, "401": true, "403": true, "404": true, "409": true, "415": true, "416": true,
+	"429": true, "431": true, "500": true, "503": true,
+}
