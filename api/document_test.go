@@ -112,3 +112,76 @@ var documentedErrorStatus = map[string]bool{
 	"400": true, "401": true, "403": true, "404": true, "409": true, "415": true, "416": true,
 	"429": true, "431": true, "500": true, "503": true,
 }
+
+// walkSchemas calls f on every schema reachable from s, each once, with its path.
+func walkSchemas(s *openapi3.SchemaRef, at string, seen map[*openapi3.Schema]bool, f func(*openapi3.Schema, string)) {
+	if s == nil || s.Value == nil || seen[s.Value] {
+		return
+	}
+	if s.Ref != "" {
+		at = s.Ref
+	}
+	v := s.Value
+	seen[v] = true
+	f(v, at)
+	for name, p := range v.Properties {
+		walkSchemas(p, at+"/"+name, seen, f)
+	}
+	walkSchemas(v.Items, at+"[]", seen, f)
+	walkSchemas(v.AdditionalProperties.Schema, at+"{}", seen, f)
+	walkSchemas(v.Not, at+"!", seen, f)
+	for _, l := range [][]*openapi3.SchemaRef{v.AllOf, v.OneOf, v.AnyOf} {
+		for _, x := range l {
+			walkSchemas(x, at, seen, f)
+		}
+	}
+}
+
+// Forward compatibility (docs/api.md): what the platform sends (responses, webhook
+// bodies) never forbids additional properties, so that a client built from today's
+// document keeps working when a field is added; what it receives (request bodies) does,
+// because an unknown field in a request is a 400.
+func TestResponsesAreOpenRequestsClosed(t *testing.T) {
+	doc := loadDoc(t)
+	out, in := map[*openapi3.Schema]bool{}, map[*openapi3.Schema]bool{}
+	var outbound []*openapi3.SchemaRef
+	var outAt []string
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for code, r := range op.Responses.Map() {
+				for _, mt := range r.Value.Content {
+					outbound, outAt = append(outbound, mt.Schema), append(outAt, method+" "+path+" "+code)
+				}
+			}
+			for _, cb := range op.Callbacks {
+				for _, cbItem := range cb.Value.Map() {
+					for _, cbOp := range cbItem.Operations() {
+						for _, mt := range cbOp.RequestBody.Value.Content {
+							outbound, outAt = append(outbound, mt.Schema), append(outAt, "callback of "+method+" "+path)
+						}
+					}
+				}
+			}
+			if op.RequestBody == nil {
+				continue
+			}
+			for ct, mt := range op.RequestBody.Value.Content {
+				walkSchemas(mt.Schema, method+" "+path+" "+ct, in, func(s *openapi3.Schema, at string) {
+					if s.Type.Is("object") && len(s.AllOf) == 0 && s.AdditionalProperties.Has == nil && s.AdditionalProperties.Schema == nil {
+						t.Errorf("request schema %s does not say additionalProperties: false", at)
+					}
+				})
+			}
+		}
+	}
+	for i, s := range outbound {
+		walkSchemas(s, outAt[i], out, func(s *openapi3.Schema, at string) {
+			if s.AdditionalProperties.Has != nil && !*s.AdditionalProperties.Has {
+				t.Errorf("response schema %s forbids additional properties", at)
+			}
+			if in[s] && s.Type.Is("object") {
+				t.Errorf("object schema %s is shared by requests and responses: give the request its own", at)
+			}
+		})
+	}
+}

@@ -31,7 +31,8 @@ type Contract struct {
 	envelope *openapi3.Schema
 }
 
-// Load parses and validates the document.
+// Load parses and validates the document, and makes its responses strict (see
+// closeResponses).
 func Load() (*Contract, error) {
 	doc, err := openapi3.NewLoader().LoadFromData(api.Spec)
 	if err != nil {
@@ -40,6 +41,7 @@ func Load() (*Contract, error) {
 	if err := doc.Validate(context.Background()); err != nil {
 		return nil, fmt.Errorf("apitest: invalid document: %w", err)
 	}
+	closeResponses(doc)
 	// Route on one neutral server so any test address matches.
 	doc.Servers = openapi3.Servers{{URL: "http://" + contractHost}}
 	router, err := gorillamux.NewRouter(doc)
@@ -281,4 +283,48 @@ func Query(path string, kv ...string) string {
 		return path
 	}
 	return path + "?" + v.Encode()
+}
+
+// closeResponses makes every object schema that a response can contain refuse the
+// properties it does not list, unless it says what extra properties may hold. The
+// document leaves response objects open, so that a client built from it keeps working
+// when a field is added (docs/api.md, "Forward compatibility"); the platform's own tests
+// are stricter and hold every response to exactly the fields documented today.
+func closeResponses(doc *openapi3.T) {
+	seen := map[*openapi3.Schema]bool{}
+	var walk func(s *openapi3.SchemaRef)
+	walk = func(s *openapi3.SchemaRef) {
+		if s == nil || s.Value == nil || seen[s.Value] {
+			return
+		}
+		v := s.Value
+		seen[v] = true
+		if len(v.Properties) > 0 && v.AdditionalProperties.Has == nil && v.AdditionalProperties.Schema == nil {
+			closed := false
+			v.AdditionalProperties.Has = &closed
+		}
+		for _, p := range v.Properties {
+			walk(p)
+		}
+		walk(v.Items)
+		walk(v.AdditionalProperties.Schema)
+		walk(v.Not)
+		for _, l := range [][]*openapi3.SchemaRef{v.AllOf, v.OneOf, v.AnyOf} {
+			for _, x := range l {
+				walk(x)
+			}
+		}
+	}
+	for _, item := range doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			for _, r := range op.Responses.Map() {
+				if r.Value == nil {
+					continue
+				}
+				for _, mt := range r.Value.Content {
+					walk(mt.Schema)
+				}
+			}
+		}
+	}
 }
