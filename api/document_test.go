@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"context"
+	"sort"
 	"strings"
 	"testing"
 
@@ -183,5 +185,28 @@ func TestResponsesAreOpenRequestsClosed(t *testing.T) {
 				t.Errorf("object schema %s is shared by requests and responses: give the request its own", at)
 			}
 		})
+	}
+}
+func TestEveryOperationIsDescribed(t *testing.T) {
+	doc := loadDoc(t)
+	var missing []string
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			if strings.TrimSpace(op.Description) == "" || strings.TrimSpace(op.Summary) == "" {
+				missing = append(missing, method+" "+path)
+			}
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Fatalf("%d operations lack a summary or description:\n%s", len(missing), strings.Join(missing, "\n"))
+	}
+}
+
+// The document validates under kin-openapi's strictest settings we use anywhere.
+func TestDocumentValidatesWithExamples(t *testing.T) {
+	doc := loadDoc(t)
+	if err := doc.Validate(context.Background(), openapi3.EnableExamplesValidation()); err != nil {
+		t.Fatal(err)
 	}
 }
