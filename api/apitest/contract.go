@@ -285,6 +285,22 @@ func Query(path string, kv ...string) string {
 	return path + "?" + v.Encode()
 }
 
+// StrictSchema returns the schema of components named name with every object in it
+// closed (see closeResponses): for tests that check a webhook payload or another body
+// against the document and want an undocumented field to fail.
+func StrictSchema(name string) (*openapi3.Schema, error) {
+	doc, err := openapi3.NewLoader().LoadFromData(api.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("apitest: load: %w", err)
+	}
+	ref := doc.Components.Schemas[name]
+	if ref == nil || ref.Value == nil {
+		return nil, fmt.Errorf("apitest: the document has no schema %s", name)
+	}
+	closeSchema(ref, map[*openapi3.Schema]bool{})
+	return ref.Value, nil
+}
+
 // closeResponses makes every object schema that a response can contain refuse the
 // properties it does not list, unless it says what extra properties may hold. The
 // document leaves response objects open, so that a client built from it keeps working
@@ -292,29 +308,6 @@ func Query(path string, kv ...string) string {
 // are stricter and hold every response to exactly the fields documented today.
 func closeResponses(doc *openapi3.T) {
 	seen := map[*openapi3.Schema]bool{}
-	var walk func(s *openapi3.SchemaRef)
-	walk = func(s *openapi3.SchemaRef) {
-		if s == nil || s.Value == nil || seen[s.Value] {
-			return
-		}
-		v := s.Value
-		seen[v] = true
-		if len(v.Properties) > 0 && v.AdditionalProperties.Has == nil && v.AdditionalProperties.Schema == nil {
-			closed := false
-			v.AdditionalProperties.Has = &closed
-		}
-		for _, p := range v.Properties {
-			walk(p)
-		}
-		walk(v.Items)
-		walk(v.AdditionalProperties.Schema)
-		walk(v.Not)
-		for _, l := range [][]*openapi3.SchemaRef{v.AllOf, v.OneOf, v.AnyOf} {
-			for _, x := range l {
-				walk(x)
-			}
-		}
-	}
 	for _, item := range doc.Paths.Map() {
 		for _, op := range item.Operations() {
 			for _, r := range op.Responses.Map() {
@@ -322,9 +315,34 @@ func closeResponses(doc *openapi3.T) {
 					continue
 				}
 				for _, mt := range r.Value.Content {
-					walk(mt.Schema)
+					closeSchema(mt.Schema, seen)
 				}
 			}
+		}
+	}
+}
+
+// closeSchema closes s and every schema in it: an object that lists properties and does
+// not say what other properties may hold gets additionalProperties: false.
+func closeSchema(s *openapi3.SchemaRef, seen map[*openapi3.Schema]bool) {
+	if s == nil || s.Value == nil || seen[s.Value] {
+		return
+	}
+	v := s.Value
+	seen[v] = true
+	if len(v.Properties) > 0 && v.AdditionalProperties.Has == nil && v.AdditionalProperties.Schema == nil {
+		closed := false
+		v.AdditionalProperties.Has = &closed
+	}
+	for _, p := range v.Properties {
+		closeSchema(p, seen)
+	}
+	closeSchema(v.Items, seen)
+	closeSchema(v.AdditionalProperties.Schema, seen)
+	closeSchema(v.Not, seen)
+	for _, l := range [][]*openapi3.SchemaRef{v.AllOf, v.OneOf, v.AnyOf} {
+		for _, x := range l {
+			closeSchema(x, seen)
 		}
 	}
 }

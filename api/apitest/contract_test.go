@@ -102,3 +102,28 @@ func TestNullableFields(t *testing.T) {
 		})
 	}
 }
+
+func TestStrictSchema(t *testing.T) {
+	s, err := StrictSchema("FormSubmittedEventPayload")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, _ := json.Marshal(s.Example)
+	var v map[string]any
+	_ = json.Unmarshal(ex, &v)
+	if err := s.VisitJSON(v); err != nil {
+		t.Fatalf("example refused: %v", err)
+	}
+	v["undocumented"] = 1
+	if s.VisitJSON(v) == nil {
+		t.Fatal("an undocumented field passed the strict schema")
+	}
+	delete(v, "undocumented")
+	v["fields"] = map[string]any{"anything": []any{1, "x"}} // fields stays open: additionalProperties: true
+	if err := s.VisitJSON(v); err != nil {
+		t.Fatalf("free-form fields refused: %v", err)
+	}
+	if _, err := StrictSchema("NoSuchSchema"); err == nil {
+		t.Fatal("unknown schema: no error")
+	}
+}
