@@ -119,3 +119,39 @@ e2e-kind: helm $(KIND) ## kind cluster, images, chart, then the e2e suite throug
 	deploy/kind/kind.sh e2e
 # The chart checks run with every module's tests: `make test` installs what they need.
 test: $(K8S_TEST_DEPS)
+
+# --------------------------------------------------------------------------------------
+# The OpenAPI document (api/openapi.yaml): two linters, installed with npm from the
+# committed lock file into tools/apilint/node_modules (again only when the lock changes),
+# and the breaking-change check, oasdiff, a Go module built into .cache/bin. Both run with
+# `make test`; see docs/api.md ("Checks of the document").
+APILINT_DIR     := tools/apilint
+APILINT_STAMP   := $(APILINT_DIR)/node_modules/.installed
+OASDIFF_VERSION := v1.36.0
+OASDIFF         := $(TOOLS_BIN)/oasdiff-$(OASDIFF_VERSION)/oasdiff
+# No telemetry or update checks from the linters (the machines reach npm and nothing else).
+APILINT_ENV     := REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true SCARF_ANALYTICS=false DO_NOT_TRACK=1
+
+$(APILINT_STAMP): $(APILINT_DIR)/package.json $(APILINT_DIR)/package-lock.json
+	@command -v npm >/dev/null || { echo "api-lint needs Node.js 20.19+ and npm"; exit 1; }
+	cd $(APILINT_DIR) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $@
+
+$(OASDIFF):
+	@mkdir -p $(dir $@)
+	GOBIN=$(dir $@) GOWORK=off $(GO) install github.com/oasdiff/oasdiff@$(OASDIFF_VERSION)
+
+.PHONY: api-lint
+api-lint: $(APILINT_STAMP) ## Lint api/openapi.yaml with redocly and spectral (pinned in tools/apilint; errors fail)
+	cd $(APILINT_DIR) && $(APILINT_ENV) node_modules/.bin/redocly lint --config redocly.yaml ../../api/openapi.yaml
+	cd $(APILINT_DIR) && $(APILINT_ENV) node_modules/.bin/spectral lint --ruleset .spectral.yaml --fail-severity error ../../api/openapi.yaml
+
+.PHONY: api-diff
+api-diff: $(OASDIFF) ## Fail on a breaking change of api/openapi.yaml against the first parent commit (oasdiff)
+	tools/api-diff.sh $(OASDIFF)
+
+.PHONY: api-check
+api-check: api-lint api-diff ## The document's checks: lint, breaking changes and its Go tests
+	cd api && $(GO) test -count=1 ./...
+
+test: api-lint api-diff

@@ -2,7 +2,10 @@ module github.com/customerapi/platform/api
 
 go 1.26
 
-require github.com/getkin/kin-openapi v0.152.0
+require (
+	github.com/getkin/kin-openapi v0.152.0
+	github.com/oasdiff/yaml3 v0.0.14
+)
 
 require (
 	github.com/go-openapi/jsonpointer v0.22.5 // indirect
@@ -10,7 +13,6 @@ require (
 	github.com/gorilla/mux v1.8.0 // indirect
 	github.com/kr/pretty v0.3.1 // indirect
 	github.com/oasdiff/yaml v0.1.1 // indirect
-	github.com/oasdiff/yaml3 v0.0.14 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	golang.org/x/text v0.14.0 // indirect
 )

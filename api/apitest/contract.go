@@ -31,7 +31,8 @@ type Contract struct {
 	envelope *openapi3.Schema
 }
 
-// Load parses and validates the document.
+// Load parses and validates the document, and makes its responses strict (see
+// closeResponses).
 func Load() (*Contract, error) {
 	doc, err := openapi3.NewLoader().LoadFromData(api.Spec)
 	if err != nil {
@@ -40,6 +41,7 @@ func Load() (*Contract, error) {
 	if err := doc.Validate(context.Background()); err != nil {
 		return nil, fmt.Errorf("apitest: invalid document: %w", err)
 	}
+	closeResponses(doc)
 	// Route on one neutral server so any test address matches.
 	doc.Servers = openapi3.Servers{{URL: "http://" + contractHost}}
 	router, err := gorillamux.NewRouter(doc)
@@ -287,4 +289,66 @@ func Query(path string, kv ...string) string {
 		return path
 	}
 	return path + "?" + v.Encode()
+}
+
+// StrictSchema returns the schema of components named name with every object in it
+// closed (see closeResponses): for tests that check a webhook payload or another body
+// against the document and want an undocumented field to fail.
+func StrictSchema(name string) (*openapi3.Schema, error) {
+	doc, err := openapi3.NewLoader().LoadFromData(api.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("apitest: load: %w", err)
+	}
+	ref := doc.Components.Schemas[name]
+	if ref == nil || ref.Value == nil {
+		return nil, fmt.Errorf("apitest: the document has no schema %s", name)
+	}
+	closeSchema(ref, map[*openapi3.Schema]bool{})
+	return ref.Value, nil
+}
+
+// closeResponses makes every object schema that a response can contain refuse the
+// properties it does not list, unless it says what extra properties may hold. The
+// document leaves response objects open, so that a client built from it keeps working
+// when a field is added (docs/api.md, "Forward compatibility"); the platform's own tests
+// are stricter and hold every response to exactly the fields documented today.
+func closeResponses(doc *openapi3.T) {
+	seen := map[*openapi3.Schema]bool{}
+	for _, item := range doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			for _, r := range op.Responses.Map() {
+				if r.Value == nil {
+					continue
+				}
+				for _, mt := range r.Value.Content {
+					closeSchema(mt.Schema, seen)
+				}
+			}
+		}
+	}
+}
+
+// closeSchema closes s and every schema in it: an object that lists properties and does
+// not say what other properties may hold gets additionalProperties: false.
+func closeSchema(s *openapi3.SchemaRef, seen map[*openapi3.Schema]bool) {
+	if s == nil || s.Value == nil || seen[s.Value] {
+		return
+	}
+	v := s.Value
+	seen[v] = true
+	if len(v.Properties) > 0 && v.AdditionalProperties.Has == nil && v.AdditionalProperties.Schema == nil {
+		closed := false
+		v.AdditionalProperties.Has = &closed
+	}
+	for _, p := range v.Properties {
+		closeSchema(p, seen)
+	}
+	closeSchema(v.Items, seen)
+	closeSchema(v.AdditionalProperties.Schema, seen)
+	closeSchema(v.Not, seen)
+	for _, l := range [][]*openapi3.SchemaRef{v.AllOf, v.OneOf, v.AnyOf} {
+		for _, x := range l {
+			closeSchema(x, seen)
+		}
+	}
 }
