@@ -220,7 +220,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		return nil, err
 	}
 	if err := waitReady(ctx, s.GatewayURL+"/readyz", s.procs["gateway"].done, 60*time.Second); err != nil {
-		return nil, fmt.Errorf("gateway: %w (see %s)", err, s.logPath("gateway"))
+		return nil, fmt.Errorf("gateway: %w (see %s)%s", err, s.logPath("gateway"), s.logTail("gateway", 20))
 	}
 	if s.DevKey, err = s.devKey(ctx); err != nil {
 		return nil, err

@@ -390,7 +390,8 @@ func TestDownloadSlotsComeBackHoweverDownloadsEnd(t *testing.T) {
 // set, and values refused with the variable named.
 func TestDownloadSettings(t *testing.T) {
 	base := map[string]string{"DATABASE_URL": "postgres://x", "ADMIN_TOKEN": adminToken,
-		"KEY_HASH_PEPPER": strings.Repeat("p", 32), "UPSTREAM_MAX_CONNS": "100"}
+		"KEY_HASH_PEPPER": strings.Repeat("p", 32), "UPSTREAM_MAX_CONNS": "100",
+		"INTERNAL_AUTH_SECRET": strings.Repeat("s", 32)}
 	with := func(kv ...string) map[string]string {
 		m := map[string]string{}
 		for k, v := range base {
