@@ -8,11 +8,18 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"compress/zlib"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
+	"image"
+	"image/png"
 	"io"
+	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -381,4 +388,119 @@ func waitUntil(t *testing.T, within time.Duration, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// A small image that would decode to hundreds of megabytes under the pixel limit (a
+// 16-bit PNG of 8000×2000: 122 MiB as RGBA64, from a file of about 130 KB) is stored
+// without a preview, and the assets service's memory stays as it was.
+func TestAbuseImageThatDecodesHugeGetsNoPreview(t *testing.T) {
+	s := local(t)
+	c := api(t, newKey(t, nil))
+	img := zeroPNG16(t, 8000, 2000)
+	pid := s.PID("assets")
+	before := rssBytes(t, pid)
+	peak := watchPeakRSS(t, pid)
+	// The preview is made (or not) before the upload answers.
+	a := must(t, assetUpload(c, assetFile("huge.png", img), assetField("name", "decode bomb"), assetField("type", "image")), 201)
+	if grew := peak() - before; grew > 50<<20 {
+		t.Fatalf("the assets service grew by %d MB on a %d KB image (limit 50 MB): it decoded what its budget forbids", grew>>20, len(img)>>10)
+	}
+	if a["previewDownloadUrl"] != nil {
+		t.Fatalf("an image over the decode budget must be stored without a preview: %v", a["previewDownloadUrl"])
+	}
+}
+
+// Slow readers of one signed link cannot take the platform's connections: past
+// DOWNLOAD_MAX_PER_TOKEN (8) downloads of a link at once, the next is 429, an upload
+// still goes through at once, and the slots come back when the readers leave.
+func TestAbuseSlowDownloadsAreCapped(t *testing.T) {
+	c := api(t, newKey(t, nil))
+	file := noisePNG(2048, 2048) // 16 MiB that do not compress: more than the socket buffers hold
+	a := must(t, assetUpload(c, assetFile("big.png", file), assetField("name", "big"), assetField("type", "image")), 201)
+	link := a["downloadUrl"].(string)
+	u, _ := url.Parse(link)
+	target := strings.TrimRight(sys.base, "/") + u.RequestURI()
+	var readers []*http.Response
+	defer func() {
+		for _, r := range readers {
+			r.Body.Close()
+		}
+	}()
+	for i := range 8 {
+		// A client that asks and then does not read: its download stays in flight.
+		resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Get(target)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("download %d of the link: %v %v", i+1, resp, err)
+		}
+		readers = append(readers, resp)
+	}
+	r := assetFetch(t, link)
+	if r.Status != 429 || r.Map()["code"] != "RATE_LIMITED" || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("the 9th download at once of one link must be 429 with Retry-After, got %d", r.Status)
+	}
+	began := time.Now()
+	must(t, assetUpload(c, assetFile("meanwhile.png", assetPNG(20, 20)), assetField("name", "meanwhile"), assetField("type", "image")), 201)
+	if took := time.Since(began); took > 5*time.Second {
+		t.Fatalf("an upload waited %s behind the slow downloads", took)
+	}
+	for _, r := range readers {
+		r.Body.Close()
+	}
+	readers = nil
+	waitUntil(t, 10*time.Second, func() bool {
+		resp, err := http.Head(target)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+}
+
+// zeroPNG16 is a w×h 16-bit RGBA PNG of zeros, written by hand: its IDAT is w×h×8 zero
+// bytes deflated, so the file is small however large the image.
+func zeroPNG16(t *testing.T, w, h int) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	out.WriteString("\x89PNG\r\n\x1a\n")
+	chunk := func(typ string, data []byte) {
+		var n [4]byte
+		binary.BigEndian.PutUint32(n[:], uint32(len(data)))
+		out.Write(n[:])
+		crc := crc32.NewIEEE()
+		crc.Write([]byte(typ))
+		crc.Write(data)
+		out.WriteString(typ)
+		out.Write(data)
+		binary.BigEndian.PutUint32(n[:], crc.Sum32())
+		out.Write(n[:])
+	}
+	ihdr := make([]byte, 13)
+	binary.BigEndian.PutUint32(ihdr[0:], uint32(w))
+	binary.BigEndian.PutUint32(ihdr[4:], uint32(h))
+	ihdr[8], ihdr[9] = 16, 6 // bit depth 16, colour type RGBA
+	chunk("IHDR", ihdr)
+	var idat bytes.Buffer
+	zw, _ := zlib.NewWriterLevel(&idat, zlib.BestCompression)
+	row := make([]byte, 1+w*8) // filter byte 0, then the pixels
+	for range h {
+		_, _ = zw.Write(row)
+	}
+	_ = zw.Close()
+	chunk("IDAT", idat.Bytes())
+	chunk("IEND", nil)
+	return out.Bytes()
+}
+
+// noisePNG is a w×h PNG of random pixels, which deflate cannot shrink.
+func noisePNG(w, h int) []byte {
+	img := image.NewNRGBA(image.Rect(0, 0, w, h))
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range img.Pix {
+		img.Pix[i] = byte(rng.Uint32())
+	}
+	var buf bytes.Buffer
+	enc := png.Encoder{CompressionLevel: png.NoCompression}
+	_ = enc.Encode(&buf, img)
+	return buf.Bytes()
 }
