@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/customerapi/platform/api"
 	"github.com/customerapi/platform/libs/config"
 	"github.com/customerapi/platform/libs/consumer"
 	"github.com/customerapi/platform/libs/events"
@@ -193,7 +194,13 @@ func New(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.
 	rt.Metrics = server.New(server.Config{Name: cfg.Name + "-metrics", Addr: cfg.MetricsAddr,
 		BaseURL: cfg.PublicBaseURL, Metrics: true, Pprof: cfg.Pprof, ShutdownTimeout: cfg.ShutdownTimeout},
 		server.Deps{Log: log, Registry: rt.Registry})
-	rt.API = rt.Server.App.Group("/v0", tenant.Middleware(signer, log), request.TextPath())
+	doc, err := request.LoadDocument(api.Spec)
+	if err != nil {
+		rt.Close()
+		return nil, err
+	}
+	// Every /v0 request is judged by the OpenAPI document before its handler runs.
+	rt.API = rt.Server.App.Group("/v0", tenant.Middleware(signer, log), request.TextPath(), doc.Middleware())
 	rt.GatewayOnly = internalauth.Middleware(signer, log)
 	return rt, nil
 }
