@@ -19,16 +19,20 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/customerapi/platform/api/apitest"
 	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/timestamp"
 )
 
 // Compressed bodies are refused with 415, not inflated: a 2.6 KB body that was 1 GiB of
@@ -503,4 +507,78 @@ func noisePNG(w, h int) []byte {
 	enc := png.Encoder{CompressionLevel: png.NoCompression}
 	_ = enc.Encode(&buf, img)
 	return buf.Bytes()
+}
+
+// One tenant's slow receivers cannot hold every delivery worker: tenant A, with 100
+// subscriptions to a receiver that answers after 3 s and a backlog of 2,000 deliveries,
+// saturates its share (WEBHOOK_TENANT_CONCURRENCY) while tenant B's deliveries keep a
+// p99 under 1 s (A used to take all 256 workers, and B waited for them).
+func TestAbuseWebhookTenantCannotStarveOthers(t *testing.T) {
+	local(t)
+	release := make(chan struct{})
+	var inFlight, peak, answered atomic.Int64
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer answered.Add(1)
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		select {
+		case <-release:
+		case <-time.After(3 * time.Second):
+		}
+		w.WriteHeader(200)
+	}))
+	defer slow.Close()
+	released := false
+	drain := func() { // A's receiver answers at once: its backlog drains and leaves the next tests alone
+		if !released {
+			released = true
+			close(release)
+			whWait(t, 60*time.Second, "tenant A's backlog to drain", func() bool { return answered.Load() >= 2000 })
+		}
+	}
+	defer drain()
+
+	tenantA, a := whTenant(t)
+	for range 100 {
+		whSubscribe(t, a, map[string]any{"url": slow.URL, "events": []string{"page.version.created"}})
+	}
+	now := timestamp.Format(time.Now())
+	var backlog []events.Envelope
+	for i := range 20 {
+		backlog = append(backlog, whEvent(t, tenantA, events.TypePageVersionCreated, fmt.Sprintf("audience_a%d", i),
+			`"pageId":"page_a","versionId":"version_a","createdAt":"`+now+`"`))
+	}
+	whPublish(t, backlog...)
+	whWait(t, 30*time.Second, "tenant A saturating its share", func() bool { return inFlight.Load() >= 32 })
+
+	tenantB, b := whTenant(t)
+	fast := newWhReceiver(t, nil)
+	whSubscribe(t, b, map[string]any{"url": fast.URL, "events": []string{"page.version.created"}})
+	sent := map[string]time.Time{}
+	for i := range 20 {
+		e := whEvent(t, tenantB, events.TypePageVersionCreated, fmt.Sprintf("audience_b%d", i),
+			`"pageId":"page_b","versionId":"version_b","createdAt":"`+timestamp.Format(time.Now())+`"`)
+		sent[e.ID] = time.Now()
+		whPublish(t, e)
+		time.Sleep(50 * time.Millisecond)
+	}
+	whWait(t, 30*time.Second, "tenant B's 20 deliveries", func() bool { return len(fast.all()) >= 20 })
+	var lat []time.Duration
+	for _, d := range fast.all() {
+		if at, ok := sent[d.parsed.EventID]; ok {
+			lat = append(lat, d.at.Sub(at))
+		}
+	}
+	drain()
+	slices.Sort(lat)
+	p99 := lat[len(lat)*99/100]
+	t.Logf("tenant B: %d deliveries, p99 %s, max %s; tenant A: at most %d attempts in flight", len(lat), p99, lat[len(lat)-1], peak.Load())
+	if p99 >= time.Second {
+		t.Fatalf("tenant B's deliveries waited behind tenant A's slow receivers: p99 %s (limit 1 s)", p99)
+	}
+	if p := peak.Load(); p > 64 {
+		t.Fatalf("tenant A held %d delivery workers at once, over its share of 64", p)
+	}
 }
