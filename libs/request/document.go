@@ -296,17 +296,24 @@ func requestIssues(re *openapi3filter.RequestError, body any, prefix []any) []ap
 		return []apierror.Issue{{Code: "too_small", Message: "Must not be empty", Path: prefix}}
 	}
 	var out []apierror.Issue
-	var collect func(err error)
-	collect = func(err error) {
+	inBody := re.Parameter == nil
+	var collect func(err error, prefix []any, at any)
+	collect = func(err error, prefix []any, at any) {
 		if me, ok := err.(openapi3.MultiError); ok {
 			for _, e := range me {
-				collect(e)
+				collect(e, prefix, at)
 			}
 			return
 		}
 		var se *openapi3.SchemaError
 		if errors.As(err, &se) {
-			out = append(out, schemaIssue(se, body, prefix))
+			if isCombinator(se.SchemaField) && se.Origin != nil {
+				// allOf (the platform's nullable objects) names the combinator; the
+				// failure that matters is inside it (its path is marked from the root).
+				collect(se.Origin, prefix, at)
+				return
+			}
+			out = append(out, schemaIssue(se, at, prefix, inBody))
 			return
 		}
 		var pe *openapi3filter.ParseError
@@ -318,7 +325,7 @@ func requestIssues(re *openapi3filter.RequestError, body any, prefix []any) []ap
 			out = append(out, apierror.Issue{Code: "invalid_type", Message: err.Error(), Path: prefix})
 		}
 	}
-	collect(re.Err)
+	collect(re.Err, prefix, body)
 	if len(out) == 0 {
 		msg := re.Reason
 		if msg == "" {
@@ -338,8 +345,8 @@ func parseMessage(pe *openapi3filter.ParseError) string {
 
 // schemaIssue is one schema violation as an issue: its code from the schema keyword
 // that failed, its path within the body (array indexes as numbers).
-func schemaIssue(se *openapi3.SchemaError, body any, prefix []any) apierror.Issue {
-	path := append(slices.Clone(prefix), typedPath(se.JSONPointer(), body, len(prefix) == 0)...)
+func schemaIssue(se *openapi3.SchemaError, at any, prefix []any, inBody bool) apierror.Issue {
+	path := append(slices.Clone(prefix), typedPath(se.JSONPointer(), at, inBody)...)
 	msg := se.Reason
 	code := "custom"
 	switch se.SchemaField {
@@ -394,6 +401,11 @@ func typedPath(pointer []string, body any, inBody bool) []any {
 		out = append(out, p)
 	}
 	return out
+}
+
+// isCombinator reports whether a schema keyword combines subschemas.
+func isCombinator(field string) bool {
+	return field == "allOf" || field == "oneOf" || field == "anyOf"
 }
 
 func unsupportedKey(reason string) (string, bool) {

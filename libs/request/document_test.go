@@ -63,6 +63,10 @@ components:
         title: {type: string, minLength: 1, maxLength: 5}
         kind: {type: string, enum: [a, b]}
         count: {type: integer, minimum: 0}
+        meta:
+          type: object
+          nullable: true
+          allOf: [{$ref: "#/components/schemas/Meta"}]
         changes:
           type: array
           items:
@@ -72,6 +76,11 @@ components:
             properties:
               field: {type: string}
               newValue: {type: string}
+    Meta:
+      type: object
+      additionalProperties: false
+      properties:
+        title: {type: string, maxLength: 5}
 `
 
 func testApp(t *testing.T) *fiber.App {
@@ -110,6 +119,8 @@ func TestRequestsAreJudgedByTheDocument(t *testing.T) {
 		{"over maxLength", "POST", "/v0/things", `{"title":"abcdef","changes":[]}`, 400, "body", "too_big", []any{"title"}},
 		{"under minimum", "POST", "/v0/things", `{"title":"a","count":-1,"changes":[]}`, 400, "body", "too_small", []any{"count"}},
 		{"not an integer", "POST", "/v0/things", `{"title":"a","count":1.5,"changes":[]}`, 400, "body", "invalid_type", []any{"count"}},
+		{"a nullable object may be null", "POST", "/v0/things", `{"title":"a","meta":null,"changes":[]}`, 200, "", "", nil},
+		{"inside a nullable object (allOf)", "POST", "/v0/things", `{"title":"a","meta":{"title":"abcdef"},"changes":[]}`, 400, "body", "too_big", []any{"meta", "title"}},
 		{"unknown field", "POST", "/v0/things", `{"title":"a","changes":[],"extra":1}`, 400, "body", "unrecognized_keys", []any{"extra"}},
 		{"unknown nested field", "POST", "/v0/things", `{"title":"a","changes":[{"field":"x","newValue":"y","z":1}]}`, 400, "body", "unrecognized_keys", []any{"changes", 0, "z"}},
 		{"no body where one is required", "POST", "/v0/things", ``, 400, "body", "invalid_type", []any{}},
