@@ -5,7 +5,6 @@ package e2e
 // lists the threats and the limits that stop them.
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"compress/zlib"
@@ -16,7 +15,6 @@ import (
 	"hash/crc32"
 	"image"
 	"image/png"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -32,6 +30,7 @@ import (
 
 	"github.com/customerapi/platform/api/apitest"
 	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/events/kafkatest"
 	"github.com/customerapi/platform/libs/timestamp"
 )
 
@@ -97,25 +96,19 @@ func TestAbuseReadyzIsCheapAndDiscreet(t *testing.T) {
 	s := local(t)
 	port := brokerPort(t, s.Brokers())
 	readyz := func(token string) (int, string) {
-		req, _ := http.NewRequest("GET", sys.base+"/readyz", nil)
+		header := map[string]string{}
 		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
+			header["Authorization"] = "Bearer " + token
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return direct(t, "GET", sys.base+"/readyz", header)
 	}
 	readyz("")
-	before := establishedTo(t, port)
+	before := brokerConns(t, port)
 	for range 100 {
 		readyz("")
 		time.Sleep(20 * time.Millisecond) // over two seconds: several fresh runs of the checks
 	}
-	if after := establishedTo(t, port); after > before+5 || after < before-5 {
+	if after := brokerConns(t, port); after > before+5 || after < before-5 {
 		t.Fatalf("100 public /readyz calls changed the broker connections from %d to %d (allowed ±5)", before, after)
 	}
 
@@ -360,24 +353,12 @@ func brokerPort(t *testing.T, brokers []string) int {
 	return port
 }
 
-// establishedTo counts the established TCP connections on this machine to a local port
-// (the client side of each).
-func establishedTo(t *testing.T, port int) int {
+// brokerConns counts the established connections to the broker's port.
+func brokerConns(t *testing.T, port int) int {
 	t.Helper()
-	n := 0
-	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		file, err := os.Open(f)
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(file)
-		for sc.Scan() {
-			fields := strings.Fields(sc.Text())
-			if len(fields) > 3 && fields[3] == "01" && strings.HasSuffix(fields[2], fmt.Sprintf(":%04X", port)) {
-				n++
-			}
-		}
-		file.Close()
+	n, err := kafkatest.Connections(port)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return n
 }
