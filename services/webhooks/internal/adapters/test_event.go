@@ -1,0 +1,41 @@
+package adapters
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/customerapi/platform/libs/postgres"
+	"github.com/customerapi/platform/services/webhooks/internal/domain"
+)
+
+// RecordTestDelivery queues one delivery of a test event for one subscription, the way
+// the intake queues a real event (pending, due now, the workers woken when it commits),
+// and returns it. The subscription must be active.
+func (s *Store) RecordTestDelivery(ctx context.Context, tenantID, subscriptionID, deliveryID, eventID, eventType string, body []byte) (domain.Delivery, error) {
+	var out domain.Delivery
+	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		// Locked against a concurrent deactivation, which would miss this delivery.
+		sub, err := getSubscription(ctx, tx, tenantID, subscriptionID, "FOR SHARE")
+		if err != nil {
+			return err
+		}
+		if !sub.Active {
+			return domain.ErrSubscriptionInactive
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO deliveries (tenant_id, delivery_id, subscription_id, event_id, event_type,
+				ordering_key, body, status, next_attempt_at, created_at, updated_at)
+			SELECT $1, $2, $3, $4, $5, $4, $6, 'pending', n.now, n.now, n.now
+			FROM (SELECT date_trunc('milliseconds', now()) AS now) AS n`,
+			tenantID, deliveryID, subscriptionID, eventID, eventType, body); err != nil {
+			return fmt.Errorf("insert test delivery: %w", err)
+		}
+		if _, err := tx.Exec(ctx, "SELECT pg_notify($1, '')", Channel); err != nil {
+			return fmt.Errorf("notify: %w", err)
+		}
+		out, err = getDelivery(ctx, tx, tenantID, subscriptionID, deliveryID, "")
+		return err
+	})
+	return out, err
+}

@@ -1,0 +1,98 @@
+package application_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/customerapi/platform/api"
+	"github.com/customerapi/platform/services/webhooks/internal/application"
+)
+
+// docExample returns the example of a schema of the OpenAPI document, as JSON.
+func docExample(t *testing.T, schema string) any {
+	t.Helper()
+	doc, err := openapi3.NewLoader().LoadFromData(api.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(doc.Components.Schemas[schema].Value.Example)
+	var v any
+	_ = json.Unmarshal(b, &v)
+	return v
+}
+
+// A test event of the chosen type goes through the normal path: a delivery of this
+// subscription only, signed with its secret, whose payload is the document's example,
+// listed with its attempt.
+func TestTestEventIsDeliveredSignedWithTheDocumentsExample(t *testing.T) {
+	s := start(t, nil, application.Options{})
+	c := client(t, s, "acme")
+	rc := newReceiver(t, nil)
+	other := newReceiver(t, nil)
+	// The subscription does not list the type: a test may send any of them.
+	subID, secret := subscribe(t, c, rc.URL+"/hook", []string{"form.enriched"})
+	subscribe(t, c, other.URL+"/hook", nil)
+
+	d := mustStatus(t, c.Do("POST", "/v0/webhook_subscriptions/"+subID+"/test", map[string]any{"eventType": "page.version.published"}), 202)
+	if d["subscriptionId"] != subID || d["eventType"] != "page.version.published" || d["status"] != "pending" {
+		t.Fatalf("answer = %v", d)
+	}
+	eventually(t, 20*time.Second, "the test delivery", func() bool { return rc.count() == 1 })
+	got := rc.all()[0]
+	if !verify256(secret, got.body, got.header.Get("X-Webhook-Signature-256")) || !verifyStandard(secret, got.header, got.body) {
+		t.Fatalf("the test event's signatures do not verify: %v", got.header)
+	}
+	var body struct {
+		EventID string `json:"eventId"`
+		Payload any    `json:"payload"`
+	}
+	if err := json.Unmarshal(got.body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if body.EventID != d["eventId"] || got.header.Get("webhook-id") != d["eventId"] {
+		t.Fatalf("eventId %q, webhook-id %q, want %v", body.EventID, got.header.Get("webhook-id"), d["eventId"])
+	}
+	if want := docExample(t, "PageVersionPublishedEventPayload"); !reflect.DeepEqual(body.Payload, want) {
+		t.Fatalf("payload %v\nwant the document's example %v", body.Payload, want)
+	}
+	eventually(t, 10*time.Second, "the listed test delivery to succeed", func() bool {
+		ds := deliveries(t, c, subID)
+		return len(ds) == 1 && ds[0]["deliveryId"] == d["deliveryId"] && ds[0]["status"] == "succeeded" &&
+			len(ds[0]["attempts"].([]any)) == 1
+	})
+	time.Sleep(300 * time.Millisecond)
+	if other.count() != 0 {
+		t.Fatalf("another subscription got %d test deliveries", other.count())
+	}
+
+	// Each test event is a new event.
+	d2 := mustStatus(t, c.Do("POST", "/v0/webhook_subscriptions/"+subID+"/test", map[string]any{"eventType": "form.submitted"}), 202)
+	if d2["eventId"] == d["eventId"] || d2["deliveryId"] == d["deliveryId"] {
+		t.Fatalf("a second test event reused IDs: %v %v", d, d2)
+	}
+}
+
+func TestTestEventRefusals(t *testing.T) {
+	s := start(t, nil, application.Options{})
+	c := client(t, s, "acme")
+	rc := newReceiver(t, nil)
+	subID, _ := subscribe(t, c, rc.URL+"/hook", nil)
+	path := "/v0/webhook_subscriptions/" + subID + "/test"
+
+	for _, body := range []any{map[string]any{}, map[string]any{"eventType": "page.deleted"}, map[string]any{"eventType": "form.submitted", "x": 1}} {
+		mustStatus(t, c.Do("POST", path, body), 400)
+	}
+	mustStatus(t, c.Do("POST", "/v0/webhook_subscriptions/whsub_01kjzd2b7hek8s5fw1x2v3n4pq/test", map[string]any{"eventType": "form.submitted"}), 404)
+	// Another tenant's subscription does not exist for this one.
+	mustStatus(t, client(t, s, "other").Do("POST", path, map[string]any{"eventType": "form.submitted"}), 404)
+	mustStatus(t, c.Do("PATCH", "/v0/webhook_subscriptions/"+subID, map[string]any{"active": false}), 200)
+	mustStatus(t, c.Do("POST", path, map[string]any{"eventType": "form.submitted"}), 409)
+	time.Sleep(300 * time.Millisecond)
+	if rc.count() != 0 {
+		t.Fatalf("refused test events were delivered: %d", rc.count())
+	}
+}
