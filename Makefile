@@ -155,3 +155,20 @@ api-check: api-lint api-diff ## The document's checks: lint, breaking changes an
 	cd api && $(GO) test -count=1 ./...
 
 test: api-lint api-diff
+
+# --------------------------------------------------------------------------------------
+# The clients generated from api/openapi.yaml (clients/go, generated code committed):
+# `make clients` regenerates them, `make clients-check` (part of `make test`) fails when
+# the committed code differs from what the document generates. See docs/clients.md.
+OAPI_CODEGEN := github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@v2.5.1
+
+.PHONY: clients
+clients: ## Regenerate the clients from api/openapi.yaml
+	cd clients/go && GOWORK=off $(GO) run $(OAPI_CODEGEN) -config oapi-codegen.yaml ../../api/openapi.yaml
+
+.PHONY: clients-check
+clients-check: clients ## Regenerate the clients and fail if the committed code differs
+	@git diff --exit-code --stat -- clients/ || { echo "the generated clients differ from api/openapi.yaml: run make clients and commit"; exit 1; }
+	@test -z "$$(git status --porcelain --untracked-files=all -- clients/)" || { git status --short -- clients/; echo "untracked generated files: run make clients and commit"; exit 1; }
+
+test: clients-check

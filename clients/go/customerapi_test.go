@@ -1,0 +1,127 @@
+package customerapi_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	customerapi "github.com/customerapi/platform/clients/go"
+)
+
+const envelope404 = `{"type":"http://x/errors/not_found","title":"Not Found","status":404,"code":"NOT_FOUND","detail":"page not found","requestId":"req_1"}`
+
+func TestAPIKeyRetriesAndTypedErrors(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := calls.Add(1)
+		if r.Header.Get("x-api-key") != "k1" {
+			w.WriteHeader(401)
+			return
+		}
+		switch r.URL.Path {
+		case "/v0/topics":
+			body, _ := io.ReadAll(r.Body)
+			if n == 1 { // the first try is rate limited
+				w.Header().Set("Retry-After", "0")
+				w.WriteHeader(429)
+				return
+			}
+			if string(body) != `{"purpose":null,"title":"Pricing"}` {
+				t.Errorf("retried body = %q", body)
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(201)
+			_, _ = io.WriteString(w, `{"topicId":"topic_1","title":"Pricing","createdAt":"2026-01-02T03:04:05.678Z","updatedAt":"2026-01-02T03:04:05.678Z"}`)
+		case "/v0/pages/page_1":
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(404)
+			_, _ = io.WriteString(w, envelope404)
+		case "/v0/pages":
+			w.WriteHeader(503) // a write without Retry-After: not retried
+		}
+	}))
+	defer srv.Close()
+	c, err := customerapi.New(srv.URL, "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	r, err := c.CreateTopicWithResponse(ctx, customerapi.TopicCreate{Title: "Pricing"})
+	if err != nil || r.JSON201 == nil || r.JSON201.TopicId != "topic_1" || calls.Load() != 2 {
+		t.Fatalf("create after a 429: %v, %+v, %d calls", err, r, calls.Load())
+	}
+
+	_, err = c.GetPageWithResponse(ctx, "page_1")
+	var apiErr *customerapi.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 404 || apiErr.Code != "NOT_FOUND" || apiErr.RequestID != "req_1" ||
+		apiErr.Detail != "page not found" || !customerapi.IsNotFound(err) {
+		t.Fatalf("404: %#v", err)
+	}
+
+	calls.Store(0)
+	_, err = c.CreatePageWithResponse(ctx, customerapi.PageCreate{})
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 503 || calls.Load() != 1 {
+		t.Fatalf("503 of a write: %v after %d calls", err, calls.Load())
+	}
+}
+
+func TestRetryAfterIsHonouredAndBounded(t *testing.T) {
+	var calls, after atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Retry-After", strconv.Itoa(int(after.Load())))
+		w.WriteHeader(503)
+	}))
+	defer srv.Close()
+	c, _ := customerapi.New(srv.URL, "k", customerapi.WithRetries(2, 1500*time.Millisecond))
+	after.Store(1)
+	start := time.Now()
+	_, err := c.ListTopicsWithResponse(context.Background(), nil)
+	if took := time.Since(start); err == nil || calls.Load() != 3 || took < 2*time.Second {
+		t.Fatalf("two retries after 1 s each: %v, %d calls in %s", err, calls.Load(), took)
+	}
+	calls.Store(0)
+	after.Store(60)
+	_, err = c.ListTopicsWithResponse(context.Background(), nil)
+	if err == nil || calls.Load() != 1 {
+		t.Fatalf("a Retry-After beyond the bound is not waited for: %v, %d calls", err, calls.Load())
+	}
+}
+
+func TestAllWalksEveryPage(t *testing.T) {
+	pages := map[string]struct {
+		items []int
+		next  *string
+	}{"": {[]int{1, 2}, ptr("b")}, "b": {[]int{3, 4}, ptr("c")}, "c": {[]int{5}, nil}}
+	var got []int
+	for it, err := range customerapi.All(context.Background(), func(_ context.Context, cursor *string) ([]int, *string, error) {
+		k := ""
+		if cursor != nil {
+			k = *cursor
+		}
+		p := pages[k]
+		return p.items, p.next, nil
+	}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, it)
+	}
+	if len(got) != 5 || got[4] != 5 {
+		t.Fatalf("got %v", got)
+	}
+	boom := errors.New("boom")
+	for _, err := range customerapi.All(context.Background(), func(context.Context, *string) ([]int, *string, error) { return nil, nil, boom }) {
+		if !errors.Is(err, boom) {
+			t.Fatalf("err = %v", err)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,221 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	customerapi "github.com/customerapi/platform/clients/go"
+	"github.com/customerapi/platform/libs/postgres/pgtest"
+)
+
+// The Go client generated from the document, with its hand-written layer, against the
+// whole system: a page with an audience, a list of more than two pages walked with the
+// iterator, a 404 read back as a typed error, and a test event received and verified by
+// the example receiver (examples/webhook-receiver/go) with clients/go/webhooks.
+func TestGoClient(t *testing.T) {
+	ctx := context.Background()
+	c, err := customerapi.New(sys.base, newKey(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	page, err := c.CreatePageWithResponse(ctx, customerapi.PageCreate{Name: "Client e2e", Title: "Pricing", PageType: "inbound"})
+	if err != nil || page.JSON201 == nil {
+		t.Fatalf("create page: %v", err)
+	}
+	pageID := page.JSON201.PageId
+	aud, err := c.CreateAudienceWithResponse(ctx, pageID, customerapi.AudienceCreate{})
+	if err != nil || aud.JSON201 == nil || aud.JSON201.PageId != pageID {
+		t.Fatalf("create audience: %v", err)
+	}
+
+	want := map[string]bool{pageID: true}
+	for i := range 4 {
+		p, err := c.CreatePageWithResponse(ctx, customerapi.PageCreate{Name: fmt.Sprintf("page %d", i), Title: "T", PageType: "inbound"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[p.JSON201.PageId] = true
+	}
+	limit, fetches := 2, 0
+	seen := map[string]bool{}
+	for p, err := range customerapi.All(ctx, func(ctx context.Context, cursor *string) ([]customerapi.Page, *string, error) {
+		fetches++
+		r, err := c.ListPagesWithResponse(ctx, &customerapi.ListPagesParams{Limit: &limit, Cursor: cursor})
+		if err != nil {
+			return nil, nil, err
+		}
+		return r.JSON200.Items, r.JSON200.NextCursor, nil
+	}) {
+		if err != nil {
+			t.Fatalf("iterating: %v", err)
+		}
+		if seen[p.PageId] || !want[p.PageId] {
+			t.Fatalf("page %s seen twice or not ours", p.PageId)
+		}
+		seen[p.PageId] = true
+	}
+	if len(seen) != len(want) || fetches != 3 {
+		t.Fatalf("walked %d of %d pages in %d fetches", len(seen), len(want), fetches)
+	}
+
+	_, err = c.GetPageWithResponse(ctx, "page_01khjzeje5es8b04emc6f0p6ta")
+	var apiErr *customerapi.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 404 || apiErr.Code != "NOT_FOUND" || apiErr.RequestID == "" ||
+		!strings.HasSuffix(apiErr.Type, "/errors/not_found") {
+		t.Fatalf("a missing page: %#v", err)
+	}
+
+	t.Run("test event verified by the example receiver", func(t *testing.T) { goReceiverTest(t, c) })
+}
+
+func goReceiverTest(t *testing.T, c *customerapi.API) {
+	ctx := context.Background()
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "webhook-receiver")
+	build := exec.Command("go", "build", "-o", bin, "./examples/webhook-receiver/go")
+	build.Dir, build.Stderr = root, os.Stderr
+	if err := build.Run(); err != nil {
+		t.Fatalf("build the example receiver: %v", err)
+	}
+	port, err := pgtest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("http://127.0.0.1:%d/webhook", port)
+	sub, err := c.CreateWebhookSubscriptionWithResponse(ctx, customerapi.WebhookSubscriptionCreate{Url: url,
+		Events: &customerapi.WebhookEventTypes{"form.submitted"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := sub.JSON201.SigningSecret
+	rc := startReceiver(t, bin, []string{"WEBHOOK_SECRET=" + secret, fmt.Sprintf("ADDR=127.0.0.1:%d", port)}, "listening on")
+
+	sent, err := c.SendWebhookTestEventWithResponse(ctx, sub.JSON201.SubscriptionId, customerapi.WebhookTestEventRequest{EventType: "form.submitted"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.waitFor(t, "verified "+sent.JSON202.EventId+" form.submitted")
+	// The receiver answered 204 only after verifying: the delivery succeeded.
+	whWait(t, 10*time.Second, "the test delivery to succeed", func() bool {
+		r, err := c.ListWebhookDeliveriesWithResponse(ctx, sub.JSON201.SubscriptionId, nil)
+		return err == nil && len(r.JSON200.Items) == 1 && r.JSON200.Items[0].DeliveryId == sent.JSON202.DeliveryId &&
+			r.JSON200.Items[0].Status == "succeeded"
+	})
+
+	body := []byte(`{"timestamp":"2026-03-05T16:32:10.221Z","eventId":"evt_01kjzdf9zdec1b0mjavxbds9rf","payload":{"type":"form.submitted"}}`)
+	other := "whsec_c2VjcmV0LW9mLTMyLWJ5dGVzLWZvci10ZXN0aW5nIQ=="
+	for _, c := range []struct {
+		name   string
+		secret string
+		at     time.Time
+		body   []byte
+		reason string
+	}{
+		{"tampered body", secret, time.Now(), bytes.Replace(body, []byte("form.submitted"), []byte("form.enriched"), 1), "no signature matches"},
+		{"wrong secret", other, time.Now(), body, "no signature matches"},
+		{"stale timestamp", secret, time.Now().Add(-6 * time.Minute), body, "timestamp outside the tolerance"},
+	} {
+		h := standardHeaders(t, c.secret, "evt_01kjzdf9zdec1b0mjavxbds9rf", c.at, body)
+		req, _ := http.NewRequest("POST", url, bytes.NewReader(c.body))
+		req.Header = h
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 401 {
+			t.Errorf("%s: the receiver answered %d, want 401", c.name, res.StatusCode)
+		}
+		rc.waitFor(t, "refused: webhooks: "+c.reason)
+	}
+}
+
+// standardHeaders signs body as the webhooks service does (Standard Webhooks headers).
+func standardHeaders(t *testing.T, secret, id string, at time.Time, body []byte) http.Header {
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := strconv.FormatInt(at.Unix(), 10)
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(id + "." + ts + "." + string(body)))
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("webhook-id", id)
+	h.Set("webhook-timestamp", ts)
+	h.Set("webhook-signature", "v1,"+base64.StdEncoding.EncodeToString(m.Sum(nil)))
+	return h
+}
+
+// receiverProc is an example receiver running as a process, with the lines it printed.
+type receiverProc struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+// startReceiver starts a receiver command and waits until it prints ready.
+func startReceiver(t *testing.T, name string, env []string, ready string, args ...string) *receiverProc {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	rc := &receiverProc{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s := bufio.NewScanner(out)
+		for s.Scan() {
+			rc.mu.Lock()
+			rc.lines = append(rc.lines, s.Text())
+			rc.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+		_ = cmd.Wait()
+	})
+	rc.waitFor(t, ready)
+	return rc
+}
+
+// waitFor waits until the receiver printed a line that starts with prefix.
+func (rc *receiverProc) waitFor(t *testing.T, prefix string) {
+	t.Helper()
+	whWait(t, 20*time.Second, "the receiver to print "+strconv.Quote(prefix), func() bool {
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		for _, l := range rc.lines {
+			if strings.HasPrefix(l, prefix) {
+				return true
+			}
+		}
+		return false
+	})
+}
