@@ -171,4 +171,32 @@ clients-check: clients ## Regenerate the clients and fail if the committed code 
 	@git diff --exit-code --stat -- clients/ || { echo "the generated clients differ from api/openapi.yaml: run make clients and commit"; exit 1; }
 	@test -z "$$(git status --porcelain --untracked-files=all -- clients/)" || { git status --short -- clients/; echo "untracked generated files: run make clients and commit"; exit 1; }
 
-test: clients-check
+test: clients-check docs-assets-check chromium
+
+# The reference at /docs: Redoc's standalone bundle, pinned in tools/docs (committed
+# package-lock.json), copied into gateway/internal/docs/assets and embedded in the
+# gateway, so nothing loads from a CDN at run time.
+DOCS_DIR   := tools/docs
+DOCS_STAMP := $(DOCS_DIR)/node_modules/.installed
+REDOC_DIST := $(DOCS_DIR)/node_modules/redoc/bundles
+DOCS_ASSETS := gateway/internal/docs/assets
+
+$(DOCS_STAMP): $(DOCS_DIR)/package.json $(DOCS_DIR)/package-lock.json
+	@command -v npm >/dev/null || { echo "docs-assets needs Node.js and npm"; exit 1; }
+	cd $(DOCS_DIR) && npm ci --ignore-scripts --omit=peer --no-audit --no-fund --loglevel=error
+	@touch $@
+
+.PHONY: docs-assets
+docs-assets: $(DOCS_STAMP) ## Copy the pinned Redoc bundle into the gateway (embedded for /docs)
+	cp $(REDOC_DIST)/redoc.standalone.js $(REDOC_DIST)/redoc.standalone.js.LICENSE.txt $(DOCS_ASSETS)/
+
+.PHONY: docs-assets-check
+docs-assets-check: $(DOCS_STAMP) ## Fail if the embedded Redoc bundle is not the one tools/docs pins
+	@cmp -s $(REDOC_DIST)/redoc.standalone.js $(DOCS_ASSETS)/redoc.standalone.js || { echo "$(DOCS_ASSETS) differs from tools/docs: run make docs-assets"; exit 1; }
+
+.PHONY: chromium
+chromium: ## Make sure Debian's chromium is installed (the /docs rendering test)
+	@scripts/ensure-chromium.sh
+
+# make test requires the /docs rendering test to run (not skip).
+test: export E2E_REQUIRE_CHROMIUM := 1

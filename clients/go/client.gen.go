@@ -764,7 +764,7 @@ type ErrorEnvelope struct {
 	// Title The HTTP reason phrase of `status`.
 	Title string `json:"title"`
 
-	// Type `{base_url}/errors/<code in lower case>`
+	// Type `{base_url}/errors/<code in lower case>`. The URL answers without a key: a short page for browsers, the problem description as JSON for `Accept: application/json`. The reference is at `{base_url}/docs`.
 	Type string `json:"type"`
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/customerapi/platform/api"
 	"github.com/customerapi/platform/gateway/internal/admin"
 	"github.com/customerapi/platform/gateway/internal/auth"
+	"github.com/customerapi/platform/gateway/internal/docs"
 	"github.com/customerapi/platform/gateway/internal/keys"
 	"github.com/customerapi/platform/gateway/internal/proxy"
 	"github.com/customerapi/platform/gateway/internal/ratelimit"
@@ -248,6 +249,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 		return c.Send(openapiJSON)
 	})
+	// The reference and the error type pages are public, like the document itself.
+	if err := docs.Register(public.App, cfg.PublicBaseURL); err != nil {
+		return fail(err)
+	}
 	// Signed downloads need no key (the signature is the authorisation); GET and HEAD
 	// only: any other method on the path goes through authentication like every route.
 	// Without a key there is no key's rate limit: caps per link and per client instead.
