@@ -162,16 +162,36 @@ test: api-lint api-diff
 # the committed code differs from what the document generates. See docs/clients.md.
 OAPI_CODEGEN := github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@v2.5.1
 
+TS_DIR        := clients/typescript
+TS_STAMP      := $(TS_DIR)/node_modules/.installed
+RECEIVER_NODE := examples/webhook-receiver/node
+RECEIVER_STAMP := $(RECEIVER_NODE)/node_modules/.installed
+
+$(TS_STAMP): $(TS_DIR)/package.json $(TS_DIR)/package-lock.json
+	@command -v npm >/dev/null || { echo "the TypeScript client needs Node.js 20+ and npm"; exit 1; }
+	cd $(TS_DIR) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $@
+
+$(RECEIVER_STAMP): $(RECEIVER_NODE)/package.json $(RECEIVER_NODE)/package-lock.json $(TS_STAMP)
+	cd $(RECEIVER_NODE) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $@
+
 .PHONY: clients
-clients: ## Regenerate the clients from api/openapi.yaml
+clients: $(TS_STAMP) ## Regenerate the clients from api/openapi.yaml
 	cd clients/go && GOWORK=off $(GO) run $(OAPI_CODEGEN) -config oapi-codegen.yaml ../../api/openapi.yaml
+	cd $(TS_DIR) && $(APILINT_ENV) npm run --silent generate
+
+.PHONY: ts-client
+ts-client: $(TS_STAMP) $(RECEIVER_STAMP) ## Build the TypeScript client (tsc --strict) and run its unit tests
+	cd $(TS_DIR) && rm -rf dist && node_modules/.bin/tsc -p tsconfig.json
+	cd $(TS_DIR) && node --test dist/test/unit/
 
 .PHONY: clients-check
 clients-check: clients ## Regenerate the clients and fail if the committed code differs
 	@git diff --exit-code --stat -- clients/ || { echo "the generated clients differ from api/openapi.yaml: run make clients and commit"; exit 1; }
 	@test -z "$$(git status --porcelain --untracked-files=all -- clients/)" || { git status --short -- clients/; echo "untracked generated files: run make clients and commit"; exit 1; }
 
-test: clients-check docs-assets-check chromium
+test: clients-check docs-assets-check chromium ts-client
 
 # The reference at /docs: Redoc's standalone bundle, pinned in tools/docs (committed
 # package-lock.json), copied into gateway/internal/docs/assets and embedded in the
@@ -198,5 +218,6 @@ docs-assets-check: $(DOCS_STAMP) ## Fail if the embedded Redoc bundle is not the
 chromium: ## Make sure Debian's chromium is installed (the /docs rendering test)
 	@scripts/ensure-chromium.sh
 
-# make test requires the /docs rendering test to run (not skip).
+# make test requires the /docs rendering test and the TypeScript client's test to run (not skip).
 test: export E2E_REQUIRE_CHROMIUM := 1
+test: export E2E_REQUIRE_TS := 1

@@ -219,3 +219,38 @@ func (rc *receiverProc) waitFor(t *testing.T, prefix string) {
 		return false
 	})
 }
+
+// The TypeScript client's test against the whole system (clients/typescript/test/e2e,
+// node's test runner): the same checks as TestGoClient, with the Node example receiver
+// (examples/webhook-receiver/node). It needs `make ts-client` first; without its build it
+// is skipped, unless E2E_REQUIRE_TS is set (make test sets it).
+func TestTypeScriptClient(t *testing.T) {
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "clients", "typescript")
+	receiver := filepath.Join(root, "examples", "webhook-receiver", "node", "receiver.mjs")
+	_, errBuilt := os.Stat(filepath.Join(dir, "dist", "test", "e2e", "client.e2e.test.js"))
+	_, errDeps := os.Stat(filepath.Join(root, "examples", "webhook-receiver", "node", "node_modules", "@customerapi", "client"))
+	node, errNode := exec.LookPath("node")
+	if errBuilt != nil || errDeps != nil || errNode != nil {
+		if os.Getenv("E2E_REQUIRE_TS") != "" {
+			t.Fatalf("the TypeScript client is not built (make ts-client): %v %v %v", errBuilt, errDeps, errNode)
+		}
+		t.Skip("the TypeScript client is not built: make ts-client")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", "dist/test/e2e/")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CUSTOMER_API_BASE_URL="+sys.base, "CUSTOMER_API_KEY="+newKey(t, nil), "WEBHOOK_RECEIVER="+receiver)
+	out, err := cmd.CombinedOutput()
+	t.Logf("node --test:\n%s", out)
+	if err != nil {
+		t.Fatalf("the TypeScript e2e test failed: %v", err)
+	}
+	if !strings.Contains(string(out), "pass 2") {
+		t.Fatalf("the TypeScript e2e test did not run its 2 tests")
+	}
+}

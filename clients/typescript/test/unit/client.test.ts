@@ -1,0 +1,83 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { APIError, CustomerAPI, paginate } from "../../src/index.js";
+
+type Call = { url: string; method: string; headers: Record<string, string>; body: string | undefined };
+
+function fakeFetch(answers: Array<(c: Call) => Response>): { fetch: typeof fetch; calls: Call[] } {
+  const calls: Call[] = [];
+  const f = async (url: string | URL | Request, init?: globalThis.RequestInit): Promise<Response> => {
+    const c: Call = { url: String(url), method: init?.method ?? "GET", headers: init?.headers as Record<string, string>, body: init?.body as string | undefined };
+    calls.push(c);
+    const next = answers.shift();
+    assert.ok(next, `unexpected call ${c.method} ${c.url}`);
+    return next(c);
+  };
+  return { fetch: f as typeof fetch, calls };
+}
+
+const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
+  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
+
+test("sends the key, fills path and query, retries a 429 after Retry-After", async () => {
+  const { fetch, calls } = fakeFetch([
+    () => json(429, { code: "RATE_LIMITED" }, { "retry-after": "0" }),
+    () => json(201, { topicId: "topic_1", title: "Pricing" }),
+    () => json(200, { items: [], hasMore: false, nextCursor: null, totalCount: 0 }),
+  ]);
+  const api = new CustomerAPI({ baseUrl: "http://api.test/", apiKey: "k1", fetch });
+  const topic = await api.post("/v0/topics", { body: { title: "Pricing" } });
+  assert.equal(topic.topicId, "topic_1");
+  assert.equal(calls.length, 2);
+  assert.equal(calls[1]?.headers["x-api-key"], "k1");
+  assert.equal(calls[1]?.body, JSON.stringify({ title: "Pricing" }));
+  await api.get("/v0/pages/{page_id}/audiences", { path: { page_id: "page_1" }, query: { limit: 2, cursor: "c/1" } });
+  assert.equal(calls[2]?.url, "http://api.test/v0/pages/page_1/audiences?limit=2&cursor=c%2F1");
+});
+
+test("a 404 is an APIError with the envelope; a write's 503 without Retry-After is not retried", async () => {
+  const envelope = { type: "http://api.test/errors/not_found", title: "Not Found", status: 404, code: "NOT_FOUND", detail: "page not found", requestId: "req_1" };
+  const { fetch, calls } = fakeFetch([() => json(404, envelope), () => json(503, { code: "SERVICE_UNAVAILABLE" })]);
+  const api = new CustomerAPI({ baseUrl: "http://api.test", apiKey: "k", fetch });
+  await assert.rejects(api.get("/v0/pages/{page_id}", { path: { page_id: "page_x" } }), (err: unknown) => {
+    assert.ok(err instanceof APIError);
+    assert.equal(err.status, 404);
+    assert.equal(err.code, "NOT_FOUND");
+    assert.equal(err.requestId, "req_1");
+    assert.equal(err.type, envelope.type);
+    return true;
+  });
+  await assert.rejects(api.post("/v0/pages", { body: { name: "n", title: "t", pageType: "inbound" } }), (err: unknown) => err instanceof APIError && err.status === 503);
+  assert.equal(calls.length, 2);
+});
+
+test("a Retry-After beyond the bound is not waited for", async () => {
+  const { fetch, calls } = fakeFetch([() => json(503, {}, { "retry-after": "120" })]);
+  const api = new CustomerAPI({ baseUrl: "http://api.test", apiKey: "k", fetch, maxWaitMs: 1000 });
+  await assert.rejects(api.get("/v0/topics"), (err: unknown) => err instanceof APIError && err.status === 503);
+  assert.equal(calls.length, 1);
+});
+
+test("paginate walks every page once", async () => {
+  const pages: Record<string, { items: number[]; nextCursor: string | null }> = {
+    "": { items: [1, 2], nextCursor: "b" },
+    b: { items: [3, 4], nextCursor: "c" },
+    c: { items: [5], nextCursor: null },
+  };
+  const got: number[] = [];
+  for await (const n of paginate(async (cursor) => pages[cursor ?? ""]!)) got.push(n);
+  assert.deepEqual(got, [1, 2, 3, 4, 5]);
+});
+
+// Compile-time checks: tsc --strict refuses calls the document does not allow.
+export function typeChecks(api: CustomerAPI): void {
+  // @ts-expect-error an unknown path
+  void api.get("/v0/nope");
+  // @ts-expect-error a missing path parameter
+  void api.get("/v0/pages/{page_id}", {});
+  // @ts-expect-error a body field the document does not have
+  void api.post("/v0/topics", { body: { title: "T", colour: "red" } });
+  // @ts-expect-error POST is not an operation of this path
+  void api.post("/v0/pages/{page_id}", { path: { page_id: "p" } });
+}
