@@ -221,3 +221,9 @@ chromium: ## Make sure Debian's chromium is installed (the /docs rendering test)
 # make test requires the /docs rendering test and the TypeScript client's test to run (not skip).
 test: export E2E_REQUIRE_CHROMIUM := 1
 test: export E2E_REQUIRE_TS := 1
+# and runs docs/quickstart.md on a clean clone (skipped if make run's ports are taken).
+test: export E2E_QUICKSTART := 1
+
+.PHONY: quickstart-test
+quickstart-test: deps ## Run every command of docs/quickstart.md on a clean clone of the committed tree
+	E2E_QUICKSTART=1 E2E_REQUIRE_QUICKSTART=1 $(GO) test -count=1 -timeout 15m -run 'TestQuickstart' -v ./e2e/
