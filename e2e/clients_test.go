@@ -128,11 +128,10 @@ func goReceiverTest(t *testing.T, c *customerapi.API) {
 		secret string
 		at     time.Time
 		body   []byte
-		reason string
 	}{
-		{"tampered body", secret, time.Now(), bytes.Replace(body, []byte("form.submitted"), []byte("form.enriched"), 1), "no signature matches"},
-		{"wrong secret", other, time.Now(), body, "no signature matches"},
-		{"stale timestamp", secret, time.Now().Add(-6 * time.Minute), body, "timestamp outside the tolerance"},
+		{"tampered body", secret, time.Now(), bytes.Replace(body, []byte("form.submitted"), []byte("form.enriched"), 1)},
+		{"wrong secret", other, time.Now(), body},
+		{"stale timestamp", secret, time.Now().Add(-6 * time.Minute), body},
 	} {
 		h := standardHeaders(t, c.secret, "evt_01kjzdf9zdec1b0mjavxbds9rf", c.at, body)
 		req, _ := http.NewRequest("POST", url, bytes.NewReader(c.body))
@@ -145,8 +144,9 @@ func goReceiverTest(t *testing.T, c *customerapi.API) {
 		if res.StatusCode != 401 {
 			t.Errorf("%s: the receiver answered %d, want 401", c.name, res.StatusCode)
 		}
-		rc.waitFor(t, "refused: webhooks: "+c.reason)
 	}
+	rc.waitForN(t, "refused: webhooks: no signature matches", 2)
+	rc.waitFor(t, "refused: webhooks: timestamp outside the tolerance")
 }
 
 // standardHeaders signs body as the webhooks service does (Standard Webhooks headers).
@@ -206,17 +206,21 @@ func startReceiver(t *testing.T, name string, env []string, ready string, args .
 }
 
 // waitFor waits until the receiver printed a line that starts with prefix.
-func (rc *receiverProc) waitFor(t *testing.T, prefix string) {
+func (rc *receiverProc) waitFor(t *testing.T, prefix string) { t.Helper(); rc.waitForN(t, prefix, 1) }
+
+// waitForN waits until the receiver printed n lines that start with prefix.
+func (rc *receiverProc) waitForN(t *testing.T, prefix string, n int) {
 	t.Helper()
-	whWait(t, 20*time.Second, "the receiver to print "+strconv.Quote(prefix), func() bool {
+	whWait(t, 20*time.Second, fmt.Sprintf("the receiver to print %q %d times", prefix, n), func() bool {
 		rc.mu.Lock()
 		defer rc.mu.Unlock()
+		found := 0
 		for _, l := range rc.lines {
 			if strings.HasPrefix(l, prefix) {
-				return true
+				found++
 			}
 		}
-		return false
+		return found >= n
 	})
 }
 
