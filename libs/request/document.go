@@ -161,14 +161,16 @@ func (d *Document) validateBody(c *fiber.Ctx, rb *openapi3.RequestBody) *apierro
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		switch {
+		case len(body) > 0:
+			// White space is not a JSON text, also where the body may be left out: a
+			// client that sends one sends a broken body, not none.
+			return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_json", Path: []any{},
+				Message: "Malformed JSON: the body holds only white space; send a JSON object or no body"})
 		case !rb.Required:
 			return nil
-		case len(body) == 0:
-			return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_type", Path: []any{},
-				Message: "Required: this operation takes a JSON body"})
 		}
-		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_json", Path: []any{},
-			Message: "Malformed JSON: the body holds only white space; this operation takes a JSON body"})
+		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_type", Path: []any{},
+			Message: "Required: this operation takes a JSON body"})
 	}
 	if ct := c.Get(fiber.HeaderContentType); ct != "" && !isJSONType(ct) {
 		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_type",
@@ -308,8 +310,10 @@ func requestIssues(re *openapi3filter.RequestError, body any, prefix []any) []ap
 		var se *openapi3.SchemaError
 		if errors.As(err, &se) {
 			if isCombinator(se.SchemaField) && se.Origin != nil {
-				// allOf (the platform's nullable objects) names the combinator; the
-				// failure that matters is inside it (its path is marked from the root).
+				// A value that breaks an allOf breaks one of its branches (a nullable
+				// object is written `nullable: true, allOf: [$ref]`): report the
+				// branches' own issues at their places (marked from the root), not
+				// "doesn't match all schemas" at the parent.
 				collect(se.Origin, prefix, at)
 				return
 			}

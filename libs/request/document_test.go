@@ -34,6 +34,16 @@ paths:
   /v0/things/trash:
     get:
       responses: {"200": {description: ok}}
+  /v0/things/{thing_id}/archive:
+    post:
+      parameters:
+        - {name: thing_id, in: path, required: true, schema: {type: string}}
+      requestBody:
+        required: false
+        content:
+          application/json:
+            schema: {type: object, additionalProperties: false}
+      responses: {"200": {description: ok}}
   /v0/things/{thing_id}:
     get:
       parameters:
@@ -52,9 +62,18 @@ paths:
               minProperties: 1
               properties:
                 title: {type: string, maxLength: 5}
+                meta:
+                  type: object
+                  nullable: true
+                  allOf: [{$ref: "#/components/schemas/Meta"}]
       responses: {"200": {description: ok}}
 components:
   schemas:
+    Meta:
+      type: object
+      additionalProperties: false
+      properties:
+        title: {type: string, maxLength: 5}
     ThingIn:
       type: object
       additionalProperties: false
@@ -76,11 +95,6 @@ components:
             properties:
               field: {type: string}
               newValue: {type: string}
-    Meta:
-      type: object
-      additionalProperties: false
-      properties:
-        title: {type: string, maxLength: 5}
 `
 
 func testApp(t *testing.T) *fiber.App {
@@ -97,6 +111,7 @@ func testApp(t *testing.T) *fiber.App {
 	app.Get("/v0/things/trash", ok)
 	app.Get("/v0/things/:thing_id", ok)
 	app.Patch("/v0/things/:thing_id", ok)
+	app.Post("/v0/things/:thing_id/archive", ok)
 	return app
 }
 
@@ -127,7 +142,15 @@ func TestRequestsAreJudgedByTheDocument(t *testing.T) {
 		{"a body of only whitespace", "POST", "/v0/things", "  \n\t ", 400, "body", "invalid_json", []any{}},
 		{"an empty PATCH object", "PATCH", "/v0/things/thing_1", `{}`, 400, "body", "too_small", []any{}},
 		{"no PATCH body", "PATCH", "/v0/things/thing_1", ``, 400, "body", "invalid_type", []any{}},
+		{"a nullable object set to null", "PATCH", "/v0/things/thing_1", `{"meta":null}`, 200, "", "", nil},
+		{"a nullable object of the wrong type", "PATCH", "/v0/things/thing_1", `{"meta":"x"}`, 400, "body", "invalid_type", []any{"meta"}},
+		{"an unknown field in a nullable object", "PATCH", "/v0/things/thing_1", `{"meta":{"colour":"red"}}`, 400, "body", "unrecognized_keys", []any{"meta", "colour"}},
+		{"a bound in a nullable object", "PATCH", "/v0/things/thing_1", `{"meta":{"title":"toolong"}}`, 400, "body", "too_big", []any{"meta", "title"}},
 		{"malformed JSON", "POST", "/v0/things", `{"title":`, 400, "body", "invalid_json", []any{}},
+		{"no body where it is optional", "POST", "/v0/things/thing_1/archive", ``, 200, "", "", nil},
+		{"an empty object where the body is optional", "POST", "/v0/things/thing_1/archive", `{}`, 200, "", "", nil},
+		{"only whitespace where the body is optional", "POST", "/v0/things/thing_1/archive", " \r\n", 400, "body", "invalid_json", []any{}},
+		{"a field where the body is optional and empty", "POST", "/v0/things/thing_1/archive", `{"force":true}`, 400, "body", "unrecognized_keys", []any{"force"}},
 		{"NUL in a string", "POST", "/v0/things", `{"title":"a\u0000","changes":[]}`, 400, "body", "invalid_string", []any{"title"}},
 		{"query out of enum (case matters)", "GET", "/v0/things?includeEmptyOnly=FALSE", ``, 400, "query", "invalid_enum_value", []any{"includeEmptyOnly"}},
 		{"query in enum", "GET", "/v0/things?includeEmptyOnly=false", ``, 200, "", "", nil},
