@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -155,7 +156,10 @@ func (d *Document) Validate(c *fiber.Ctx, route *routers.Route, params map[strin
 
 // validateBody parses a JSON body once and walks it against the operation's schema.
 func (d *Document) validateBody(c *fiber.Ctx, rb *openapi3.RequestBody) *apierror.Error {
-	body := c.Body()
+	body, e := readBody(c)
+	if e != nil {
+		return e
+	}
 	if e := checkRawJSON(body); e != nil {
 		return e
 	}
@@ -195,6 +199,34 @@ func (d *Document) validateBody(c *fiber.Ctx, rb *openapi3.RequestBody) *apierro
 	return toValidationError(&openapi3filter.RequestError{RequestBody: rb, Err: err}, generic)
 }
 
+// readBody returns the request body. A server that streams request bodies (uploads)
+// hands a JSON body over unread: it is read here up to the limit and no further, so a
+// huge body is refused without being held, and kept for the handler to decode.
+func readBody(c *fiber.Ctx) ([]byte, *apierror.Error) {
+	req := c.Request()
+	if !req.IsBodyStream() {
+		return req.Body(), nil
+	}
+	if req.Header.ContentLength() > apierror.MaxBodyBytes {
+		return nil, bodyTooBig()
+	}
+	body, err := io.ReadAll(io.LimitReader(req.BodyStream(), apierror.MaxBodyBytes+1))
+	if err != nil {
+		return nil, apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_json", Path: []any{},
+			Message: "The request body could not be read"})
+	}
+	if len(body) > apierror.MaxBodyBytes {
+		return nil, bodyTooBig()
+	}
+	req.SetBodyRaw(body)
+	return body, nil
+}
+
+func bodyTooBig() *apierror.Error {
+	return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "too_big",
+		Message: "request body exceeds the limit of 1 MiB", Path: []any{}})
+}
+
 // jsonSchema is the schema of a request body's JSON content.
 func jsonSchema(rb *openapi3.RequestBody) *openapi3.Schema {
 	for mt, content := range rb.Content {
@@ -219,8 +251,7 @@ func isJSONContent(rb *openapi3.RequestBody) bool {
 // checkRawJSON refuses a body that is too large or not UTF-8 before it is parsed.
 func checkRawJSON(body []byte) *apierror.Error {
 	if len(body) > apierror.MaxBodyBytes {
-		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "too_big",
-			Message: "request body exceeds the limit of 1 MiB", Path: []any{}})
+		return bodyTooBig()
 	}
 	if !utf8.Valid(body) {
 		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_json", Path: []any{},
