@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -155,20 +156,25 @@ func (d *Document) Validate(c *fiber.Ctx, route *routers.Route, params map[strin
 
 // validateBody parses a JSON body once and walks it against the operation's schema.
 func (d *Document) validateBody(c *fiber.Ctx, rb *openapi3.RequestBody) *apierror.Error {
-	body := c.Body()
+	body, e := readBody(c)
+	if e != nil {
+		return e
+	}
 	if e := checkRawJSON(body); e != nil {
 		return e
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		switch {
+		case len(body) > 0:
+			// White space is not a JSON text, also where the body may be left out: a
+			// client that sends one sends a broken body, not none.
+			return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_json", Path: []any{},
+				Message: "Malformed JSON: the body holds only white space; send a JSON object or no body"})
 		case !rb.Required:
 			return nil
-		case len(body) == 0:
-			return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_type", Path: []any{},
-				Message: "Required: this operation takes a JSON body"})
 		}
-		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_json", Path: []any{},
-			Message: "Malformed JSON: the body holds only white space; this operation takes a JSON body"})
+		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_type", Path: []any{},
+			Message: "Required: this operation takes a JSON body"})
 	}
 	if ct := c.Get(fiber.HeaderContentType); ct != "" && !isJSONType(ct) {
 		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_type",
@@ -191,6 +197,34 @@ func (d *Document) validateBody(c *fiber.Ctx, rb *openapi3.RequestBody) *apierro
 		return nil
 	}
 	return toValidationError(&openapi3filter.RequestError{RequestBody: rb, Err: err}, generic)
+}
+
+// readBody returns the request body. A server that streams request bodies (uploads)
+// hands a JSON body over unread: it is read here up to the limit and no further, so a
+// huge body is refused without being held, and kept for the handler to decode.
+func readBody(c *fiber.Ctx) ([]byte, *apierror.Error) {
+	req := c.Request()
+	if !req.IsBodyStream() {
+		return req.Body(), nil
+	}
+	if req.Header.ContentLength() > apierror.MaxBodyBytes {
+		return nil, bodyTooBig()
+	}
+	body, err := io.ReadAll(io.LimitReader(req.BodyStream(), apierror.MaxBodyBytes+1))
+	if err != nil {
+		return nil, apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_json", Path: []any{},
+			Message: "The request body could not be read"})
+	}
+	if len(body) > apierror.MaxBodyBytes {
+		return nil, bodyTooBig()
+	}
+	req.SetBodyRaw(body)
+	return body, nil
+}
+
+func bodyTooBig() *apierror.Error {
+	return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "too_big",
+		Message: "request body exceeds the limit of 1 MiB", Path: []any{}})
 }
 
 // jsonSchema is the schema of a request body's JSON content.
@@ -217,8 +251,7 @@ func isJSONContent(rb *openapi3.RequestBody) bool {
 // checkRawJSON refuses a body that is too large or not UTF-8 before it is parsed.
 func checkRawJSON(body []byte) *apierror.Error {
 	if len(body) > apierror.MaxBodyBytes {
-		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "too_big",
-			Message: "request body exceeds the limit of 1 MiB", Path: []any{}})
+		return bodyTooBig()
 	}
 	if !utf8.Valid(body) {
 		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_json", Path: []any{},
@@ -308,8 +341,10 @@ func requestIssues(re *openapi3filter.RequestError, body any, prefix []any) []ap
 		var se *openapi3.SchemaError
 		if errors.As(err, &se) {
 			if isCombinator(se.SchemaField) && se.Origin != nil {
-				// allOf (the platform's nullable objects) names the combinator; the
-				// failure that matters is inside it (its path is marked from the root).
+				// A value that breaks an allOf breaks one of its branches (a nullable
+				// object is written `nullable: true, allOf: [$ref]`): report the
+				// branches' own issues at their places (marked from the root), not
+				// "doesn't match all schemas" at the parent.
 				collect(se.Origin, prefix, at)
 				return
 			}

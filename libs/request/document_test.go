@@ -3,8 +3,11 @@ package request
 import (
 	"encoding/json"
 	"io"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
@@ -34,6 +37,16 @@ paths:
   /v0/things/trash:
     get:
       responses: {"200": {description: ok}}
+  /v0/things/{thing_id}/archive:
+    post:
+      parameters:
+        - {name: thing_id, in: path, required: true, schema: {type: string}}
+      requestBody:
+        required: false
+        content:
+          application/json:
+            schema: {type: object, additionalProperties: false}
+      responses: {"200": {description: ok}}
   /v0/things/{thing_id}:
     get:
       parameters:
@@ -52,9 +65,18 @@ paths:
               minProperties: 1
               properties:
                 title: {type: string, maxLength: 5}
+                meta:
+                  type: object
+                  nullable: true
+                  allOf: [{$ref: "#/components/schemas/Meta"}]
       responses: {"200": {description: ok}}
 components:
   schemas:
+    Meta:
+      type: object
+      additionalProperties: false
+      properties:
+        title: {type: string, maxLength: 5}
     ThingIn:
       type: object
       additionalProperties: false
@@ -76,11 +98,6 @@ components:
             properties:
               field: {type: string}
               newValue: {type: string}
-    Meta:
-      type: object
-      additionalProperties: false
-      properties:
-        title: {type: string, maxLength: 5}
 `
 
 func testApp(t *testing.T) *fiber.App {
@@ -97,6 +114,7 @@ func testApp(t *testing.T) *fiber.App {
 	app.Get("/v0/things/trash", ok)
 	app.Get("/v0/things/:thing_id", ok)
 	app.Patch("/v0/things/:thing_id", ok)
+	app.Post("/v0/things/:thing_id/archive", ok)
 	return app
 }
 
@@ -127,7 +145,15 @@ func TestRequestsAreJudgedByTheDocument(t *testing.T) {
 		{"a body of only whitespace", "POST", "/v0/things", "  \n\t ", 400, "body", "invalid_json", []any{}},
 		{"an empty PATCH object", "PATCH", "/v0/things/thing_1", `{}`, 400, "body", "too_small", []any{}},
 		{"no PATCH body", "PATCH", "/v0/things/thing_1", ``, 400, "body", "invalid_type", []any{}},
+		{"a nullable object set to null", "PATCH", "/v0/things/thing_1", `{"meta":null}`, 200, "", "", nil},
+		{"a nullable object of the wrong type", "PATCH", "/v0/things/thing_1", `{"meta":"x"}`, 400, "body", "invalid_type", []any{"meta"}},
+		{"an unknown field in a nullable object", "PATCH", "/v0/things/thing_1", `{"meta":{"colour":"red"}}`, 400, "body", "unrecognized_keys", []any{"meta", "colour"}},
+		{"a bound in a nullable object", "PATCH", "/v0/things/thing_1", `{"meta":{"title":"toolong"}}`, 400, "body", "too_big", []any{"meta", "title"}},
 		{"malformed JSON", "POST", "/v0/things", `{"title":`, 400, "body", "invalid_json", []any{}},
+		{"no body where it is optional", "POST", "/v0/things/thing_1/archive", ``, 200, "", "", nil},
+		{"an empty object where the body is optional", "POST", "/v0/things/thing_1/archive", `{}`, 200, "", "", nil},
+		{"only whitespace where the body is optional", "POST", "/v0/things/thing_1/archive", " \r\n", 400, "body", "invalid_json", []any{}},
+		{"a field where the body is optional and empty", "POST", "/v0/things/thing_1/archive", `{"force":true}`, 400, "body", "unrecognized_keys", []any{"force"}},
 		{"NUL in a string", "POST", "/v0/things", `{"title":"a\u0000","changes":[]}`, 400, "body", "invalid_string", []any{"title"}},
 		{"query out of enum (case matters)", "GET", "/v0/things?includeEmptyOnly=FALSE", ``, 400, "query", "invalid_enum_value", []any{"includeEmptyOnly"}},
 		{"query in enum", "GET", "/v0/things?includeEmptyOnly=false", ``, 200, "", "", nil},
@@ -224,4 +250,152 @@ func (c *fasthttpCtx) reset(body []byte) {
 	c.Request.SetRequestURI("/v0/things")
 	c.Request.Header.SetContentType("application/json")
 	c.Request.SetBody(body)
+}
+
+// bodySpec has an operation whose JSON body is optional, as the action endpoints' are.
+const bodySpec = `
+openapi: 3.0.3
+info: {title: t, version: "1"}
+paths:
+  /v0/things/{thing_id}/archive:
+    post:
+      parameters:
+        - {name: thing_id, in: path, required: true, schema: {type: string}}
+      requestBody:
+        content:
+          application/json:
+            schema: {type: object, additionalProperties: false}
+      responses: {"200": {description: ok}}
+`
+
+// bodyApp serves bodySpec; stream makes the server hand request bodies over unread, as
+// the assets service's does (its uploads stream).
+func bodyApp(t *testing.T, stream bool) *fiber.App {
+	t.Helper()
+	d, err := LoadDocument([]byte(bodySpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := fiber.New(fiber.Config{ErrorHandler: apierror.Renderer{BaseURL: "http://x"}.Handler(),
+		StreamRequestBody: stream, BodyLimit: 4 * apierror.MaxBodyBytes, DisableStartupMessage: true})
+	app.Use(d.Middleware())
+	app.Post("/v0/things/:thing_id/archive", func(c *fiber.Ctx) error {
+		var in struct{}
+		if err := Decode(c, &in); err != nil {
+			return err
+		}
+		return c.SendString(string(c.Body()))
+	})
+	return app
+}
+
+// An optional body may be left out, or be an empty object; white space alone is sent but
+// is not JSON, so it is malformed there as where a body is required. A server that
+// streams request bodies gets them judged the same, read no further than the JSON limit,
+// and the handler still reads the body the document judged.
+func TestOptionalAndStreamedBodies(t *testing.T) {
+	big := `{"a":"` + strings.Repeat("x", apierror.MaxBodyBytes) + `"}`
+	for _, stream := range []bool{false, true} {
+		app := bodyApp(t, stream)
+		base := serve(t, app)
+		for _, tc := range []struct {
+			name, body string
+			chunked    bool // no Content-Length
+			want       int
+			code       string
+		}{
+			{"no body", "", false, 200, ""},
+			{"an empty object", "{}", false, 200, ""},
+			{"white space alone", " \r\n\t", false, 400, "invalid_json"},
+			{"a field", `{"a":1}`, false, 400, "unrecognized_keys"},
+			{"over the limit", big, false, 400, "too_big"},
+			{"a field, no length given", `{"a":1}`, true, 400, "unrecognized_keys"},
+			{"an empty object, no length given", "{}", true, 200, ""},
+			{"over the limit, no length given", big, true, 400, "too_big"},
+		} {
+			var resp *http.Response
+			if tc.chunked { // sent in chunks, over a connection (app.Test sends a length)
+				resp = postChunked(t, base+"/v0/things/t1/archive", tc.body)
+			} else {
+				req := httptest.NewRequest("POST", "/v0/things/t1/archive", strings.NewReader(tc.body))
+				if tc.body != "" {
+					req.Header.Set("Content-Type", "application/json")
+				}
+				var err error
+				if resp, err = app.Test(req, -1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.want || tc.code != "" && !strings.Contains(string(b), `"code":"`+tc.code+`"`) {
+				t.Errorf("stream %v, %s: %d %s, want %d %s", stream, tc.name, resp.StatusCode, b, tc.want, tc.code)
+			}
+			if tc.want == 200 && string(b) != tc.body {
+				t.Errorf("stream %v, %s: the handler read %q", stream, tc.name, b)
+			}
+		}
+		if !stream {
+			continue
+		}
+		// A streamed body far over the limit is refused having read about the limit, not
+		// held whole: the client gets to send a few MiB (socket buffers), not 64.
+		huge := &countingReader{r: io.MultiReader(strings.NewReader(`{"a":"`), io.LimitReader(zeros{}, 64<<20))}
+		resp, err := http.Post(base+"/v0/things/t1/archive", "application/json", huge)
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 400 || !strings.Contains(string(b), `"too_big"`) {
+				t.Errorf("a huge streamed body: %d %s", resp.StatusCode, b)
+			}
+		} // else the server closed the connection on the rest of the body, as it should
+		if sent := huge.n.Load(); sent > 16<<20 {
+			t.Errorf("the server read %d MiB of a streamed body before refusing it", sent>>20)
+		}
+	}
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// zeros is an endless stream of '0' characters.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = '0'
+	}
+	return len(p), nil
+}
+
+// serve serves app on a local port until the test ends and returns its base URL.
+func serve(t *testing.T, app *fiber.App) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = app.Listener(ln) }()
+	t.Cleanup(func() { _ = app.Shutdown() })
+	return "http://" + ln.Addr().String()
+}
+
+// postChunked posts body in chunks, without a Content-Length.
+func postChunked(t *testing.T, url, body string) *http.Response {
+	t.Helper()
+	// A reader of unknown length makes the client send chunks.
+	resp, err := http.Post(url, "application/json", io.MultiReader(strings.NewReader(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
 }

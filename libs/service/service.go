@@ -134,6 +134,9 @@ type Runtime struct {
 	// GatewayOnly refuses with 401 a request the gateway did not sign; for routes outside
 	// /v0, which have no tenant (signed downloads).
 	GatewayOnly fiber.Handler
+	// Document is the OpenAPI document that judges every /v0 request; a handler that
+	// reads a body the middleware cannot (a streamed multipart upload) asks it directly.
+	Document *request.Document
 	// Outbox adds events to the outbox, refusing those over the producer's message limit
 	// (KAFKA_MAX_MESSAGE_BYTES); every repository that emits events uses it.
 	Outbox outbox.Writer
@@ -202,6 +205,7 @@ func New(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.
 	// Every /v0 request is judged by the OpenAPI document before its handler runs.
 	rt.API = rt.Server.App.Group("/v0", tenant.Middleware(signer, log), request.TextPath(), doc.Middleware())
 	rt.GatewayOnly = internalauth.Middleware(signer, log)
+	rt.Document = doc
 	return rt, nil
 }
 

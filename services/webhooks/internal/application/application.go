@@ -131,9 +131,8 @@ func SetupWith(o Options) func(*service.Runtime, *config.Env) error {
 		store := adapters.NewStore(rt.Pool)
 		guard := ssrf.NewGuard(ssrf.Policy{AllowPrivate: s.AllowPrivate}, o.Resolver, min(s.Timeout, 5*time.Second))
 		h := &ports.Handlers{
-			App:       &app.Service{Repo: store, URLs: guard},
-			Validator: rt.Validator,
-			Cursors:   rt.Cursors,
+			App:     &app.Service{Repo: store, URLs: guard},
+			Cursors: rt.Cursors,
 		}
 		h.Register(rt.API)
 		h.RegisterTestEvent(rt.API)
