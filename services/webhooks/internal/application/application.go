@@ -135,7 +135,6 @@ func SetupWith(o Options) func(*service.Runtime, *config.Env) error {
 			Cursors: rt.Cursors,
 		}
 		h.Register(rt.API)
-		h.RegisterTestEvent(rt.API)
 
 		ensureTopics(rt)
 		rt.Consume(&consumer.Consumer{

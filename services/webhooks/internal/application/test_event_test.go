@@ -2,6 +2,7 @@ package application_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -35,7 +36,7 @@ func TestTestEventIsDeliveredSignedWithTheDocumentsExample(t *testing.T) {
 	other := newReceiver(t, nil)
 	// The subscription does not list the type: a test may send any of them.
 	subID, secret := subscribe(t, c, rc.URL+"/hook", []string{"form.enriched"})
-	subscribe(t, c, other.URL+"/hook", nil)
+	otherID, _ := subscribe(t, c, other.URL+"/hook", nil)
 
 	d := mustStatus(t, c.Do("POST", "/v0/webhook_subscriptions/"+subID+"/test", map[string]any{"eventType": "page.version.published"}), 202)
 	if d["subscriptionId"] != subID || d["eventType"] != "page.version.published" || d["status"] != "pending" {
@@ -64,9 +65,9 @@ func TestTestEventIsDeliveredSignedWithTheDocumentsExample(t *testing.T) {
 		return len(ds) == 1 && ds[0]["deliveryId"] == d["deliveryId"] && ds[0]["status"] == "succeeded" &&
 			len(ds[0]["attempts"].([]any)) == 1
 	})
-	time.Sleep(300 * time.Millisecond)
-	if other.count() != 0 {
-		t.Fatalf("another subscription got %d test deliveries", other.count())
+	// Only deliveries that are recorded are sent: the other subscription has none.
+	if ds := deliveries(t, c, otherID); len(ds) != 0 || other.count() != 0 {
+		t.Fatalf("another subscription got test deliveries: %v (received %d)", ds, other.count())
 	}
 
 	// Each test event is a new event.
@@ -83,16 +84,28 @@ func TestTestEventRefusals(t *testing.T) {
 	subID, _ := subscribe(t, c, rc.URL+"/hook", nil)
 	path := "/v0/webhook_subscriptions/" + subID + "/test"
 
-	for _, body := range []any{map[string]any{}, map[string]any{"eventType": "page.deleted"}, map[string]any{"eventType": "form.submitted", "x": 1}} {
-		mustStatus(t, c.Do("POST", path, body), 400)
+	// The document judges the body (WebhookTestEventRequest) before the handler runs.
+	for name, tc := range map[string]struct {
+		body any
+		want string
+	}{
+		"no body":       {nil, "[body:invalid_type:[]]"},
+		"no eventType":  {map[string]any{}, "[body:invalid_type:[eventType]]"},
+		"unknown type":  {map[string]any{"eventType": "page.deleted"}, "[body:invalid_enum_value:[eventType]]"},
+		"unknown field": {map[string]any{"eventType": "form.submitted", "x": 1}, "[body:unrecognized_keys:[x]]"},
+	} {
+		r := c.Do("POST", path, tc.body)
+		if r.Status != 400 || fmt.Sprint(issueCodes(r)) != tc.want {
+			t.Errorf("%s: %d %v, want 400 %s", name, r.Status, issueCodes(r), tc.want)
+		}
 	}
 	mustStatus(t, c.Do("POST", "/v0/webhook_subscriptions/whsub_01kjzd2b7hek8s5fw1x2v3n4pq/test", map[string]any{"eventType": "form.submitted"}), 404)
 	// Another tenant's subscription does not exist for this one.
 	mustStatus(t, client(t, s, "other").Do("POST", path, map[string]any{"eventType": "form.submitted"}), 404)
 	mustStatus(t, c.Do("PATCH", "/v0/webhook_subscriptions/"+subID, map[string]any{"active": false}), 200)
 	mustStatus(t, c.Do("POST", path, map[string]any{"eventType": "form.submitted"}), 409)
-	time.Sleep(300 * time.Millisecond)
-	if rc.count() != 0 {
-		t.Fatalf("refused test events were delivered: %d", rc.count())
+	// A refused test event records no delivery, and only recorded deliveries are sent.
+	if ds := deliveries(t, c, subID); len(ds) != 0 || rc.count() != 0 {
+		t.Fatalf("refused test events were recorded: %v (received %d)", ds, rc.count())
 	}
 }

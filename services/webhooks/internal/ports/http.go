@@ -37,6 +37,7 @@ func (h *Handlers) Register(r fiber.Router) {
 	r.Get(sub+"/deliveries", h.listDeliveries)
 	r.Get(sub+"/deliveries/:delivery_id", h.getDelivery)
 	r.Post(sub+"/deliveries/:delivery_id/retry", h.retryDelivery)
+	r.Post(sub+"/test", h.sendTestEvent)
 }
 
 // --- shapes of the API

@@ -1,28 +1,33 @@
 package ports
 
 import (
+	"errors"
+
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/customerapi/platform/libs/apierror"
+	"github.com/customerapi/platform/libs/request"
 	"github.com/customerapi/platform/libs/tenant"
+	"github.com/customerapi/platform/services/webhooks/internal/domain"
 )
 
-// testEventRequest is the body of POST …/test.
+// testEventRequest is the body of POST …/test, as the document's WebhookTestEventRequest
+// describes it (and judged it: eventType is required and one of WebhookEventType).
 type testEventRequest struct {
-	EventType string `json:"eventType" validate:"required,oneof=page.version.created page.version.processed page.version.published form.submitted form.enriched form.enrichment_failed"`
+	EventType string `json:"eventType"`
 }
 
-// RegisterTestEvent mounts POST /webhook_subscriptions/:subscription_id/test.
-func (h *Handlers) RegisterTestEvent(r fiber.Router) {
-	r.Post("/webhook_subscriptions/:subscription_id/test", h.sendTestEvent)
-}
-
+// sendTestEvent queues a test event of the chosen type for one subscription.
 func (h *Handlers) sendTestEvent(c *fiber.Ctx) error {
 	var in testEventRequest
-	if err := h.Validator.Body(c, &in); err != nil {
+	if err := request.Decode(c, &in); err != nil {
 		return err
 	}
 	d, err := h.App.SendTestEvent(c.UserContext(), tenant.From(c), c.Params("subscription_id"), in.EventType)
-	if err != nil {
+	switch {
+	case errors.Is(err, domain.ErrSubscriptionInactive):
+		return apierror.Conflict("the subscription is not active; activate it before sending it a test event")
+	case err != nil:
 		return mapError(err)
 	}
 	return c.Status(fiber.StatusAccepted).JSON(viewDelivery(d))
