@@ -291,7 +291,7 @@ type Account struct {
 
 // AccountCreate defines model for AccountCreate.
 type AccountCreate struct {
-	// Domain Normalised to lower case without scheme, path, port or a leading `www.`; a second account with the same normalised domain is a 409.
+	// Domain Normalised to lower case without scheme, path, port or a leading `www.`; what is left must be a host name (else 400 invalid_string). A second account with the same normalised domain is a 409.
 	Domain string `json:"domain"`
 
 	// Name Display name of the account; absent: null.
@@ -436,24 +436,24 @@ type AssetPage struct {
 // AssetType defines model for AssetType.
 type AssetType string
 
-// AssetUpload defines model for AssetUpload.
+// AssetUpload One part per field (`tags` repeated, one tag per part), each field's value UTF-8 text without NUL characters of at most 4 KiB; at most 100 parts. A field other than `tags` sent twice, a text field sent as a file, or a body that ends before its closing boundary is a 400.
 type AssetUpload struct {
-	// File The bytes, at most the upload limit (50 MiB by default); exactly one.
+	// File The bytes, at most the upload limit (50 MiB by default), not empty; exactly one. Their media type, detected from the bytes, must be one `type` accepts.
 	File openapi_types.File `json:"file"`
 
 	// Hidden `true`/`false`/`1`/`0`; a flag for the client's UI.
 	Hidden *bool `json:"hidden,omitempty"`
 
-	// Name Defaults to the file part's file name.
+	// Name Not blank, no control characters but tab and line feed. Defaults to the file part's file name, which is then judged as if sent here; without either, a 400.
 	Name *string `json:"name,omitempty"`
 
-	// ParentAssetId An asset of the same tenant that is not deleted.
+	// ParentAssetId An asset of the same tenant that is not deleted; any other ID is a 400 (custom).
 	ParentAssetId *string `json:"parentAssetId,omitempty"`
 
-	// Purpose What the asset is for.
+	// Purpose What the asset is for; no control characters but tab and line feed.
 	Purpose *string `json:"purpose,omitempty"`
 
-	// Tags One part per tag; 1–64 characters each, unique ignoring case.
+	// Tags One part per tag, unique ignoring case (a later duplicate is a 400).
 	Tags *[]string `json:"tags,omitempty"`
 	Type AssetType `json:"type"`
 }
@@ -545,7 +545,7 @@ type AudienceCreate struct {
 	// ActionFormInstructionsOverride Instructions for the action form of this audience.
 	ActionFormInstructionsOverride *string `json:"actionFormInstructionsOverride,omitempty"`
 
-	// ActionUrlOverride An absolute http or https URL.
+	// ActionUrlOverride An absolute http or https URL with a host.
 	ActionUrlOverride *string `json:"actionUrlOverride,omitempty"`
 
 	// CustomName Replaces the computed name `Audience N`.
@@ -588,7 +588,7 @@ type AudienceMessageCreate struct {
 	Changes *[]struct {
 		Field AudienceChangeField `json:"field"`
 
-		// NewValue Must fit the field it lands in (else 400): currentSupplementaryContext at most 20000 characters, currentMetaTitle 500, currentMetaDescription 2000, currentMetaKeywords at most 50 comma-separated keywords of at most 200 characters.
+		// NewValue Must fit the field it lands in (else 400 too_big): currentSupplementaryContext at most 20000 characters (this maxLength), currentMetaTitle 500, currentMetaDescription 2000, currentMetaKeywords at most 50 comma-separated keywords of at most 200 characters.
 		NewValue string `json:"newValue"`
 	} `json:"changes,omitempty"`
 	Content string `json:"content"`
@@ -650,7 +650,7 @@ type AudienceUpdate struct {
 	// ActionFormInstructionsOverride null clears it.
 	ActionFormInstructionsOverride *string `json:"actionFormInstructionsOverride"`
 
-	// ActionUrlOverride An absolute http or https URL; null clears it.
+	// ActionUrlOverride An absolute http or https URL with a host; null clears it.
 	ActionUrlOverride *string `json:"actionUrlOverride"`
 
 	// CustomName null clears it (effectiveName becomes computedName).
@@ -965,15 +965,18 @@ type PageActionCardWidget struct {
 
 // PageActionCardWidgetIn defines model for PageActionCardWidgetIn.
 type PageActionCardWidgetIn struct {
-	Logos []struct {
+	// Logos The logos of the widget, in order; defaults to none.
+	Logos *[]struct {
 		Image struct {
 			AltText *string `json:"altText,omitempty"`
 			AssetId *string `json:"assetId,omitempty"`
 			FileId  *string `json:"fileId,omitempty"`
 			Url     *string `json:"url,omitempty"`
 		} `json:"image"`
-	} `json:"logos"`
-	Title string `json:"title"`
+	} `json:"logos,omitempty"`
+
+	// Title Defaults to "".
+	Title *string `json:"title,omitempty"`
 
 	// Type The client's kind of widget, free text.
 	Type string `json:"type"`
@@ -1102,7 +1105,7 @@ type PageLinkAudienceTargetTargetType string
 
 // PageLinkCreate defines model for PageLinkCreate.
 type PageLinkCreate struct {
-	// Path Starts with /; URL path characters only (percent-encode others); no query, fragment, empty, . or .. segment (percent-encoded or not). A trailing slash is dropped.
+	// Path Starts with /; URL path characters only (RFC 3986; percent-encode others, so no query or fragment). No empty, . or .. segment (percent-encoded or not), else 400 invalid_string. A trailing slash is dropped.
 	Path string `json:"path"`
 
 	// Target An audience target names audienceId (pageId optional, must be its page); a page or page_routing target names pageId only.
@@ -1267,7 +1270,7 @@ type PageVersionPublishedEventPayload struct {
 // PageVersionPublishedEventPayloadType defines model for PageVersionPublishedEventPayload.Type.
 type PageVersionPublishedEventPayloadType string
 
-// PagesEmptyBody An empty JSON object (the body may also be left out).
+// PagesEmptyBody An empty JSON object (the body may also be left out; white space alone is not JSON and is a 400).
 type PagesEmptyBody = map[string]interface{}
 
 // PagesMetadata The metadata object (`metadata`, `effectiveMetadata`, `metadataOverride`); absent fields are unset.
@@ -1391,13 +1394,13 @@ type Person struct {
 
 // PersonCreate defines model for PersonCreate.
 type PersonCreate struct {
-	// Domain A host name, normalised; when absent or null, the domain of the email.
+	// Domain A host name (two or more labels of letters, digits and inner hyphens, else 400 invalid_string), normalised like an account's domain; when absent or null, the domain of the email.
 	Domain *string `json:"domain"`
 
-	// Email An email address; its domain becomes the person's domain when `domain` is not given.
+	// Email An email address (a local part, `@`, a domain of two or more labels; no white space, `<`, `>`, `"`, `,` or `;`); its domain becomes the person's domain when `domain` is not given.
 	Email *openapi_types.Email `json:"email"`
 
-	// LinkedinProfileUrl An absolute http(s) URL.
+	// LinkedinProfileUrl An absolute http or https URL with a host.
 	LinkedinProfileUrl *string `json:"linkedinProfileUrl"`
 	Name               string  `json:"name"`
 
@@ -1451,13 +1454,13 @@ type PersonSearchPage struct {
 
 // PersonUpdate Absent fields stay, null clears. When `email` changes and `domain` is absent, a domain that was derived from the old email follows the new one.
 type PersonUpdate struct {
-	// Domain A host name, normalised; null clears it.
+	// Domain A host name as in PersonCreate (else 400), normalised; null clears it.
 	Domain *string `json:"domain"`
 
-	// Email null clears it; a domain derived from the old email follows the new one unless `domain` is given.
+	// Email An email address as in PersonCreate; null clears it; a domain derived from the old email follows the new one unless `domain` is given.
 	Email *openapi_types.Email `json:"email"`
 
-	// LinkedinProfileUrl An absolute http(s) URL; null clears it.
+	// LinkedinProfileUrl An absolute http or https URL with a host; null clears it.
 	LinkedinProfileUrl *string `json:"linkedinProfileUrl"`
 	Name               *string `json:"name,omitempty"`
 
@@ -1470,7 +1473,7 @@ type PersonsLogCreate struct {
 	// IdempotencyKey Per person (or account). Sending the same key with the same source, type and payload again returns the first entry with 200; with a different body, 409.
 	IdempotencyKey *string `json:"idempotencyKey"`
 
-	// Payload Any JSON object of at most 64 KiB.
+	// Payload Any JSON object of at most 64 KiB as sent (else 400 too_big). Numbers are kept exactly; one that PostgreSQL's numeric or a float64 cannot hold is a 400.
 	Payload map[string]interface{} `json:"payload"`
 	Source  PersonsLogSource       `json:"source"`
 	Type    PersonsLogSource       `json:"type"`
@@ -1583,7 +1586,7 @@ type SessionCreate struct {
 	MaxScrollDepthPercentage *float32 `json:"maxScrollDepthPercentage"`
 	PageTitle                *string  `json:"pageTitle"`
 
-	// PageUrl An absolute http or https URL.
+	// PageUrl An absolute http or https URL with a host.
 	PageUrl             *string `json:"pageUrl"`
 	QuestionsAskedCount *int    `json:"questionsAskedCount,omitempty"`
 
@@ -1602,13 +1605,13 @@ type SessionCreate struct {
 
 // SessionFormSubmission At least one of email, phone and linkedinProfileUrl. The identifier is the email, else the LinkedIn profile URL, else the phone.
 type SessionFormSubmission struct {
-	// Email An email address; the identifier when present.
+	// Email An email address (a local part, `@`, a domain of two or more labels; no white space, `<`, `>`, `"`, `,` or `;`); the identifier when present.
 	Email *openapi_types.Email `json:"email"`
 
 	// Fields Any other form fields, passed on in form.submitted; objects and arrays nest at most 8 levels deep (this object is level 1), and the object is at most 65536 bytes as compact JSON in UTF-8 (else 400 too_big).
 	Fields *map[string]interface{} `json:"fields"`
 
-	// LinkedinProfileUrl https://www.linkedin.com/in/<profile> (any linkedin.com host).
+	// LinkedinProfileUrl A LinkedIn profile URL, http(s)://[*.]linkedin.com/in/<profile> (any linkedin.com host), else 400 invalid_string.
 	LinkedinProfileUrl *string `json:"linkedinProfileUrl"`
 	Name               *string `json:"name"`
 
@@ -1840,7 +1843,7 @@ type WebhookDeliveryPage struct {
 	TotalCount Count       `json:"totalCount"`
 }
 
-// WebhookEmptyBody defines model for WebhookEmptyBody.
+// WebhookEmptyBody An empty JSON object (the body may also be left out).
 type WebhookEmptyBody = map[string]interface{}
 
 // WebhookEvent The body of every delivery; retries send the same bytes.
@@ -1899,7 +1902,7 @@ type WebhookSubscriptionCreate struct {
 	// Events The event types delivered; null means every type, including types added later.
 	Events *WebhookEventTypes `json:"events"`
 
-	// Url Absolute http or https URL of a public host.
+	// Url Absolute http or https URL: only URI characters (RFC 3986; percent-encode spaces and non-ASCII), a port from 1 to 65535 if any, and a host that is an IP address or a well-formed DNS name whose last label is not a number (otherwise 400 invalid_string). The host must not be, nor resolve to, a loopback, private, link-local, cloud-metadata or other non-public address (400 custom); a name that does not resolve yet is accepted, and every delivery checks again.
 	Url string `json:"url"`
 }
 
@@ -1921,7 +1924,7 @@ type WebhookSubscriptionUpdate struct {
 	// Events The event types delivered; null means every type, including types added later.
 	Events *WebhookEventTypes `json:"events"`
 
-	// Url An absolute http or https URL of a public host, checked as on create.
+	// Url An absolute http or https URL of a public host, with the rules of create.
 	Url *string `json:"url,omitempty"`
 }
 
@@ -2060,7 +2063,7 @@ type ListAssetsParams struct {
 	// AssetType Only assets of this type.
 	AssetType *AssetType `form:"assetType,omitempty" json:"assetType,omitempty"`
 
-	// Query Only assets whose name or one of whose tags contains this text, ignoring case (empty: no filter; control characters are a 400).
+	// Query Only assets whose name or one of whose tags contains this text, ignoring case (empty: no filter; control characters other than tab and line feed are a 400).
 	Query *string `form:"query,omitempty" json:"query,omitempty"`
 }
 
@@ -2075,7 +2078,7 @@ type ListTrashedAssetsParams struct {
 	// AssetType Only assets of this type.
 	AssetType *AssetType `form:"assetType,omitempty" json:"assetType,omitempty"`
 
-	// Query Only assets whose name or one of whose tags contains this text, ignoring case (empty: no filter; control characters are a 400).
+	// Query Only assets whose name or one of whose tags contains this text, ignoring case (empty: no filter; control characters other than tab and line feed are a 400).
 	Query *string `form:"query,omitempty" json:"query,omitempty"`
 }
 
@@ -2117,7 +2120,10 @@ type ListPagesParams struct {
 
 // ListAudienceSessionsParams defines parameters for ListAudienceSessions.
 type ListAudienceSessionsParams struct {
-	StartDate  *time.Time `form:"startDate,omitempty" json:"startDate,omitempty"`
+	// StartDate Sessions started at or after this RFC 3339 date-time.
+	StartDate *time.Time `form:"startDate,omitempty" json:"startDate,omitempty"`
+
+	// EndDate Sessions started at or before this RFC 3339 date-time; not before startDate (else 400).
 	EndDate    *time.Time `form:"endDate,omitempty" json:"endDate,omitempty"`
 	AudienceId *string    `form:"audienceId,omitempty" json:"audienceId,omitempty"`
 

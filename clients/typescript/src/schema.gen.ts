@@ -73,7 +73,7 @@ export interface paths {
         head?: never;
         /**
          * Update a topic (absent fields stay, null clears purpose)
-         * @description Changes `title`, `purpose` (`null` clears it), `sortOrder` or `isDefault`; absent fields stay. An empty patch changes nothing, not even `updatedAt`.
+         * @description Changes `title`, `purpose` (`null` clears it), `sortOrder` or `isDefault`; absent fields stay. An empty object changes nothing, not even `updatedAt`; the body itself is required. `isDefault: true` makes the topic the tenant's default; the previous default stops being one in the same transaction.
          */
         patch: operations["updateTopic"];
         trace?: never;
@@ -130,7 +130,7 @@ export interface paths {
         head?: never;
         /**
          * Update an entry (absent fields stay)
-         * @description Replaces `content` (whole) or changes `sortOrder`; absent fields stay. An entry under another topic is a 404.
+         * @description Replaces `content` (whole) or changes `sortOrder`; absent fields stay, and an empty object changes nothing (the body itself is required). An entry under another topic is a 404.
          */
         patch: operations["updateTopicEntry"];
         trace?: never;
@@ -150,7 +150,7 @@ export interface paths {
         put?: never;
         /**
          * Create a page (status draft)
-         * @description Creates a page with status `draft` and `audiencesCount` 0 (201). Every array of the answer is present (empty when not given); `headerActionId` and `metadata` only when set. `headerActionId` must name one of the page's `actions` (else 400).
+         * @description Creates a page with status `draft` and `audiencesCount` 0 (201). Every array of the answer is present (empty when not given); `headerActionId` and `metadata` only when set. `headerActionId` must name one of the page's `actions`, and no two actions may share an `actionId` (else 400).
          */
         post: operations["createPage"];
         delete?: never;
@@ -184,7 +184,7 @@ export interface paths {
         head?: never;
         /**
          * Update a page (absent fields stay; arrays are replaced whole; null clears headerActionId and metadata)
-         * @description Every create field may be given; absent fields stay, arrays are replaced whole, `null` clears `headerActionId` and `metadata` (null for any other field is a 400). A patch that leaves `headerActionId` pointing at no action is a 400.
+         * @description Every create field may be given; absent fields stay, arrays are replaced whole, `null` clears `headerActionId` and `metadata` (null for any other field is a 400). A patch that leaves `headerActionId` pointing at no action, or gives two actions the same `actionId`, is a 400. The body is required (`{}` changes no field).
          */
         patch: operations["updatePage"];
         trace?: never;
@@ -272,7 +272,7 @@ export interface paths {
         put?: never;
         /**
          * Create an audience with its first version, queued for processing (emits page.version.created)
-         * @description With `publishBehavior` `publish` (the default) the first version goes queued → processing → published within seconds; with `draft` it stops at `draft`. An archived page is a 409.
+         * @description With `publishBehavior` `publish` (the default) the first version goes queued → processing → published within seconds; with `draft` it stops at `draft`. An archived page is a 409. The body is required: `{}` takes every default.
          */
         post: operations["createAudience"];
         delete?: never;
@@ -303,7 +303,7 @@ export interface paths {
         head?: never;
         /**
          * Update an audience (absent fields stay, null clears); the next version takes the new values
-         * @description Changes the fields of the create body; absent fields stay and `null` clears the nullable ones. The change shows at once on the audience; the next version's snapshot takes it. An archived audience is a 409.
+         * @description Changes the fields of the create body; absent fields stay and `null` clears the nullable ones. The change shows at once on the audience; the next version's snapshot takes it. An archived audience is a 409. The body is required (`{}` changes no field).
          */
         patch: operations["updateAudience"];
         trace?: never;
@@ -349,7 +349,7 @@ export interface paths {
         put?: never;
         /**
          * Queue a new version of an audience (emits page.version.created)
-         * @description The version is processed by the pages service's worker and becomes `published` (superseding the published one, whose `obsoleteAt` is set) or `draft`, following the audience's `publishBehavior`. The same `operationKey` for the same audience returns the version it created first (200), also under concurrent requests. An archived audience, or an audience of an archived page, is a 409.
+         * @description The version is processed by the pages service's worker and becomes `published` (superseding the published one, whose `obsoleteAt` is set) or `draft`, following the audience's `publishBehavior`. The same `operationKey` for the same audience returns the version it created first (200), also under concurrent requests. An archived audience, or an audience of an archived page, is a 409. The body may be left out.
          */
         post: operations["createAudienceVersion"];
         delete?: never;
@@ -396,7 +396,7 @@ export interface paths {
         };
         /**
          * List the sessions of a page, newest sessionStartedAt first
-         * @description `startDate` and `endDate` bound `sessionStartedAt`, both inclusive (a bare date is midnight UTC); `audienceId` keeps the sessions of one audience. A page that does not exist or is deleted is a 404.
+         * @description `startDate` and `endDate` bound `sessionStartedAt`, both inclusive; each is an RFC 3339 date-time (a bare date is a 400), and an `endDate` before the `startDate` is a 400. `audienceId` keeps the sessions of one audience. A page that does not exist or is deleted is a 404.
          */
         get: operations["listAudienceSessions"];
         put?: never;
@@ -565,7 +565,7 @@ export interface paths {
         head?: never;
         /**
          * Update a person (absent fields stay, null clears; the slug never changes)
-         * @description Absent fields stay, `null` clears (`name` cannot be cleared). When `email` changes and the patch has no `domain`, a domain that was derived from the old email follows the new one. The slug never changes; an empty patch changes nothing, not even `updatedAt`.
+         * @description Absent fields stay, `null` clears (`name` cannot be cleared). When `email` changes and the patch has no `domain`, a domain that was derived from the old email follows the new one. The slug never changes. The body is required; an empty patch (`{}`) changes nothing, not even `updatedAt`.
          */
         patch: operations["updatePerson"];
         trace?: never;
@@ -919,8 +919,10 @@ export interface paths {
         head?: never;
         /**
          * Update a webhook subscription (absent fields stay; events null means every type)
-         * @description Deactivating a subscription fails its pending deliveries (they can be retried once
-         *     it is active again). Activating one the platform disabled clears `disabledReason`.
+         * @description Absent fields stay as they are; an empty object changes nothing, not even
+         *     `updatedAt`. Deactivating a subscription fails its pending deliveries (they can be
+         *     retried once it is active again). Activating one the platform disabled clears
+         *     `disabledReason`.
          */
         patch: operations["updateWebhookSubscription"];
         trace?: never;
@@ -939,7 +941,8 @@ export interface paths {
         /**
          * Replace the signing secret (the new one is shown only in this answer)
          * @description `X-Webhook-Signature-256` uses the new secret at once; `webhook-signature` carries a
-         *     signature with the previous secret as well for 24 hours.
+         *     signature with the previous secret as well for 24 hours. The body is empty (`{}` or
+         *     none).
          */
         post: operations["rotateWebhookSecret"];
         delete?: never;
@@ -1008,7 +1011,8 @@ export interface paths {
         /**
          * Attempt a delivery again now, with a fresh retry schedule
          * @description Works in any state (a succeeded delivery is sent again). 409 when the subscription
-         *     is not active or an attempt of the delivery is in progress.
+         *     is not active or an attempt of the delivery is in progress. The body is empty (`{}`
+         *     or none).
          */
         post: operations["retryWebhookDelivery"];
         delete?: never;
@@ -1388,7 +1392,7 @@ export interface components {
             sortOrder?: number;
         };
         /**
-         * @description An empty JSON object (the body may also be left out).
+         * @description An empty JSON object (the body may also be left out; white space alone is not JSON and is a 400).
          * @example {}
          */
         PagesEmptyBody: Record<string, never>;
@@ -1611,8 +1615,16 @@ export interface components {
         PageActionCardWidgetIn: {
             /** @description The client's kind of widget, free text. */
             type: string;
-            title: string;
-            logos: {
+            /**
+             * @description Defaults to "".
+             * @default
+             */
+            title?: string;
+            /**
+             * @description The logos of the widget, in order; defaults to none.
+             * @default []
+             */
+            logos?: {
                 image: {
                     altText?: string;
                     url?: string;
@@ -2345,7 +2357,7 @@ export interface components {
             actionFormInstructionsOverride?: string;
             /**
              * Format: uri
-             * @description An absolute http or https URL.
+             * @description An absolute http or https URL with a host.
              */
             actionUrlOverride?: string;
             /** @description Replaces the computed name `Audience N`. */
@@ -2373,7 +2385,7 @@ export interface components {
             actionFormInstructionsOverride?: string | null;
             /**
              * Format: uri
-             * @description An absolute http or https URL; null clears it.
+             * @description An absolute http or https URL with a host; null clears it.
              */
             actionUrlOverride?: string | null;
             /** @description null clears it (effectiveName becomes computedName). */
@@ -2600,7 +2612,7 @@ export interface components {
             /** @description Proposed new values for fields of `context`, applied by the next version in order. */
             changes?: {
                 field: components["schemas"]["AudienceChangeField"];
-                /** @description Must fit the field it lands in (else 400): currentSupplementaryContext at most 20000 characters, currentMetaTitle 500, currentMetaDescription 2000, currentMetaKeywords at most 50 comma-separated keywords of at most 200 characters. */
+                /** @description Must fit the field it lands in (else 400 too_big): currentSupplementaryContext at most 20000 characters (this maxLength), currentMetaTitle 500, currentMetaDescription 2000, currentMetaKeywords at most 50 comma-separated keywords of at most 200 characters. */
                 newValue: string;
             }[];
         };
@@ -2764,7 +2776,7 @@ export interface components {
             /** @description An audience of the page (another page's audience is a 404). */
             audienceId?: string | null;
             pageTitle?: string | null;
-            /** @description An absolute http or https URL. */
+            /** @description An absolute http or https URL with a host. */
             pageUrl?: string | null;
             /**
              * Format: date-time
@@ -2812,12 +2824,12 @@ export interface components {
         SessionFormSubmission: {
             /**
              * Format: email
-             * @description An email address; the identifier when present.
+             * @description An email address (a local part, `@`, a domain of two or more labels; no white space, `<`, `>`, `"`, `,` or `;`); the identifier when present.
              */
             email?: string | null;
             /** @description 7 to 15 digits, optionally with a leading +, spaces, dashes, dots and parentheses. */
             phone?: string | null;
-            /** @description https://www.linkedin.com/in/<profile> (any linkedin.com host). */
+            /** @description A LinkedIn profile URL, http(s)://[*.]linkedin.com/in/<profile> (any linkedin.com host), else 400 invalid_string. */
             linkedinProfileUrl?: string | null;
             name?: string | null;
             /** @description Any other form fields, passed on in form.submitted; objects and arrays nest at most 8 levels deep (this object is level 1), and the object is at most 65536 bytes as compact JSON in UTF-8 (else 400 too_big). */
@@ -2922,7 +2934,7 @@ export interface components {
          *     }
          */
         PageLinkCreate: {
-            /** @description Starts with /; URL path characters only (percent-encode others); no query, fragment, empty, . or .. segment (percent-encoded or not). A trailing slash is dropped. */
+            /** @description Starts with /; URL path characters only (RFC 3986; percent-encode others, so no query or fragment). No empty, . or .. segment (percent-encoded or not), else 400 invalid_string. A trailing slash is dropped. */
             path: string;
             /** @description Absent or null means the fallback subdomain. */
             tenantDomainId?: string | null;
@@ -2976,14 +2988,14 @@ export interface components {
             name: string;
             /**
              * Format: email
-             * @description An email address; its domain becomes the person's domain when `domain` is not given.
+             * @description An email address (a local part, `@`, a domain of two or more labels; no white space, `<`, `>`, `"`, `,` or `;`); its domain becomes the person's domain when `domain` is not given.
              */
             email?: string | null;
-            /** @description A host name, normalised; when absent or null, the domain of the email. */
+            /** @description A host name (two or more labels of letters, digits and inner hyphens, else 400 invalid_string), normalised like an account's domain; when absent or null, the domain of the email. */
             domain?: string | null;
             /** @description 3 to 20 digits with optional spaces, dots, hyphens, parentheses and a leading plus. */
             phoneNumber?: string | null;
-            /** @description An absolute http(s) URL. */
+            /** @description An absolute http or https URL with a host. */
             linkedinProfileUrl?: string | null;
         };
         /**
@@ -2997,14 +3009,14 @@ export interface components {
             name?: string;
             /**
              * Format: email
-             * @description null clears it; a domain derived from the old email follows the new one unless `domain` is given.
+             * @description An email address as in PersonCreate; null clears it; a domain derived from the old email follows the new one unless `domain` is given.
              */
             email?: string | null;
-            /** @description A host name, normalised; null clears it. */
+            /** @description A host name as in PersonCreate (else 400), normalised; null clears it. */
             domain?: string | null;
             /** @description 3 to 20 digits with optional spaces, dots, hyphens, parentheses and a leading plus; null clears it. */
             phoneNumber?: string | null;
-            /** @description An absolute http(s) URL; null clears it. */
+            /** @description An absolute http or https URL with a host; null clears it. */
             linkedinProfileUrl?: string | null;
         };
         /**
@@ -3051,7 +3063,7 @@ export interface components {
         PersonsLogCreate: {
             source: components["schemas"]["PersonsLogSource"];
             type: components["schemas"]["PersonsLogSource"];
-            /** @description Any JSON object of at most 64 KiB. */
+            /** @description Any JSON object of at most 64 KiB as sent (else 400 too_big). Numbers are kept exactly; one that PostgreSQL's numeric or a float64 cannot hold is a 400. */
             payload: {
                 [key: string]: unknown;
             };
@@ -3131,7 +3143,7 @@ export interface components {
          *     }
          */
         AccountCreate: {
-            /** @description Normalised to lower case without scheme, path, port or a leading `www.`; a second account with the same normalised domain is a 409. */
+            /** @description Normalised to lower case without scheme, path, port or a leading `www.`; what is left must be a host name (else 400 invalid_string). A second account with the same normalised domain is a 409. */
             domain: string;
             /** @description Display name of the account; absent: null. */
             name?: string;
@@ -3414,6 +3426,7 @@ export interface components {
             nextCursor: components["schemas"]["NextCursor"];
         };
         /**
+         * @description One part per field (`tags` repeated, one tag per part), each field's value UTF-8 text without NUL characters of at most 4 KiB; at most 100 parts. A field other than `tags` sent twice, a text field sent as a file, or a body that ends before its closing boundary is a 400.
          * @example {
          *       "file": "(the PNG file's bytes)",
          *       "name": "contoso-logo.png",
@@ -3428,25 +3441,25 @@ export interface components {
         AssetUpload: {
             /**
              * Format: binary
-             * @description The bytes, at most the upload limit (50 MiB by default); exactly one.
+             * @description The bytes, at most the upload limit (50 MiB by default), not empty; exactly one. Their media type, detected from the bytes, must be one `type` accepts.
              */
             file: string;
-            /** @description Defaults to the file part's file name. */
+            /** @description Not blank, no control characters but tab and line feed. Defaults to the file part's file name, which is then judged as if sent here; without either, a 400. */
             name?: string;
             /**
-             * @description What the asset is for.
+             * @description What the asset is for; no control characters but tab and line feed.
              * @default
              */
             purpose?: string;
             type: components["schemas"]["AssetType"];
-            /** @description One part per tag; 1–64 characters each, unique ignoring case. */
+            /** @description One part per tag, unique ignoring case (a later duplicate is a 400). */
             tags?: string[];
             /**
              * @description `true`/`false`/`1`/`0`; a flag for the client's UI.
              * @default false
              */
             hidden?: boolean;
-            /** @description An asset of the same tenant that is not deleted. */
+            /** @description An asset of the same tenant that is not deleted; any other ID is a 400 (custom). */
             parentAssetId?: string;
         };
         /**
@@ -3570,7 +3583,7 @@ export interface components {
         WebhookSubscriptionCreate: {
             /**
              * Format: uri
-             * @description Absolute http or https URL of a public host.
+             * @description Absolute http or https URL: only URI characters (RFC 3986; percent-encode spaces and non-ASCII), a port from 1 to 65535 if any, and a host that is an IP address or a well-formed DNS name whose last label is not a number (otherwise 400 invalid_string). The host must not be, nor resolve to, a loopback, private, link-local, cloud-metadata or other non-public address (400 custom); a name that does not resolve yet is accepted, and every delivery checks again.
              */
             url: string;
             events: components["schemas"]["WebhookEventTypes"];
@@ -3588,7 +3601,7 @@ export interface components {
         WebhookSubscriptionUpdate: {
             /**
              * Format: uri
-             * @description An absolute http or https URL of a public host, checked as on create.
+             * @description An absolute http or https URL of a public host, with the rules of create.
              */
             url?: string;
             events?: components["schemas"]["WebhookEventTypes"];
@@ -3603,7 +3616,10 @@ export interface components {
         WebhookTestEventRequest: {
             eventType: components["schemas"]["WebhookEventType"];
         };
-        /** @example {} */
+        /**
+         * @description An empty JSON object (the body may also be left out).
+         * @example {}
+         */
         WebhookEmptyBody: Record<string, never>;
         /**
          * @example {
@@ -5483,7 +5499,9 @@ export interface operations {
     listAudienceSessions: {
         parameters: {
             query?: {
+                /** @description Sessions started at or after this RFC 3339 date-time. */
                 startDate?: string;
+                /** @description Sessions started at or before this RFC 3339 date-time; not before startDate (else 400). */
                 endDate?: string;
                 audienceId?: string;
                 /** @description Page size, 1 to 100 (default 20). Anything else is a 400. */
@@ -6606,7 +6624,7 @@ export interface operations {
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Only assets of this type. */
                 assetType?: components["schemas"]["AssetType"];
-                /** @description Only assets whose name or one of whose tags contains this text, ignoring case (empty: no filter; control characters are a 400). */
+                /** @description Only assets whose name or one of whose tags contains this text, ignoring case (empty: no filter; control characters other than tab and line feed are a 400). */
                 query?: string;
             };
             header?: never;
@@ -6699,7 +6717,7 @@ export interface operations {
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Only assets of this type. */
                 assetType?: components["schemas"]["AssetType"];
-                /** @description Only assets whose name or one of whose tags contains this text, ignoring case (empty: no filter; control characters are a 400). */
+                /** @description Only assets whose name or one of whose tags contains this text, ignoring case (empty: no filter; control characters other than tab and line feed are a 400). */
                 query?: string;
             };
             header?: never;
