@@ -40,7 +40,7 @@ func quickstartScript(blocks []quickstartBlock, logs string) string {
 	var b strings.Builder
 	b.WriteString(`set -euo pipefail
 wait_for() { # file text seconds
-  for _ in $(seq "$3"); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 1; done
+  for _ in $(seq $(($3 * 5))); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.2; done
   echo "timed out waiting for '$2' in $1:"; cat "$1"; return 1
 }
 `)
