@@ -47,12 +47,13 @@ wait_for() { # file text seconds
 	for i, bl := range blocks {
 		if bl.background {
 			log := filepath.Join(logs, fmt.Sprintf("bg%d.log", i))
-			fmt.Fprintf(&b, "cat <<'QUICKSTART_EOF'\n$ (in a terminal of its own) %s\nQUICKSTART_EOF\n(\n%s) > %s 2>&1 &\nwait_for %s %s 900\n",
+			fmt.Fprintf(&b, "echo \"[${SECONDS}s]\"\ncat <<'QUICKSTART_EOF'\n$ (in a terminal of its own) %s\nQUICKSTART_EOF\n(\n%s) > %s 2>&1 &\nwait_for %s %s 900\n",
 				strings.TrimSpace(strings.SplitN(bl.code, "\n", 2)[0]), bl.code, log, log, strconv.Quote(bl.ready))
 			continue
 		}
-		// Show each command as a reader types it (a quoted here-document expands nothing).
-		b.WriteString("cat <<'QUICKSTART_EOF'\n")
+		// Show each command as a reader types it (a quoted here-document expands nothing),
+		// after the seconds the quickstart has taken so far.
+		b.WriteString("echo \"[${SECONDS}s]\"\ncat <<'QUICKSTART_EOF'\n")
 		for _, line := range strings.Split(strings.TrimSpace(bl.code), "\n") {
 			b.WriteString("$ " + line + "\n")
 		}
