@@ -1956,7 +1956,7 @@ type WebhookSubscriptionWithSecret struct {
 	Url string `json:"url"`
 }
 
-// WebhookTestEventRequest defines model for WebhookTestEventRequest.
+// WebhookTestEventRequest The type of the test event to send; its payload is the example of that type's payload schema.
 type WebhookTestEventRequest struct {
 	EventType WebhookEventType `json:"eventType"`
 }

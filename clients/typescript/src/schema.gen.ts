@@ -3609,6 +3609,7 @@ export interface components {
             active?: boolean;
         };
         /**
+         * @description The type of the test event to send; its payload is the example of that type's payload schema.
          * @example {
          *       "eventType": "form.submitted"
          *     }
