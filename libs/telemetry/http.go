@@ -56,7 +56,13 @@ func Middleware(tracer trace.Tracer, m *HTTPMetrics, log *slog.Logger, render ap
 			}
 		}
 		status := c.Response().StatusCode()
-		route := c.Route().Path
+		route := ""
+		if m.RouteName != nil {
+			route = m.RouteName(c)
+		}
+		if route == "" {
+			route = c.Route().Path
+		}
 		if route == "" || route == "/" && c.Path() != "/" {
 			route = "unmatched"
 		}
@@ -68,7 +74,8 @@ func Middleware(tracer trace.Tracer, m *HTTPMetrics, log *slog.Logger, render ap
 		elapsed := time.Since(start)
 		m.requests.WithLabelValues(c.Method(), route, strconv.Itoa(status)).Inc()
 		m.duration.WithLabelValues(c.Method(), route).Observe(elapsed.Seconds())
-		if log.Enabled(ctx, slog.LevelInfo) {
+		// The handlers' context: it carries what they learnt (the caller's tenant and key).
+		if ctx := c.UserContext(); log.Enabled(ctx, slog.LevelInfo) {
 			log.LogAttrs(ctx, slog.LevelInfo, "request",
 				slog.String("method", c.Method()), slog.String("path", c.Path()),
 				slog.String("route", route), slog.Int("status", status),

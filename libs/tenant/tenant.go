@@ -6,9 +6,12 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/customerapi/platform/libs/apierror"
 	"github.com/customerapi/platform/libs/internalauth"
+	"github.com/customerapi/platform/libs/telemetry"
 )
 
 // InternalPrefix starts every header that only the gateway may set; the gateway drops
@@ -36,6 +39,11 @@ func Middleware(s *internalauth.Signer, log *slog.Logger) fiber.Handler {
 			return apierror.Unauthorized()
 		}
 		c.Locals(localsKey, t)
+		// Every log line of the request names the tenant and key, and so does its span.
+		keyID := strings.TrimSpace(c.Get(KeyHeader))
+		ctx := c.UserContext()
+		trace.SpanFromContext(ctx).SetAttributes(attribute.String("tenant_id", t), attribute.String("key_id", keyID))
+		c.SetUserContext(telemetry.WithCaller(ctx, t, keyID))
 		return c.Next()
 	}
 }

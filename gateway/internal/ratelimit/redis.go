@@ -37,6 +37,8 @@ type Shared struct {
 	log      *slog.Logger
 	failures prometheus.Counter
 	lastLog  atomic.Int64
+	// Metrics, optional, count the decisions and time the round trips to Redis.
+	Metrics *Metrics
 }
 
 // NewShared returns a Redis-backed limiter with a local fallback.
@@ -58,21 +60,27 @@ func (s *Shared) Allow(ctx context.Context, key string, p Policy) Decision {
 	defer cancel()
 	interval := p.interval().Microseconds()
 	window := p.Window.Microseconds()
+	start := time.Now()
 	res, err := gcraScript.Run(ctx, s.client, []string{"ratelimit:" + key}, interval, window).Int64Slice()
+	s.Metrics.redisTook(time.Since(start))
 	if err != nil || len(res) != 2 {
 		s.failures.Inc()
 		if now := time.Now().UnixNano(); now-s.lastLog.Load() > int64(10*time.Second) {
 			s.lastLog.Store(now)
 			s.log.Warn("rate limit: Redis unavailable, deciding locally", slog.Any("error", err))
 		}
-		return s.local.Allow(ctx, key, p)
+		d := s.local.Allow(ctx, key, p)
+		s.Metrics.count(byFallback, d.Allowed)
+		return d
 	}
 	ahead := time.Duration(res[1]) * time.Microsecond
 	s.local.Sync(key, ahead)
 	if res[0] == 0 {
+		s.Metrics.count(byRedis, false)
 		w, t := p.Window, p.interval()
 		return Decision{Allowed: false, Limit: p.Limit, ResetAfter: ahead, RetryAfter: ahead - (w - t)}
 	}
+	s.Metrics.count(byRedis, true)
 	return Decision{Allowed: true, Limit: p.Limit, ResetAfter: ahead,
 		Remaining: int((p.Window - ahead) / p.interval())}
 }

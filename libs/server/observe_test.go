@@ -1,0 +1,54 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/gofiber/fiber/v2"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/customerapi/platform/libs/telemetry"
+)
+
+// A catch-all route ("/*", the gateway's) is counted under the name RouteName gives it,
+// not under the pattern, and the access log line carries the caller a handler set on the
+// request's context.
+func TestRouteNameAndCallerInTheAccessLog(t *testing.T) {
+	var logs bytes.Buffer
+	s := New(Config{Name: "test", BaseURL: "http://api.test", Metrics: true,
+		RouteName: func(c *fiber.Ctx) string {
+			if strings.HasPrefix(c.Path(), "/v0/things/") {
+				return "/v0/things/{thing_id}"
+			}
+			return ""
+		}}, Deps{
+		Log:      telemetry.NewLogger(&logs, "test", "info"),
+		Tracer:   noop.NewTracerProvider().Tracer("t"),
+		Registry: telemetry.NewRegistry(),
+	})
+	s.App.All("/*", func(c *fiber.Ctx) error {
+		c.SetUserContext(telemetry.WithCaller(c.UserContext(), "acme", "key_1"))
+		return c.SendStatus(204)
+	})
+	do(t, s, "GET", "/v0/things/t1", "", nil)
+	do(t, s, "GET", "/v0/other", "", nil)
+	_, _, metrics := do(t, s, "GET", "/metrics", "", nil)
+	for _, want := range []string{
+		`http_server_requests_total{method="GET",route="/v0/things/{thing_id}",server="test",status="204"} 1`,
+		`http_server_requests_total{method="GET",route="/*",server="test",status="204"} 1`,
+	} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("metrics lack %s:\n%s", want, metrics)
+		}
+	}
+	line, _, _ := strings.Cut(logs.String(), "\n")
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(line), &rec); err != nil {
+		t.Fatalf("access log %q: %v", line, err)
+	}
+	if rec["msg"] != "request" || rec["route"] != "/v0/things/{thing_id}" || rec["tenant_id"] != "acme" || rec["key_id"] != "key_1" {
+		t.Fatalf("access log line %v: want route /v0/things/{thing_id}, tenant_id acme, key_id key_1", rec)
+	}
+}
