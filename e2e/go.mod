@@ -6,6 +6,7 @@ require (
 	github.com/customerapi/platform/api v0.0.0
 	github.com/customerapi/platform/libs v0.0.0
 	github.com/segmentio/kafka-go v0.4.51
+	sigs.k8s.io/yaml v1.6.0
 )
 
 require (
@@ -60,6 +61,7 @@ require (
 	go.opentelemetry.io/otel/sdk v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	go.opentelemetry.io/proto/otlp v1.11.0 // indirect
+	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	golang.org/x/net v0.61.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect

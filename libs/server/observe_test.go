@@ -52,3 +52,28 @@ func TestRouteNameAndCallerInTheAccessLog(t *testing.T) {
 		t.Fatalf("access log line %v: want route /v0/things/{thing_id}, tenant_id acme, key_id key_1", rec)
 	}
 }
+
+// Label values must not alias a request's buffer, which the next request reuses: a
+// method counted once must stay the method it was (seen as "GETT" for a POST, and as
+// duplicate series that made every scrape fail with 500).
+func TestRequestLabelsOutliveTheRequest(t *testing.T) {
+	s := newTestServer(t)
+	addr := listen(t, s)
+	for i := 0; i < 3; i++ {
+		rawRequest(t, addr, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi")
+		rawRequest(t, addr, "GET /conflict HTTP/1.1\r\nHost: x\r\n\r\n")
+		rawRequest(t, addr, "DELETE /conflict HTTP/1.1\r\nHost: x\r\n\r\n")
+	}
+	status, body := rawRequest(t, addr, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+	if status != 200 {
+		t.Fatalf("/metrics = %d: %s", status, body)
+	}
+	for _, want := range []string{
+		`http_server_requests_total{method="POST",route="/echo",server="test",status="200"} 3`,
+		`http_server_requests_total{method="GET",route="/conflict",server="test",status="409"} 3`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %s:\n%s", want, body)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -42,10 +43,15 @@ func Middleware(tracer trace.Tracer, m *HTTPMetrics, log *slog.Logger, render ap
 		m.inflight.Inc()
 		defer m.inflight.Dec()
 
+		// Fiber's strings point into the request's buffer, which the next request on the
+		// connection overwrites: what outlives the request (a metric's labels, a span
+		// exported later) gets a constant or a copy.
+		method := MethodName(c.Method())
 		ctx := Propagator.Extract(c.UserContext(), HeaderCarrier{c})
-		ctx, span := tracer.Start(ctx, c.Method(), trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(semconv.HTTPRequestMethodKey.String(c.Method()),
-				semconv.URLPath(c.Path())))
+		ctx, span := tracer.Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer))
+		if span.IsRecording() {
+			span.SetAttributes(semconv.HTTPRequestMethodKey.String(method), semconv.URLPath(strings.Clone(c.Path())))
+		}
 		defer span.End()
 		c.SetUserContext(ctx)
 
@@ -66,14 +72,14 @@ func Middleware(tracer trace.Tracer, m *HTTPMetrics, log *slog.Logger, render ap
 		if route == "" || route == "/" && c.Path() != "/" {
 			route = "unmatched"
 		}
-		span.SetName(c.Method() + " " + route)
+		span.SetName(method + " " + route)
 		span.SetAttributes(semconv.HTTPRoute(route), semconv.HTTPResponseStatusCode(status))
 		if status >= 500 {
 			span.SetStatus(codes.Error, strconv.Itoa(status))
 		}
 		elapsed := time.Since(start)
-		m.requests.WithLabelValues(c.Method(), route, strconv.Itoa(status)).Inc()
-		m.duration.WithLabelValues(c.Method(), route).Observe(elapsed.Seconds())
+		m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
+		m.duration.WithLabelValues(method, route).Observe(elapsed.Seconds())
 		// The handlers' context: it carries what they learnt (the caller's tenant and key).
 		if ctx := c.UserContext(); log.Enabled(ctx, slog.LevelInfo) {
 			log.LogAttrs(ctx, slog.LevelInfo, "request",
@@ -83,4 +89,31 @@ func Middleware(tracer trace.Tracer, m *HTTPMetrics, log *slog.Logger, render ap
 		}
 		return nil
 	}
+}
+
+// MethodName returns a request method as a constant string (a label value or span
+// name must not alias the request's buffer), and "other" for a method outside HTTP's
+// common set, so that clients cannot add label values.
+func MethodName(m string) string {
+	switch m {
+	case "GET":
+		return "GET"
+	case "HEAD":
+		return "HEAD"
+	case "POST":
+		return "POST"
+	case "PUT":
+		return "PUT"
+	case "PATCH":
+		return "PATCH"
+	case "DELETE":
+		return "DELETE"
+	case "OPTIONS":
+		return "OPTIONS"
+	case "CONNECT":
+		return "CONNECT"
+	case "TRACE":
+		return "TRACE"
+	}
+	return "other"
 }

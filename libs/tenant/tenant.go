@@ -40,10 +40,14 @@ func Middleware(s *internalauth.Signer, log *slog.Logger) fiber.Handler {
 		}
 		c.Locals(localsKey, t)
 		// Every log line of the request names the tenant and key, and so does its span.
-		keyID := strings.TrimSpace(c.Get(KeyHeader))
+		// Copies: the span and the context may outlive the request, whose buffer the
+		// header values point into.
+		tenantID, keyID := strings.Clone(t), strings.Clone(strings.TrimSpace(c.Get(KeyHeader)))
 		ctx := c.UserContext()
-		trace.SpanFromContext(ctx).SetAttributes(attribute.String("tenant_id", t), attribute.String("key_id", keyID))
-		c.SetUserContext(telemetry.WithCaller(ctx, t, keyID))
+		if span := trace.SpanFromContext(ctx); span.IsRecording() {
+			span.SetAttributes(attribute.String("tenant_id", tenantID), attribute.String("key_id", keyID))
+		}
+		c.SetUserContext(telemetry.WithCaller(ctx, tenantID, keyID))
 		return c.Next()
 	}
 }

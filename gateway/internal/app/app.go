@@ -202,6 +202,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 		if err != nil {
 			return fail(fmt.Errorf("REDIS_URL: %w", err))
 		}
+		// Without it go-redis ignores the context's deadline and waits its own read
+		// timeout (seconds) on a Redis that hangs: RATE_LIMIT_REDIS_TIMEOUT must bound a check.
+		opts.ContextTimeoutEnabled = true
 		rc := redis.NewClient(opts)
 		cleanups = append(cleanups, func() { _ = rc.Close() })
 		shared := ratelimit.NewShared(rc, local, cfg.RedisTimeout, log, reg)

@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -77,6 +79,7 @@ func TestRequestMetricsTracesAndLogs(t *testing.T) {
 		`gateway_requests_total{code="404",method="GET",route="unmatched",upstream="gateway"} 1`,
 		`gateway_request_duration_seconds_count{method="GET",route="/v0/topics/{topic_id}",upstream="topics"} 2`,
 		`http_server_requests_total{method="GET",route="/v0/topics/{topic_id}",server="gateway",status="200"} 2`,
+		`http_server_requests_total{method="GET",route="/v0/topics",server="gateway",status="401"} 2`,
 		`gateway_refusals_total{code="401",reason="missing_key"} 1`,
 		`gateway_refusals_total{code="401",reason="unknown_key"} 1`,
 		`gateway_refusals_total{code="403",reason="multi_tenant_key"} 1`,
@@ -126,5 +129,54 @@ func TestRequestMetricsTracesAndLogs(t *testing.T) {
 	}
 	if attrs["tenant_id"] != "acme" || attrs["key_id"] != keyID {
 		t.Errorf("span attributes %v: want tenant_id acme and key_id %s", attrs, keyID)
+	}
+}
+
+// A Redis that accepts connections and never answers costs a request at most
+// RATE_LIMIT_REDIS_TIMEOUT, not the Redis client's own read timeout (seconds), and the
+// request is decided locally.
+func TestHungRedisCostsAtMostTheTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c) // never answered
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	up := echo(t)
+	g := start(t, pgtest.NewDatabase(t), map[string]string{"topics": up.URL}, func(c *Config) {
+		c.RedisURL = "redis://" + ln.Addr().String() + "/0"
+		c.RedisTimeout = 50 * time.Millisecond
+	})
+	_, key := g.newKey(t, map[string]any{"tenantIds": []string{"acme"}})
+	c := g.client(t, key)
+	c.Contract = nil
+	begin := time.Now()
+	if r := c.Do("GET", "/v0/topics", nil); r.Status != 200 {
+		t.Fatalf("got %s", r)
+	}
+	if d := time.Since(begin); d > time.Second {
+		t.Fatalf("a request took %s with Redis hung: the rate limit must give up on Redis after RATE_LIMIT_REDIS_TIMEOUT (50ms)", d)
+	}
+	if n := scrape(t, g); !strings.Contains(n, "gateway_ratelimit_redis_failures_total 1") {
+		t.Fatalf("the check was not decided locally:\n%s", n)
 	}
 }
