@@ -388,3 +388,91 @@ func TestOpsBadValuesFail(t *testing.T) {
 		})
 	}
 }
+
+// renderNotes renders the chart's NOTES.txt (helm template leaves it out: the test
+// renders a copy of the chart in which it is an ordinary template).
+func renderNotes(t *testing.T, h Helm, values []string, set ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join(h.Root, ChartDir)
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		dst := filepath.Join(dir, rel)
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if rel == filepath.Join("templates", "NOTES.txt") {
+			// The notes as a named template, shown as a string in a ConfigMap.
+			if err := os.WriteFile(filepath.Join(dir, "templates", "notes.yaml"), []byte(
+				"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: notes}\ndata:\n  notes: {{ include \"test.notes\" . | toJson }}\n"), 0o644); err != nil {
+				return err
+			}
+			dst = filepath.Join(dir, "templates", "_notes.tpl")
+			b = append(append([]byte(`{{- define "test.notes" -}}`+"\n"), b...), []byte("\n{{- end -}}\n")...)
+		}
+		return os.WriteFile(dst, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"template", release, dir, "--namespace", namespace, "--kube-version", KubeVersion,
+		"--show-only", "templates/notes.yaml"}
+	for _, v := range values {
+		args = append(args, "-f", filepath.Join(h.Root, v))
+	}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	out, err := h.Run(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm corev1.ConfigMap
+	if err := yaml.Unmarshal(out, &cm); err != nil {
+		t.Fatal(err)
+	}
+	return cm.Data["notes"]
+}
+
+// The install notes' admin example works when pasted: the token is read (from the
+// chart-made Secret or the existing one) before the request uses it, and the request
+// says it sends JSON (the admin API refuses a body without Content-Type: application/json).
+func TestNotesAdminExampleWorks(t *testing.T) {
+	h := helm(t)
+	for _, c := range []struct {
+		name   string
+		values []string
+		secret string
+	}{
+		{"chart-made secret", []string{devValues}, release + "-gateway"},
+		{"existing secret", []string{prodValues}, "customer-api-gateway"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			notes := renderNotes(t, h, c.values)
+			set := strings.Index(notes, "ADMIN_TOKEN=$(kubectl")
+			use := strings.Index(notes, "Bearer $ADMIN_TOKEN")
+			if set < 0 || use < 0 || set > use {
+				t.Fatalf("ADMIN_TOKEN is used before it is set (or never set):\n%s", notes)
+			}
+			if !strings.Contains(notes, "get secret "+c.secret+" ") {
+				t.Errorf("the token is not read from Secret %s:\n%s", c.secret, notes)
+			}
+			if !strings.Contains(notes[use:], "Content-Type: application/json") {
+				t.Errorf("the admin request lacks Content-Type: application/json:\n%s", notes)
+			}
+		})
+	}
+	notes := renderNotes(t, h, []string{prodValues, opsValues})
+	for _, want := range []string{"https://api.example.com/readyz", "get httproute " + release, "PrometheusRule " + release} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes with the operators' pack lack %q:\n%s", want, notes)
+		}
+	}
+}
