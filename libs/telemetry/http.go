@@ -43,14 +43,15 @@ func Middleware(tracer trace.Tracer, m *HTTPMetrics, log *slog.Logger, render ap
 		m.inflight.Inc()
 		defer m.inflight.Dec()
 
-		// Fiber's strings point into the request's buffer, which the next request on the
-		// connection overwrites: what outlives the request (a metric's labels, a span
-		// exported later) gets a constant or a copy.
-		method := MethodName(c.Method())
+		// Fiber's method and path alias the connection's buffers, which the next request
+		// overwrites: what outlives the request (metric labels, spans exported later) gets
+		// a constant method name and a copy of the path.
+		method := MethodLabel(c.Method())
 		ctx := Propagator.Extract(c.UserContext(), HeaderCarrier{c})
-		ctx, span := tracer.Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer))
+		ctx, span := tracer.Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(semconv.HTTPRequestMethodKey.String(method)))
 		if span.IsRecording() {
-			span.SetAttributes(semconv.HTTPRequestMethodKey.String(method), semconv.URLPath(strings.Clone(c.Path())))
+			span.SetAttributes(semconv.URLPath(strings.Clone(c.Path())))
 		}
 		defer span.End()
 		c.SetUserContext(ctx)
@@ -83,7 +84,7 @@ func Middleware(tracer trace.Tracer, m *HTTPMetrics, log *slog.Logger, render ap
 		// The handlers' context: it carries what they learnt (the caller's tenant and key).
 		if ctx := c.UserContext(); log.Enabled(ctx, slog.LevelInfo) {
 			log.LogAttrs(ctx, slog.LevelInfo, "request",
-				slog.String("method", c.Method()), slog.String("path", c.Path()),
+				slog.String("method", method), slog.String("path", c.Path()),
 				slog.String("route", route), slog.Int("status", status),
 				slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000))
 		}
@@ -91,29 +92,29 @@ func Middleware(tracer trace.Tracer, m *HTTPMetrics, log *slog.Logger, render ap
 	}
 }
 
-// MethodName returns a request method as a constant string (a label value or span
-// name must not alias the request's buffer), and "other" for a method outside HTTP's
-// common set, so that clients cannot add label values.
-func MethodName(m string) string {
+// MethodLabel is a request method as a constant string, for labels and attributes that
+// outlive the request: the standard methods by name, anything else "OTHER" (which also
+// bounds the label's values).
+func MethodLabel(m string) string {
 	switch m {
-	case "GET":
-		return "GET"
-	case "HEAD":
-		return "HEAD"
-	case "POST":
-		return "POST"
-	case "PUT":
-		return "PUT"
-	case "PATCH":
-		return "PATCH"
-	case "DELETE":
-		return "DELETE"
-	case "OPTIONS":
-		return "OPTIONS"
-	case "CONNECT":
-		return "CONNECT"
-	case "TRACE":
-		return "TRACE"
+	case fiber.MethodGet:
+		return fiber.MethodGet
+	case fiber.MethodHead:
+		return fiber.MethodHead
+	case fiber.MethodPost:
+		return fiber.MethodPost
+	case fiber.MethodPut:
+		return fiber.MethodPut
+	case fiber.MethodPatch:
+		return fiber.MethodPatch
+	case fiber.MethodDelete:
+		return fiber.MethodDelete
+	case fiber.MethodOptions:
+		return fiber.MethodOptions
+	case fiber.MethodConnect:
+		return fiber.MethodConnect
+	case fiber.MethodTrace:
+		return fiber.MethodTrace
 	}
-	return "other"
+	return "OTHER"
 }

@@ -29,8 +29,9 @@ const (
 	Gateway = "gateway"
 )
 
-// methods are the values of the method label; anything else counts as "other".
-var methods = [...]string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "other"}
+// methods are the values of the method label; anything else counts as "OTHER",
+// as in every service's http_server_requests_total (telemetry.MethodLabel).
+var methods = [...]string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "OTHER"}
 
 func methodIndex(m string) int {
 	switch m {
