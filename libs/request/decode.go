@@ -283,6 +283,20 @@ func sortedStrings(s []string) []string {
 	return s
 }
 
+// parseBody parses a JSON body into a generic value, keeping numbers exact, and refuses
+// malformed JSON, trailing data and text holding NUL as one body error.
+func parseBody(body []byte) (any, *apierror.Error) {
+	generic, issue := parseGeneric(body)
+	if issue != nil {
+		return nil, apierror.Validation(apierror.FieldBody, *issue)
+	}
+	if path := nulPath(generic, []any{}); path != nil {
+		return nil, apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_string",
+			Message: "Text must not contain the NUL character (\\u0000)", Path: path})
+	}
+	return generic, nil
+}
+
 // parseGeneric parses body into a generic value, keeping numbers exact. It reports
 // malformed JSON and trailing data as one issue.
 func parseGeneric(body []byte) (any, *apierror.Issue) {

@@ -180,13 +180,9 @@ func (d *Document) validateBody(c *fiber.Ctx, rb *openapi3.RequestBody) *apierro
 		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_type",
 			Message: "Content-Type must be application/json", Path: []any{}})
 	}
-	generic, issue := parseGeneric(body)
-	if issue != nil {
-		return apierror.Validation(apierror.FieldBody, *issue)
-	}
-	if path := nulPath(generic, []any{}); path != nil {
-		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_string",
-			Message: "Text must not contain the NUL character (\\u0000)", Path: path})
+	generic, perr := parseBody(body)
+	if perr != nil {
+		return perr
 	}
 	schema := jsonSchema(rb)
 	if schema == nil {

@@ -86,13 +86,9 @@ func (v *Validator) DecodeJSON(body []byte, dst any) *apierror.Error {
 		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_json", Path: []any{},
 			Message: "Request body is not valid UTF-8"})
 	}
-	generic, issue := parseGeneric(body)
-	if issue != nil {
-		return apierror.Validation(apierror.FieldBody, *issue)
-	}
-	if path := nulPath(generic, []any{}); path != nil {
-		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_string",
-			Message: "Text must not contain the NUL character (\\u0000)", Path: path})
+	generic, perr := parseBody(body)
+	if perr != nil {
+		return perr
 	}
 	ch := &checker{present: map[string]bool{}}
 	ch.check(reflect.TypeOf(dst).Elem(), generic, []any{})

@@ -115,14 +115,13 @@ func defaultMetricsAddr(httpAddr string) string {
 
 // Runtime is a running service's shared machinery.
 type Runtime struct {
-	Config    Config
-	Log       *slog.Logger
-	Tracer    trace.Tracer
-	Registry  *prometheus.Registry
-	Pool      *pgxpool.Pool
-	Server    *server.Server
-	Validator *request.Validator
-	Cursors   *pagination.Codec
+	Config   Config
+	Log      *slog.Logger
+	Tracer   trace.Tracer
+	Registry *prometheus.Registry
+	Pool     *pgxpool.Pool
+	Server   *server.Server
+	Cursors  *pagination.Codec
 	// Metrics is the internal listener beside Server (the API's): /metrics, and
 	// /debug/pprof when enabled.
 	Metrics *server.Server
@@ -153,7 +152,7 @@ type Runtime struct {
 // always included), and builds the server with its readiness checks.
 func New(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.Logger, migrations ...postgres.MigrationSet) (*Runtime, error) {
 	rt := &Runtime{Config: cfg, Log: log, Tracer: tracing.Tracer(cfg.Name), Registry: telemetry.NewRegistry(),
-		Validator: request.NewValidator(), Outbox: outbox.Writer{MaxMessageBytes: cfg.Kafka.MessageLimit()}}
+		Outbox: outbox.Writer{MaxMessageBytes: cfg.Kafka.MessageLimit()}}
 	var extra [][]byte
 	if cfg.InternalAuthExtraSecret != nil {
 		extra = append(extra, cfg.InternalAuthExtraSecret)
