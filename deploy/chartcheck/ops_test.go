@@ -198,7 +198,8 @@ var heading = regexp.MustCompile(`(?m)^## (\S+)\s*$`)
 
 // TestAlertsHaveRunbooks: every alert has a severity, a summary, a description and a
 // runbook_url whose anchor is a section of docs/runbooks.md, and every section there is
-// an alert's, so the two cannot drift apart.
+// an alert's, so the two cannot drift apart; every dashboard panel a runbook sends the
+// reader to (its title in italics) is a panel of the chart's dashboards.
 func TestAlertsHaveRunbooks(t *testing.T) {
 	pr := renderRule(t)
 	b, err := os.ReadFile(filepath.Join(root(t), "docs", "runbooks.md"))
@@ -234,7 +235,47 @@ func TestAlertsHaveRunbooks(t *testing.T) {
 			t.Errorf("docs/runbooks.md has a section %s, which is no alert of the chart", s)
 		}
 	}
+
+	// The dashboard panels the runbooks send operators to (in italics) exist.
+	files, err := DashboardFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	panels := map[string]bool{}
+	for name, b := range files {
+		var d struct {
+			Panels []struct {
+				Title string `json:"title"`
+			} `json:"panels"`
+		}
+		if err := json.Unmarshal(b, &d); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, p := range d.Panels {
+			panels[p.Title] = true
+		}
+	}
+	text := bold.ReplaceAllString(codeSpan.ReplaceAllString(string(b), ""), "")
+	named := 0
+	for _, m := range italic.FindAllStringSubmatch(text, -1) {
+		named++
+		if title := strings.Join(strings.Fields(m[1]), " "); !panels[title] {
+			t.Errorf("docs/runbooks.md names the panel *%s*, which no dashboard of the chart has", title)
+		}
+	}
+	if named == 0 {
+		t.Error("docs/runbooks.md names no dashboard panel in italics")
+	}
 }
+
+var (
+	// codeSpan is inline code or a fenced block of Markdown, left out of the italics search.
+	codeSpan = regexp.MustCompile("(?s)```.*?```|`[^`\n]*`")
+	// bold is **text**, left out before the italics search.
+	bold = regexp.MustCompile(`\*\*[^*]+\*\*`)
+	// italic is *text*: in docs/runbooks.md, a dashboard panel's title.
+	italic = regexp.MustCompile(`\*([^*\s](?:[^*]*[^*\s])?)\*`)
+)
 
 // promtool returns the path of promtool, skipping the test without it outside CI (`make
 // test` installs it).
