@@ -63,7 +63,7 @@ type phase struct {
 	admitted      int
 	limited       int
 	perReplica    [2]int
-	bound, single float64
+	bound, single float64 // bound 0: measured, not checked
 }
 
 func (p *phase) count(os []outcome) {
@@ -83,9 +83,13 @@ func (p *phase) count(os []outcome) {
 
 func (p *phase) String() string {
 	d := p.to.Sub(p.from).Seconds()
-	return fmt.Sprintf("%s: %d admitted (%d + %d by the two replicas), %d refused in %.2f s; bound %.0f; "+
+	bound := "not checked"
+	if p.bound > 0 {
+		bound = fmt.Sprintf("%.0f", p.bound)
+	}
+	return fmt.Sprintf("%s: %d admitted (%d + %d by the two replicas), %d refused in %.2f s; bound %s; "+
 		"one replica's limit over the span (limit + D/T) %.0f, measured %.2f× that", p.name, p.admitted,
-		p.perReplica[0], p.perReplica[1], p.limited, d, p.bound, p.single, float64(p.admitted)/p.single)
+		p.perReplica[0], p.perReplica[1], p.limited, d, bound, p.single, float64(p.admitted)/p.single)
 }
 
 // TestRateLimitAcrossReplicasWithRedis: two gateway replicas share one key's limit
@@ -93,7 +97,9 @@ func (p *phase) String() string {
 // up the admitted count stays within the bound of docs/rate-limiting.md (limit + D/T
 // over any span D: the burst plus the refill); when Redis is stopped mid-run each
 // replica goes on deciding locally (at most N × that), counts the fallback, and no
-// request fails with 5xx; once Redis is back the shared limit holds again.
+// request fails with 5xx; once Redis is back the shared limit holds again. The admitted
+// count of each phase, and of the transition while the restarted (empty) Redis takes
+// over, is logged: docs/rate-limiting.md quotes it beside the bound.
 func TestRateLimitAcrossReplicasWithRedis(t *testing.T) {
 	need(t)
 	const limit = 20
@@ -169,6 +175,12 @@ func TestRateLimitAcrossReplicasWithRedis(t *testing.T) {
 		p.bound = p.single + 1
 	}
 	down.bound = 2 * (down.single + 1) // N replicas, each within the single bound
+	// From the restart until both replicas use Redis again: measured for
+	// docs/rate-limiting.md, not bounded here (the restarted Redis is empty, so the key
+	// gets its burst once more, while a replica may still decide locally).
+	returning := &phase{name: "Redis returning", from: restarted, to: back}
+	returning.count(results)
+	returning.single = single(returning.from, returning.to)
 	total, fiveXX := 0, 0
 	for _, o := range results {
 		total++
@@ -177,8 +189,11 @@ func TestRateLimitAcrossReplicasWithRedis(t *testing.T) {
 		}
 	}
 	t.Logf("%d requests in %.1f s, limit %d per %s (T = %s):", total, end.Sub(start).Seconds(), limit, window, interval)
-	for _, p := range []*phase{shared, down, again} {
+	for _, p := range []*phase{shared, down, returning, again} {
 		t.Logf("  %s", p)
+		if p == returning {
+			continue
+		}
 		if float64(p.admitted) > p.bound {
 			t.Errorf("%s: %d admitted, over the bound of %.0f", p.name, p.admitted, p.bound)
 		}
