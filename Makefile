@@ -227,3 +227,42 @@ test: export E2E_QUICKSTART := 1
 .PHONY: quickstart-test
 quickstart-test: deps ## Run every command of docs/quickstart.md on a clean clone of the committed tree
 	E2E_QUICKSTART=1 E2E_REQUIRE_QUICKSTART=1 $(GO) test -count=1 -timeout 15m -run 'TestQuickstart' -v ./e2e/
+
+# --------------------------------------------------------------------------------------
+# Operations: the chart's alerts, dashboards and README, checked with the real programs.
+# `make test` installs Prometheus (with promtool) and redis-server from Debian when
+# missing, as it does PostgreSQL: deploy/chartcheck runs `promtool check/test rules` on
+# the rendered alerts, and e2e/observability scrapes the whole system with a real
+# Prometheus and shares the rate limit of two gateways through a real Redis
+# (docs/observability.md). helm-docs generates helm/customer-api/README.md.
+HELM_DOCS_VERSION := v1.14.2
+HELM_DOCS         := $(TOOLS_BIN)/helm-docs-$(HELM_DOCS_VERSION)/helm-docs
+HELM_DOCS_FLAGS   := --chart-search-root helm --sort-values-order file --log-level warning
+
+$(HELM_DOCS):
+	@mkdir -p $(dir $@)
+	GOBIN=$(dir $@) GOWORK=off $(GO) install github.com/norwoodj/helm-docs/cmd/helm-docs@$(HELM_DOCS_VERSION)
+
+.PHONY: ops-deps
+ops-deps: ## Make sure prometheus, promtool and redis-server are installed (Debian packages, as root)
+	@scripts/ensure-ops-tools.sh
+
+.PHONY: chart-docs
+chart-docs: $(HELM_DOCS) ## Regenerate helm/customer-api/README.md from values.yaml and README.md.gotmpl (helm-docs)
+	$(HELM_DOCS) $(HELM_DOCS_FLAGS)
+
+.PHONY: chart-docs-check
+chart-docs-check: $(HELM_DOCS) ## Fail when helm/customer-api/README.md is not what helm-docs makes of values.yaml
+	@$(HELM_DOCS) $(HELM_DOCS_FLAGS) --dry-run | diff -u helm/customer-api/README.md - >/dev/null || \
+		{ echo "helm/customer-api/README.md is stale: run make chart-docs"; exit 1; }
+
+.PHONY: dashboards
+dashboards: ## Regenerate helm/customer-api/dashboards/*.json from their definitions (deploy/chartcheck/dashboards.go)
+	$(GO) run ./deploy/chartcheck/cmd/dashboards
+
+.PHONY: ops-check
+ops-check: helm ops-deps chart-docs-check ## The operations checks: alerts (promtool), dashboards, chart README, real Prometheus and Redis
+	cd deploy/chartcheck && $(GO) test -count=1 -run 'Ops|Alert|Dashboards' .
+	$(GO) test -count=1 -v ./e2e/observability/...
+
+test: ops-deps chart-docs-check

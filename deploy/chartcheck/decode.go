@@ -14,6 +14,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -31,6 +32,9 @@ var kinds = map[string]func() any{
 	"policy/v1/PodDisruptionBudget":           func() any { return &policyv1.PodDisruptionBudget{} },
 	"networking.k8s.io/v1/NetworkPolicy":      func() any { return &networkingv1.NetworkPolicy{} },
 	"monitoring.coreos.com/v1/ServiceMonitor": func() any { return &monitoringv1.ServiceMonitor{} },
+	"monitoring.coreos.com/v1/PrometheusRule": func() any { return &monitoringv1.PrometheusRule{} },
+	"networking.k8s.io/v1/Ingress":            func() any { return &networkingv1.Ingress{} },
+	"gateway.networking.k8s.io/v1/HTTPRoute":  func() any { return &gatewayv1.HTTPRoute{} },
 }
 
 // Object is one rendered object, decoded into its Kubernetes API type.
@@ -80,6 +84,20 @@ func (m *Manifest) HPAs() []*autoscalingv2.HorizontalPodAutoscaler {
 func (m *Manifest) ServiceMonitors() []*monitoringv1.ServiceMonitor {
 	return all[*monitoringv1.ServiceMonitor](m)
 }
+
+// PrometheusRules returns the rendered PrometheusRules.
+func (m *Manifest) PrometheusRules() []*monitoringv1.PrometheusRule {
+	return all[*monitoringv1.PrometheusRule](m)
+}
+
+// Ingresses returns the rendered Ingresses.
+func (m *Manifest) Ingresses() []*networkingv1.Ingress { return all[*networkingv1.Ingress](m) }
+
+// HTTPRoutes returns the rendered Gateway API HTTPRoutes.
+func (m *Manifest) HTTPRoutes() []*gatewayv1.HTTPRoute { return all[*gatewayv1.HTTPRoute](m) }
+
+// ConfigMaps returns the rendered ConfigMaps.
+func (m *Manifest) ConfigMaps() []*corev1.ConfigMap { return all[*corev1.ConfigMap](m) }
 
 func all[T any](m *Manifest) []T {
 	var out []T

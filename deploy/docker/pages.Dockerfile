@@ -12,11 +12,15 @@ FROM golang:${GO_VERSION}-bookworm AS build
 WORKDIR /src
 ENV CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 COPY . .
+# The version and revision also go into the binary: customerapi_build_info reports them.
+ARG VERSION=dev
+ARG REVISION=unknown
 # The module and build caches live in BuildKit cache mounts, so a rebuild after a code
 # change downloads nothing and recompiles only what changed.
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    go build -trimpath -ldflags="-s -w" -o /out/pages ./services/pages
+    go build -trimpath -ldflags="-s -w -X github.com/customerapi/platform/libs/telemetry.Version=${VERSION} -X github.com/customerapi/platform/libs/telemetry.Revision=${REVISION}" \
+    -o /out/pages ./services/pages
 
 # Final stage: a static binary on distroless, as the unprivileged "nonroot" user.
 FROM gcr.io/distroless/static-debian12:nonroot

@@ -69,11 +69,15 @@ type Consumer struct {
 	Metrics   *Metrics
 }
 
-// Metrics are the consumer metrics.
+// Metrics are the consumer metrics. How far a group is behind is the LagMonitor's
+// (kafka_consumer_lag_messages, per partition, read from the broker).
 type Metrics struct {
 	handled *prometheus.CounterVec
-	lag     *prometheus.GaugeVec
+	batch   *prometheus.HistogramVec
 }
+
+// outcomes are the values of consumer_events_total's outcome label.
+var outcomes = []string{"processed", "duplicate", "skipped", "dead_letter"}
 
 // NewMetrics registers the consumer metrics on r.
 func NewMetrics(r prometheus.Registerer) *Metrics {
@@ -81,11 +85,22 @@ func NewMetrics(r prometheus.Registerer) *Metrics {
 		handled: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "consumer_events_total",
 			Help: "Events seen by a consumer, by outcome (processed, duplicate, skipped, dead_letter)."},
 			[]string{"consumer", "outcome"}),
-		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "consumer_lag_messages",
-			Help: "Messages behind the partition end, as last reported by the reader."}, []string{"consumer"}),
+		batch: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "consumer_batch_duration_seconds",
+			Help:    "Time to handle one fetched batch of events, its transaction and the offset commit included.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}},
+			[]string{"consumer"}),
 	}
-	r.MustRegister(m.handled, m.lag)
+	r.MustRegister(m.handled, m.batch)
 	return m
+}
+
+// start makes the consumer's series exist at 0 before its first event, so that a
+// dead-letter alert or a dashboard has something to read.
+func (m *Metrics) start(consumer string) {
+	for _, o := range outcomes {
+		m.handled.WithLabelValues(consumer, o)
+	}
+	m.batch.WithLabelValues(consumer)
 }
 
 func (c *Consumer) count(outcome string, n int) {
@@ -126,6 +141,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 		}),
 	})
 	defer r.Close()
+	if c.Metrics != nil {
+		c.Metrics.start(c.Name)
+	}
 	for ctx.Err() == nil {
 		batch, err := c.fetchBatch(ctx, r)
 		if err != nil {
@@ -136,6 +154,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 			sleep(ctx, time.Second)
 			continue
 		}
+		start := time.Now()
 		c.handleBatch(ctx, batch)
 		if ctx.Err() != nil {
 			break // not committed: the batch is redelivered after restart, and deduplicated
@@ -144,7 +163,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 			c.Log.Warn("kafka commit failed; the batch may be redelivered", slog.String("consumer", c.Name), slog.Any("error", err))
 		}
 		if c.Metrics != nil {
-			c.Metrics.lag.WithLabelValues(c.Name).Set(float64(r.Lag()))
+			c.Metrics.batch.WithLabelValues(c.Name).Observe(time.Since(start).Seconds())
 		}
 	}
 	return nil

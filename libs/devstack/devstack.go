@@ -630,3 +630,45 @@ func (s *Stack) CreateKey(ctx context.Context, tenants []string, rateLimit map[s
 	}
 	return out.Key, nil
 }
+
+// StartGatewayReplica starts one more gateway process, named name, with the gateway's
+// settings but its own public and admin ports, and waits until it is ready: a second
+// replica sharing the database (and REDIS_URL, when set) of the first. It returns the
+// replica's public and admin addresses; Stop stops it with the rest.
+func (s *Stack) StartGatewayReplica(ctx context.Context, name string, port, adminPort int) (url, adminURL string, err error) {
+	s.mu.Lock()
+	gw := s.procs["gateway"]
+	s.mu.Unlock()
+	if gw == nil {
+		return "", "", errors.New("devstack: no gateway to replicate")
+	}
+	env := make([]string, 0, len(gw.env)+2)
+	for _, kv := range gw.env {
+		if !strings.HasPrefix(kv, "HTTP_ADDR=") && !strings.HasPrefix(kv, "ADMIN_ADDR=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, fmt.Sprintf("HTTP_ADDR=127.0.0.1:%d", port), fmt.Sprintf("ADMIN_ADDR=127.0.0.1:%d", adminPort))
+	p := &proc{name: name, env: env, port: port}
+	s.mu.Lock()
+	if s.procs[name] != nil {
+		s.mu.Unlock()
+		return "", "", fmt.Errorf("devstack: a process %s exists", name)
+	}
+	s.procs[name] = p
+	s.order = append(s.order, name)
+	s.mu.Unlock()
+	// The replica runs the gateway's binary under its own name (and log file).
+	bin := filepath.Join(s.opts.BinDir, name)
+	if err := os.Symlink(filepath.Join(s.opts.BinDir, "gateway"), bin); err != nil && !os.IsExist(err) {
+		return "", "", fmt.Errorf("devstack: %w", err)
+	}
+	if err := s.run(p); err != nil {
+		return "", "", err
+	}
+	url = fmt.Sprintf("http://127.0.0.1:%d", port)
+	if err := waitReady(ctx, url+"/readyz", p.done, 60*time.Second); err != nil {
+		return "", "", fmt.Errorf("%s: %w (see %s)%s", name, err, s.logPath(name), s.logTail(name, 20))
+	}
+	return url, fmt.Sprintf("http://127.0.0.1:%d", adminPort), nil
+}

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -50,10 +51,14 @@ type Relay struct {
 type Metrics struct {
 	published   prometheus.Counter
 	failures    prometheus.Counter
-	lag         prometheus.Gauge
 	leader      prometheus.Gauge
 	deadLetters *prometheus.CounterVec
 	deadRows    prometheus.Gauge
+	batch       prometheus.Histogram
+	// oldest is the creation time (Unix nanoseconds) of the oldest unpublished row the
+	// leader knows of, 0 when there is none; outbox_oldest_pending_seconds is its age at
+	// scrape time, so it keeps growing while Kafka is away and the relay waits.
+	oldest atomic.Int64
 }
 
 // NewMetrics registers the relay metrics on r.
@@ -61,15 +66,41 @@ func NewMetrics(r prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		published: prometheus.NewCounter(prometheus.CounterOpts{Name: "outbox_published_total", Help: "Events published from the outbox to Kafka."}),
 		failures:  prometheus.NewCounter(prometheus.CounterOpts{Name: "outbox_publish_failures_total", Help: "Failed attempts to publish an outbox batch."}),
-		lag:       prometheus.NewGauge(prometheus.GaugeOpts{Name: "outbox_oldest_pending_seconds", Help: "Age of the oldest unpublished outbox row when last looked at."}),
 		leader:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "outbox_relay_leader", Help: "1 when this replica is the relay leader for its database."}),
 		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "outbox_dead_letters_total",
 			Help: "Outbox rows Kafka refused for good (too large, invalid), moved to outbox_dead_letters."}, []string{"topic"}),
 		deadRows: prometheus.NewGauge(prometheus.GaugeOpts{Name: "outbox_dead_letter_rows",
 			Help: "Rows in outbox_dead_letters, as counted by the relay leader (0 on other replicas)."}),
+		batch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "outbox_relay_batch_duration_seconds",
+			Help:    "Time to relay one batch of outbox rows: publishing to Kafka (retries included) and deleting the rows.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}}),
 	}
-	r.MustRegister(m.published, m.failures, m.lag, m.leader, m.deadLetters, m.deadRows)
+	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "outbox_oldest_pending_seconds",
+		Help: "Age of the oldest unpublished outbox row, as known to the relay leader (0 when none, and on other replicas: take the max)."},
+		func() float64 {
+			if t := m.oldest.Load(); t != 0 {
+				return max(0, time.Since(time.Unix(0, t)).Seconds())
+			}
+			return 0
+		})
+	r.MustRegister(m.published, m.failures, age, m.leader, m.deadLetters, m.deadRows, m.batch)
 	return m
+}
+
+// Topics starts the dead-letter counter of each topic at 0, so that a query over it has a
+// series to read before the first dead letter.
+func (m *Metrics) Topics(topics ...string) {
+	for _, t := range topics {
+		m.deadLetters.WithLabelValues(t)
+	}
+}
+
+func (m *Metrics) setOldest(t time.Time) {
+	if t.IsZero() {
+		m.oldest.Store(0)
+		return
+	}
+	m.oldest.Store(t.UnixNano())
 }
 
 const notifyChannel = "outbox"
@@ -141,7 +172,8 @@ func (r *Relay) lead(ctx context.Context) error {
 		r.Metrics.leader.Set(1)
 		defer r.Metrics.leader.Set(0)
 		defer r.Metrics.deadRows.Set(0)
-		r.countedAt = time.Time{} // count the dead letters on the first drain
+		defer r.Metrics.setOldest(time.Time{}) // another replica leads now, or none
+		r.countedAt = time.Time{}              // count the dead letters on the first drain
 	}
 	if r.Wakeup != nil {
 		r.Wakeup.leading.Store(true)
@@ -191,18 +223,25 @@ func (r *Relay) drain(ctx context.Context, conn *pgx.Conn) (bool, error) {
 			return false, err
 		}
 		if len(rows) == 0 {
-			var pending bool
-			err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM outbox)").Scan(&pending)
-			if err == nil && r.Metrics != nil && !pending {
-				r.Metrics.lag.Set(0)
+			// Rows may remain that open transactions keep out of sight: the oldest of them
+			// is still unpublished (NULL when the outbox is empty).
+			var oldest *time.Time
+			err := conn.QueryRow(ctx, "SELECT min(created_at) FROM outbox").Scan(&oldest)
+			if err == nil && r.Metrics != nil {
+				if oldest == nil {
+					r.Metrics.setOldest(time.Time{})
+				} else {
+					r.Metrics.setOldest(*oldest)
+				}
 			}
 			if err == nil && r.Metrics != nil && time.Since(r.countedAt) > deadLetterCountEvery {
 				err = r.countDeadLetters(ctx, conn)
 			}
-			return pending, err
+			return oldest != nil, err
 		}
+		start := time.Now()
 		if r.Metrics != nil {
-			r.Metrics.lag.Set(time.Since(rows[0].created).Seconds())
+			r.Metrics.setOldest(rows[0].created)
 		}
 		dead, err := r.publish(ctx, rows)
 		if err != nil {
@@ -214,6 +253,7 @@ func (r *Relay) drain(ctx context.Context, conn *pgx.Conn) (bool, error) {
 		}
 		if r.Metrics != nil {
 			r.Metrics.published.Add(float64(len(rows) - len(dead)))
+			r.Metrics.batch.Observe(time.Since(start).Seconds())
 		}
 	}
 }

@@ -62,20 +62,15 @@ type payload struct {
 }
 
 // Parse reads `limit` and `cursor` from q for the list identified by scope, recording any
-// problem on q (so callers report all query issues together).
+// problem with the cursor on q (so callers report all query issues together). The rules
+// of `limit` are the OpenAPI document's, which judged every /v0 request before its
+// handler; Parse only keeps the value it passes on to SQL within 1..MaxLimit. A list the
+// document does not describe (the gateway's admin API) calls CheckLimit first.
 func (c *Codec) Parse(q *request.Query, scope string) Params {
 	p := Params{Limit: DefaultLimit, scope: scope}
 	if raw, ok := q.Raw("limit"); ok {
-		n, err := strconv.Atoi(raw)
-		switch {
-		case err != nil:
-			q.Fail("limit", "invalid_type", "Expected an integer from 1 to 100, received '"+truncate(raw)+"'")
-		case n < 1:
-			q.Fail("limit", "too_small", "Number must be greater than or equal to 1")
-		case n > MaxLimit:
-			q.Fail("limit", "too_big", "Number must be less than or equal to 100")
-		default:
-			p.Limit = n
+		if n, err := strconv.Atoi(raw); err == nil {
+			p.Limit = min(max(n, 1), MaxLimit)
 		}
 	}
 	if raw, ok := q.Raw("cursor"); ok {
@@ -87,6 +82,24 @@ func (c *Codec) Parse(q *request.Query, scope string) Params {
 		}
 	}
 	return p
+}
+
+// CheckLimit records on q a `limit` that is not an integer from 1 to MaxLimit: the rule
+// for lists outside the OpenAPI document, which states it for every /v0 list.
+func CheckLimit(q *request.Query) {
+	raw, ok := q.Raw("limit")
+	if !ok {
+		return
+	}
+	n, err := strconv.Atoi(raw)
+	switch {
+	case err != nil:
+		q.Fail("limit", "invalid_type", "Expected an integer from 1 to 100, received '"+truncate(raw)+"'")
+	case n < 1:
+		q.Fail("limit", "too_small", "Number must be greater than or equal to 1")
+	case n > MaxLimit:
+		q.Fail("limit", "too_big", "Number must be less than or equal to 100")
+	}
 }
 
 func truncate(s string) string {

@@ -28,6 +28,7 @@ func parse(t *testing.T, c *Codec, scope, rawQuery string) (Params, []apierror.I
 	var issues []apierror.Issue
 	app.Get("/", func(ctx *fiber.Ctx) error {
 		q := request.NewQuery(ctx)
+		CheckLimit(q)
 		p = c.Parse(q, scope)
 		issues = q.Issues()
 		return nil
@@ -38,6 +39,8 @@ func parse(t *testing.T, c *Codec, scope, rawQuery string) (Params, []apierror.I
 	return p, issues
 }
 
+// The admin API's limit rules (CheckLimit); /v0 lists have the same rules from the
+// OpenAPI document, which e2e's document-driven negative test exercises.
 func TestLimitRules(t *testing.T) {
 	c := codec(t, "0123456789abcdef")
 	for _, tc := range []struct {
@@ -65,6 +68,29 @@ func TestLimitRules(t *testing.T) {
 		}
 		if len(issues) != 1 || issues[0].Code != tc.code || issues[0].Path[0] != "limit" {
 			t.Errorf("%q: issues=%+v, want one %s on limit", tc.query, issues, tc.code)
+		}
+	}
+}
+
+// Parse alone never passes SQL a limit outside 1..MaxLimit, whatever reached it.
+func TestParseBoundsTheLimit(t *testing.T) {
+	c := codec(t, "0123456789abcdef")
+	app := fiber.New()
+	var got []int
+	app.Get("/", func(ctx *fiber.Ctx) error {
+		got = append(got, c.Parse(request.NewQuery(ctx), "s").Limit)
+		return nil
+	})
+	for _, tc := range []struct {
+		query string
+		limit int
+	}{{"limit=0", 1}, {"limit=-5", 1}, {"limit=101", MaxLimit}, {"limit=abc", DefaultLimit}, {"limit=7", 7}} {
+		got = nil
+		if _, err := app.Test(httptest.NewRequest("GET", "/?"+tc.query, nil)); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || got[0] != tc.limit {
+			t.Errorf("%q: Parse gave limit %v, want %d (the limit passed to SQL stays within 1..%d)", tc.query, got, tc.limit, MaxLimit)
 		}
 	}
 }

@@ -22,8 +22,13 @@ type Query struct {
 // NewQuery starts reading the query parameters of c.
 func NewQuery(c *fiber.Ctx) *Query { return &Query{c: c} }
 
-// Fail records an issue with parameter name.
+// Fail records an issue with parameter name; the same issue twice is recorded once.
 func (q *Query) Fail(name, code, message string) {
+	for _, is := range q.issues {
+		if is.Code == code && is.Message == message && len(is.Path) == 1 && is.Path[0] == name {
+			return // a parameter read twice reports its problem once
+		}
+	}
 	q.issues = append(q.issues, apierror.Issue{Code: code, Message: message, Path: []any{name}})
 }
 

@@ -75,6 +75,10 @@ type Config struct {
 	Metrics bool
 	// Pprof also serves /debug/pprof on a Metrics listener (PPROF_ENABLED, default off).
 	Pprof bool
+	// RouteName, optional, names a request's route in the request metrics and its span
+	// when Fiber's pattern does not: the gateway serves every proxied route through "/*"
+	// and names them after the API document's paths.
+	RouteName func(c *fiber.Ctx) string
 }
 
 // Deps are what the server needs from the process.
@@ -122,7 +126,9 @@ func New(cfg Config, deps Deps) *Server {
 	})
 	s.App.Use(requestid.Middleware())
 	if deps.Registry != nil && deps.Tracer != nil {
-		s.App.Use(telemetry.Middleware(deps.Tracer, telemetry.NewHTTPMetrics(deps.Registry, cfg.Name), deps.Log, s.Render))
+		m := telemetry.NewHTTPMetrics(deps.Registry, cfg.Name)
+		m.RouteName = cfg.RouteName
+		s.App.Use(telemetry.Middleware(deps.Tracer, m, deps.Log, s.Render))
 	}
 	// Inside the telemetry middleware, so a panic is counted and logged as the 500 it becomes.
 	s.App.Use(recover.New(recover.Config{

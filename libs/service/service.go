@@ -143,6 +143,7 @@ type Runtime struct {
 	writer    *kafka.Writer
 	relay     *outbox.Relay
 	consumerM *consumer.Metrics
+	lag       *consumer.LagMonitor
 	tasks     []func(ctx context.Context) error
 	cleanups  []func()
 }
@@ -164,10 +165,16 @@ func New(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	wake := outbox.NewWakeup()
-	pool, err := postgres.ConnectWith(cctx, cfg.DatabaseURL, func(c *pgxpool.Config) { c.ConnConfig.Tracer = wake })
+	rt.Registry.MustRegister(telemetry.BuildInfo(cfg.Name))
+	poolMetrics := postgres.NewPoolMetrics(rt.Registry)
+	pool, err := postgres.ConnectWith(cctx, cfg.DatabaseURL, func(c *pgxpool.Config) {
+		c.ConnConfig.Tracer = wake
+		poolMetrics.Observe(c, cfg.Name, tracing.Provider) // database spans, acquire times
+	})
 	if err != nil {
 		return nil, err
 	}
+	poolMetrics.Watch(cfg.Name, pool)
 	rt.Pool = pool
 	rt.cleanups = append(rt.cleanups, pool.Close)
 	sets := append([]postgres.MigrationSet{outbox.Migrations, consumer.Migrations}, migrations...)
@@ -181,8 +188,11 @@ func New(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.
 	}
 	rt.writer = cfg.Kafka.Writer()
 	rt.cleanups = append(rt.cleanups, func() { _ = rt.writer.Close() })
+	rt.Registry.MustRegister(events.NewProducerMetrics(rt.writer))
+	relayMetrics := outbox.NewMetrics(rt.Registry)
+	relayMetrics.Topics(producedTopics(cfg.Name)...)
 	rt.relay = &outbox.Relay{Pool: pool, Publisher: rt.writer, Log: log, Wakeup: wake,
-		Metrics: outbox.NewMetrics(rt.Registry), CreateTopics: cfg.Kafka.EnsureTopics}
+		Metrics: relayMetrics, CreateTopics: cfg.Kafka.EnsureTopics}
 	rt.Go(func(ctx context.Context) error { wake.Run(ctx, pool, log); return nil })
 	probe := cfg.Kafka.NewProbe()
 	rt.cleanups = append(rt.cleanups, probe.Close)
@@ -212,13 +222,27 @@ func New(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.
 func (rt *Runtime) Go(task func(ctx context.Context) error) { rt.tasks = append(rt.tasks, task) }
 
 // Consume adds a Kafka consumer as a background task, with the runtime's database,
-// logger, tracer and metrics.
+// logger, tracer and metrics; its group's lag is read from the broker and exported.
 func (rt *Runtime) Consume(c *consumer.Consumer) {
 	if rt.consumerM == nil {
 		rt.consumerM = consumer.NewMetrics(rt.Registry)
+		rt.lag = consumer.NewLagMonitor(rt.Registry, rt.Config.Kafka, rt.Log)
+		rt.Go(func(ctx context.Context) error { rt.lag.Run(ctx); return nil })
 	}
+	rt.lag.Add(c.Name, c.Topics)
 	c.Kafka, c.Pool, c.Log, c.Tracer, c.Metrics = rt.Config.Kafka, rt.Pool, rt.Log, rt.Tracer, rt.consumerM
 	rt.Go(c.Run)
+}
+
+// producedTopics is the topic a service's outbox publishes to, if it is one of the
+// platform's (the dead-letter counter starts at 0 for it).
+func producedTopics(service string) []string {
+	for _, t := range []string{events.TopicTopics, events.TopicPages, events.TopicPersons, events.TopicAssets} {
+		if t == service+".events" {
+			return []string{t}
+		}
+	}
+	return nil
 }
 
 // Run serves and runs the relay and tasks until ctx ends, then shuts down gracefully.

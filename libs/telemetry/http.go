@@ -63,7 +63,13 @@ func Middleware(tracer trace.Tracer, m *HTTPMetrics, log *slog.Logger, render ap
 			}
 		}
 		status := c.Response().StatusCode()
-		route := c.Route().Path
+		route := ""
+		if m.RouteName != nil {
+			route = m.RouteName(c)
+		}
+		if route == "" {
+			route = c.Route().Path
+		}
 		if route == "" || route == "/" && c.Path() != "/" {
 			route = "unmatched"
 		}
@@ -75,7 +81,8 @@ func Middleware(tracer trace.Tracer, m *HTTPMetrics, log *slog.Logger, render ap
 		elapsed := time.Since(start)
 		m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
 		m.duration.WithLabelValues(method, route).Observe(elapsed.Seconds())
-		if log.Enabled(ctx, slog.LevelInfo) {
+		// The handlers' context: it carries what they learnt (the caller's tenant and key).
+		if ctx := c.UserContext(); log.Enabled(ctx, slog.LevelInfo) {
 			log.LogAttrs(ctx, slog.LevelInfo, "request",
 				slog.String("method", method), slog.String("path", c.Path()),
 				slog.String("route", route), slog.Int("status", status),

@@ -27,6 +27,11 @@ func MetricsHandler(r *prometheus.Registry) fiber.Handler {
 
 // HTTPMetrics are the request metrics of one HTTP server.
 type HTTPMetrics struct {
+	// RouteName, when set, names the route of a request (the metrics' route label and the
+	// span's name) when it returns something: for an app that serves many routes through
+	// one catch-all, whose pattern ("/*") says nothing.
+	RouteName func(c *fiber.Ctx) string
+
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	inflight prometheus.Gauge

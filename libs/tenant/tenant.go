@@ -6,9 +6,12 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/customerapi/platform/libs/apierror"
 	"github.com/customerapi/platform/libs/internalauth"
+	"github.com/customerapi/platform/libs/telemetry"
 )
 
 // InternalPrefix starts every header that only the gateway may set; the gateway drops
@@ -36,6 +39,15 @@ func Middleware(s *internalauth.Signer, log *slog.Logger) fiber.Handler {
 			return apierror.Unauthorized()
 		}
 		c.Locals(localsKey, t)
+		// Every log line of the request names the tenant and key, and so does its span.
+		// Copies: the span and the context may outlive the request, whose buffer the
+		// header values point into.
+		tenantID, keyID := strings.Clone(t), strings.Clone(strings.TrimSpace(c.Get(KeyHeader)))
+		ctx := c.UserContext()
+		if span := trace.SpanFromContext(ctx); span.IsRecording() {
+			span.SetAttributes(attribute.String("tenant_id", tenantID), attribute.String("key_id", keyID))
+		}
+		c.SetUserContext(telemetry.WithCaller(ctx, tenantID, keyID))
 		return c.Next()
 	}
 }

@@ -118,6 +118,7 @@ func (h *Handlers) get(c *fiber.Ctx) error {
 
 func (h *Handlers) list(c *fiber.Ctx) error {
 	q := request.NewQuery(c)
+	pagination.CheckLimit(q)
 	p := h.Cursors.Parse(q, pagination.Scope("admin.keys"))
 	if err := q.Err(); err != nil {
 		return err

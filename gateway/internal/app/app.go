@@ -15,6 +15,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/gofiber/fiber/v2"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/customerapi/platform/gateway/internal/auth"
 	"github.com/customerapi/platform/gateway/internal/docs"
 	"github.com/customerapi/platform/gateway/internal/keys"
+	"github.com/customerapi/platform/gateway/internal/observe"
 	"github.com/customerapi/platform/gateway/internal/proxy"
 	"github.com/customerapi/platform/gateway/internal/ratelimit"
 	"github.com/customerapi/platform/gateway/migrations"
@@ -168,16 +170,21 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	pool, err := postgres.Connect(cctx, cfg.DatabaseURL)
+	reg := telemetry.NewRegistry()
+	reg.MustRegister(telemetry.BuildInfo("gateway"))
+	poolMetrics := postgres.NewPoolMetrics(reg)
+	pool, err := postgres.ConnectWith(cctx, cfg.DatabaseURL, func(c *pgxpool.Config) {
+		poolMetrics.Observe(c, "gateway", tracing.Provider)
+	})
 	if err != nil {
 		return fail(err)
 	}
 	cleanups = append(cleanups, pool.Close)
+	poolMetrics.Watch("gateway", pool)
 	if err := postgres.Migrate(cctx, pool, log, migrations.Set); err != nil {
 		return fail(err)
 	}
 
-	reg := telemetry.NewRegistry()
 	hasher, err := keys.NewHasher(cfg.KeyPepper)
 	if err != nil {
 		return fail(err)
@@ -189,15 +196,21 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 	}
 
 	local := ratelimit.NewLocal()
-	var limiter ratelimit.Limiter = local
+	limitMetrics := ratelimit.NewMetrics(reg)
+	var limiter ratelimit.Limiter = ratelimit.Counted{Local: local, Metrics: limitMetrics}
 	if cfg.RedisURL != "" {
 		opts, err := redis.ParseURL(cfg.RedisURL)
 		if err != nil {
 			return fail(fmt.Errorf("REDIS_URL: %w", err))
 		}
+		// Without it go-redis ignores the context's deadline and waits its own read
+		// timeout (seconds) on a Redis that hangs: RATE_LIMIT_REDIS_TIMEOUT must bound a check.
+		opts.ContextTimeoutEnabled = true
 		rc := redis.NewClient(opts)
 		cleanups = append(cleanups, func() { _ = rc.Close() })
-		limiter = ratelimit.NewShared(rc, local, cfg.RedisTimeout, log, reg)
+		shared := ratelimit.NewShared(rc, local, cfg.RedisTimeout, log, reg)
+		shared.Metrics = limitMetrics
+		limiter = shared
 	}
 
 	upstreams := map[string]*proxy.Upstream{}
@@ -225,16 +238,22 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 			return nil
 		}})
 
-	openapiJSON, err := openAPIJSON()
+	openapiJSON, routes, err := openAPI()
 	if err != nil {
 		return fail(err)
 	}
 	tracer := tracing.Tracer("gateway")
+	// Requests counted by upstream and by the document's route templates; the generic
+	// request metrics and the spans take their route names from it too.
+	requests := observe.New(reg, routes, proxy.ServiceOf)
+	refusals := observe.NewRefusals(reg)
 	// /readyz on the public listener is open to anyone: it shows which checks fail but
 	// their error texts only to a caller with the admin token.
 	public := server.New(server.Config{Name: "gateway", Addr: cfg.HTTPAddr, BaseURL: cfg.PublicBaseURL,
-		ShutdownTimeout: cfg.ShutdownTimeout, ReadyDetailsToken: cfg.AdminToken},
+		ShutdownTimeout: cfg.ShutdownTimeout, ReadyDetailsToken: cfg.AdminToken, RouteName: observe.RouteName},
 		server.Deps{Log: log, Tracer: tracer, Registry: reg, Checks: checks})
+	// After the probes (not counted here), before everything the gateway serves.
+	public.App.Use(requests.Middleware(public.Render))
 	// Request bodies stream: an upload passes through to its service as it arrives instead
 	// of being buffered whole (and multipart forms are not pre-parsed into memory or
 	// temporary files); every other route reads its body under the 1 MiB limit.
@@ -257,8 +276,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 	// only: any other method on the path goes through authentication like every route.
 	// Without a key there is no key's rate limit: caps per link and per client instead.
 	downloads := proxy.NewDownloads(cfg.Downloads)
+	downloads.Refusals = refusals
 	public.App.Get(proxy.FilesRoute, px.Files(downloads))
-	public.App.Use((&auth.Middleware{Cache: cache, Limiter: limiter, Default: cfg.DefaultLimit}).Handler())
+	public.App.Use((&auth.Middleware{Cache: cache, Limiter: limiter, Default: cfg.DefaultLimit,
+		Refusals: refusals}).Handler())
 	public.App.All("/*", px.Handler())
 
 	validator := request.NewValidator()
@@ -279,13 +300,26 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 		downloads: downloads}, cleanup, nil
 }
 
-// openAPIJSON renders the embedded OpenAPI document as JSON, validating it on the way.
-func openAPIJSON() ([]byte, error) {
+// openAPI renders the embedded OpenAPI document as JSON, validating it on the way, and
+// lists its paths with the service that serves each, for the request metrics.
+func openAPI() ([]byte, []observe.Route, error) {
 	doc, err := openapi3.NewLoader().LoadFromData(api.Spec)
 	if err != nil {
-		return nil, fmt.Errorf("openapi: %w", err)
+		return nil, nil, fmt.Errorf("openapi: %w", err)
 	}
-	return json.Marshal(doc)
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil, nil, err
+	}
+	var routes []observe.Route
+	for path := range doc.Paths.Map() {
+		up, ok := proxy.ServiceOf(path)
+		if !ok {
+			up = observe.Gateway // the document itself
+		}
+		routes = append(routes, observe.Route{Template: path, Upstream: up})
+	}
+	return b, routes, nil
 }
 
 // Run serves until ctx ends, then shuts down gracefully.

@@ -76,6 +76,18 @@ type gw struct {
 
 func start(t *testing.T, dbURL string, upstreams map[string]string, mutate ...func(*Config)) *gw {
 	t.Helper()
+	return startWith(t, observed{}, dbURL, upstreams, mutate...)
+}
+
+// observed are where a gateway under test sends its logs and spans (nil: nowhere).
+type observed struct {
+	log     *slog.Logger
+	tracing *telemetry.Tracing
+}
+
+// startWith is start with the gateway's logs and spans going where o says.
+func startWith(t *testing.T, o observed, dbURL string, upstreams map[string]string, mutate ...func(*Config)) *gw {
+	t.Helper()
 	pub, _ := pgtest.FreePort()
 	adm, _ := pgtest.FreePort()
 	cfg := Config{
@@ -91,8 +103,13 @@ func start(t *testing.T, dbURL string, upstreams map[string]string, mutate ...fu
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	tracing, _ := telemetry.SetupTracing(context.Background(), "gateway-test")
+	log, tracing := o.log, o.tracing
+	if log == nil {
+		log = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	}
+	if tracing == nil {
+		tracing, _ = telemetry.SetupTracing(context.Background(), "gateway-test")
+	}
 	a, cleanup, err := New(context.Background(), cfg, log, tracing)
 	if err != nil {
 		t.Fatal(err)

@@ -8,10 +8,14 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/customerapi/platform/gateway/internal/keys"
+	"github.com/customerapi/platform/gateway/internal/observe"
 	"github.com/customerapi/platform/gateway/internal/ratelimit"
 	"github.com/customerapi/platform/libs/apierror"
+	"github.com/customerapi/platform/libs/telemetry"
 )
 
 // HeaderAPIKey carries the caller's API key.
@@ -25,7 +29,9 @@ type Middleware struct {
 	Limiter ratelimit.Limiter
 	// Default applies to keys without their own limit.
 	Default ratelimit.Policy
-	now     func() time.Time
+	// Refusals, optional, counts the requests refused here by reason.
+	Refusals *observe.Refusals
+	now      func() time.Time
 }
 
 // Handler returns the Fiber middleware.
@@ -37,13 +43,30 @@ func (m *Middleware) Handler() fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		presented, ok := apiKey(c)
 		if !ok {
+			m.Refusals.Inc(observe.ConflictingKeys)
 			return apierror.Unauthorized()
 		}
 		key := m.Cache.Lookup(presented)
 		if key == nil {
+			if presented == "" {
+				m.Refusals.Inc(observe.MissingKey)
+			} else {
+				m.Refusals.Inc(observe.UnknownKey)
+			}
 			return apierror.Unauthorized()
 		}
+		tenantID := ""
+		if len(key.TenantIDs) == 1 {
+			tenantID = key.TenantIDs[0]
+		}
+		// From here on the request's span and every line it logs name the key and tenant.
+		ctx := c.UserContext()
+		if span := trace.SpanFromContext(ctx); span.IsRecording() {
+			span.SetAttributes(attribute.String("tenant_id", tenantID), attribute.String("key_id", key.ID))
+		}
+		c.SetUserContext(telemetry.WithCaller(ctx, tenantID, key.ID))
 		if len(key.TenantIDs) != 1 {
+			m.Refusals.Inc(observe.MultiTenantKey)
 			return apierror.Forbidden("multi-tenant API keys are not supported; use a key issued for a single tenant")
 		}
 		p := m.Default
@@ -52,6 +75,7 @@ func (m *Middleware) Handler() fiber.Handler {
 		}
 		d := m.Limiter.Allow(c.UserContext(), key.ID, p)
 		if !d.Allowed {
+			m.Refusals.Inc(observe.RateLimited)
 			setHeaders(c, p, d)
 			return rateLimited(now(), d)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/customerapi/platform/gateway/internal/inflight"
+	"github.com/customerapi/platform/gateway/internal/observe"
 	"github.com/customerapi/platform/libs/apierror"
 	"github.com/customerapi/platform/libs/requestid"
 )
@@ -42,6 +43,8 @@ const downloadRetryAfter = "1"
 // Downloads counts signed downloads in flight per link and per client address.
 type Downloads struct {
 	perToken, perClient *inflight.Limiter
+	// Refusals, optional, counts the downloads refused by a cap.
+	Refusals *observe.Refusals
 }
 
 // NewDownloads returns the counters for l.
@@ -64,11 +67,13 @@ func (d *Downloads) admit(token string, ip net.IP) (release func(), err error) {
 	token = strings.Clone(token)
 	client := clientKey(ip)
 	if !d.perClient.Acquire(client) {
+		d.Refusals.Inc(observe.DownloadsPerClient)
 		return nil, tooManyDownloads(fmt.Sprintf("too many downloads from your address at once (at most %d); retry after %s s",
 			d.perClient.Max(), downloadRetryAfter))
 	}
 	if !d.perToken.Acquire(token) {
 		d.perClient.Release(client)
+		d.Refusals.Inc(observe.DownloadsPerLink)
 		return nil, tooManyDownloads(fmt.Sprintf("too many downloads of this link at once (at most %d); retry after %s s",
 			d.perToken.Max(), downloadRetryAfter))
 	}

@@ -92,3 +92,14 @@ func (t table) match(path string) (string, bool) {
 	s, ok := t[prefix]
 	return s, ok
 }
+
+var routeTable = newTable(Routes)
+
+// ServiceOf returns the service a path goes to, as the gateway routes it: by its prefix,
+// and the signed downloads to FilesService.
+func ServiceOf(path string) (string, bool) {
+	if strings.HasPrefix(path, FilesPrefix) {
+		return FilesService, true
+	}
+	return routeTable.match(path)
+}

@@ -37,7 +37,18 @@ type Shared struct {
 	log      *slog.Logger
 	failures prometheus.Counter
 	lastLog  atomic.Int64
+	// retryAt (Unix nanoseconds) is when to ask Redis again after it failed.
+	retryAt atomic.Int64
+	// Metrics, optional, count the decisions and time the round trips to Redis.
+	Metrics *Metrics
 }
+
+// RedisPause is how long a replica decides alone, without asking Redis, after Redis
+// failed or was slow: then a few checks a second, not every request, wait for the
+// timeout while Redis hangs. It is short because each later check also clears one of
+// the pool's connections that a restart of Redis broke: the shared limit is back within
+// a second or two of Redis.
+const RedisPause = 200 * time.Millisecond
 
 // NewShared returns a Redis-backed limiter with a local fallback.
 func NewShared(client redis.UniversalClient, local *Local, timeout time.Duration, log *slog.Logger, reg prometheus.Registerer) *Shared {
@@ -54,25 +65,41 @@ func NewShared(client redis.UniversalClient, local *Local, timeout time.Duration
 
 // Allow implements Limiter.
 func (s *Shared) Allow(ctx context.Context, key string, p Policy) Decision {
+	start := time.Now()
+	if start.UnixNano() < s.retryAt.Load() {
+		return s.fallback(ctx, key, p, nil) // Redis failed a moment ago
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	interval := p.interval().Microseconds()
 	window := p.Window.Microseconds()
 	res, err := gcraScript.Run(ctx, s.client, []string{"ratelimit:" + key}, interval, window).Int64Slice()
+	s.Metrics.redisTook(time.Since(start))
 	if err != nil || len(res) != 2 {
-		s.failures.Inc()
-		if now := time.Now().UnixNano(); now-s.lastLog.Load() > int64(10*time.Second) {
-			s.lastLog.Store(now)
-			s.log.Warn("rate limit: Redis unavailable, deciding locally", slog.Any("error", err))
-		}
-		return s.local.Allow(ctx, key, p)
+		s.retryAt.Store(time.Now().Add(RedisPause).UnixNano())
+		return s.fallback(ctx, key, p, err)
 	}
 	ahead := time.Duration(res[1]) * time.Microsecond
 	s.local.Sync(key, ahead)
 	if res[0] == 0 {
+		s.Metrics.count(byRedis, false)
 		w, t := p.Window, p.interval()
 		return Decision{Allowed: false, Limit: p.Limit, ResetAfter: ahead, RetryAfter: ahead - (w - t)}
 	}
+	s.Metrics.count(byRedis, true)
 	return Decision{Allowed: true, Limit: p.Limit, ResetAfter: ahead,
 		Remaining: int((p.Window - ahead) / p.interval())}
+}
+
+// fallback decides locally because Redis failed (err) or failed a moment ago (nil).
+func (s *Shared) fallback(ctx context.Context, key string, p Policy, err error) Decision {
+	s.failures.Inc()
+	if now := time.Now().UnixNano(); err != nil && now-s.lastLog.Load() > int64(10*time.Second) {
+		s.lastLog.Store(now)
+		s.log.Warn("rate limit: Redis unavailable, deciding locally", slog.Any("error", err),
+			slog.Duration("retry_in", RedisPause))
+	}
+	d := s.local.Allow(ctx, key, p)
+	s.Metrics.count(byFallback, d.Allowed)
+	return d
 }

@@ -148,6 +148,7 @@ func SetupWith(o Options) func(*service.Runtime, *config.Env) error {
 		})
 
 		sender := dispatch.NewSender(guard, s.Timeout, s.PerSubscription*2)
+		sender.Tracer = rt.Tracer // a span per attempt
 		engine := dispatch.New(dispatch.Config{
 			Workers:           s.Workers,
 			TenantConcurrency: s.PerTenant,

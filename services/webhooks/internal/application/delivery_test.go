@@ -564,6 +564,11 @@ func TestMetrics(t *testing.T) {
 	eventually(t, 20*time.Second, "the delivery", func() bool {
 		return strings.Contains(metrics(t, s), `webhook_deliveries_total{outcome="succeeded"} 1`)
 	})
+	// The outcome is counted when the attempt ends; the queue gauges are read from the
+	// database, where the writer records the result a moment later.
+	eventually(t, 5*time.Second, "the delivery's result recorded", func() bool {
+		return strings.Contains(metrics(t, s), "\nwebhook_queue_depth 0\n")
+	})
 	m := metrics(t, s)
 	for _, want := range []string{
 		`webhook_deliveries_total{outcome="retry_scheduled"} 1`,

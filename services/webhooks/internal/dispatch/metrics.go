@@ -40,6 +40,9 @@ func NewMetrics(r prometheus.Registerer, stats func(context.Context) (adapters.Q
 	for _, o := range []string{"succeeded", "retry_scheduled", "failed"} {
 		m.deliveries.WithLabelValues(o)
 	}
+	for _, r := range []string{"gone", "failing"} { // at 0 from the start, for dashboards
+		m.disabled.WithLabelValues(r)
+	}
 	r.MustRegister(m.attempts, m.deliveries, m.duration, m.inFlight, m.disabled,
 		&queueCollector{stats: stats, log: log})
 	return m

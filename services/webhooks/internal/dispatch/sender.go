@@ -14,6 +14,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/customerapi/platform/libs/timestamp"
 	"github.com/customerapi/platform/services/webhooks/internal/adapters"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
@@ -40,6 +44,8 @@ type Sender struct {
 	client  *http.Client
 	timeout time.Duration
 	now     func() time.Time
+	// Tracer, optional, makes a span of each attempt (SpanAttempt).
+	Tracer trace.Tracer
 }
 
 // NewSender returns a Sender whose connections go through guard; maxConnsPerHost bounds
@@ -86,8 +92,46 @@ type Outcome struct {
 	RetryAfter time.Duration
 }
 
-// Send makes one attempt of job, signed at the moment it is sent.
+// SpanAttempt is the name of an attempt's span: a client span with the tenant, the
+// subscription, delivery, event and attempt number, the receiver's host, the answer's
+// status code and the attempt's result; an attempt that failed has the span's error status.
+const SpanAttempt = "webhook attempt"
+
+// Send makes one attempt of job, signed at the moment it is sent, in a span of its own.
 func (s *Sender) Send(ctx context.Context, job adapters.Job) (domain.Attempt, Outcome) {
+	if s.Tracer == nil {
+		return s.send(ctx, job)
+	}
+	host := ""
+	if u, err := url.Parse(job.URL); err == nil {
+		host = u.Hostname() // never the path or query, which may hold a receiver's secret
+	}
+	ctx, span := s.Tracer.Start(ctx, SpanAttempt, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("tenant_id", job.TenantID),
+			attribute.String("webhook.subscription_id", job.SubscriptionID),
+			attribute.String("webhook.delivery_id", job.DeliveryID),
+			attribute.String("webhook.event_id", job.EventID),
+			attribute.Int("webhook.attempt", job.AttemptNo),
+			attribute.String("http.request.method", http.MethodPost),
+			attribute.String("server.address", host)))
+	defer span.End()
+	att, out := s.send(ctx, job)
+	span.SetAttributes(attribute.String("webhook.result", out.Result))
+	if att.StatusCode != nil {
+		span.SetAttributes(attribute.Int("http.response.status_code", *att.StatusCode))
+	}
+	if !out.Success {
+		msg := out.Result
+		if att.Error != nil {
+			msg = *att.Error
+		}
+		span.SetStatus(codes.Error, msg)
+	}
+	return att, out
+}
+
+// send makes the attempt.
+func (s *Sender) send(ctx context.Context, job adapters.Job) (domain.Attempt, Outcome) {
 	start := s.now()
 	att := domain.Attempt{AttemptedAt: timestamp.Truncate(start)}
 	fail := func(result, msg string) (domain.Attempt, Outcome) {
