@@ -19,7 +19,7 @@ import (
 // recordSQL records the deliveries of one event in one statement: it numbers the
 // matching subscriptions, gives the ones numbered in ($7, $7 + len($6)] the pre-made IDs
 // in $6, inserts them (a delivery already there for the event is kept as it is), wakes
-// the workers if it inserted any, and returns the number of matches and of inserts.
+// the workers if it inserted any (naming the tenant), and returns the number of matches and of inserts.
 const recordSQL = `
 WITH matched AS (
 	SELECT subscription_id, row_number() OVER (ORDER BY subscription_id) AS rn
@@ -35,7 +35,7 @@ WITH matched AS (
 	RETURNING 1
 )
 SELECT (SELECT count(*) FROM matched), (SELECT count(*) FROM inserted),
-	(SELECT count(*) FROM (SELECT pg_notify($8, '') FROM inserted LIMIT 1) AS woken)`
+	(SELECT count(*) FROM (SELECT pg_notify($8, $1) FROM inserted LIMIT 1) AS woken)`
 
 // idsPerRound is how many delivery IDs a round of the intake brings: most events match
 // fewer subscriptions, so one statement records them all.
@@ -124,7 +124,8 @@ type Job struct {
 // After the claimed rows comes one summary row (summary true): the tenant after which the
 // next claim's turn should begin (the last one served in round order when $1 ran out,
 // else the last one the turn explored), the tenants explored, whether a tenant's window
-// came back full (it may have more due), and how many rows the claim meant to take.
+// came back full (it may have more due), how many rows the claim meant to take, and the
+// earliest due time still to come among the tenants explored.
 const claimSQL = `
 WITH RECURSIVE ring (first, tenant_id, earliest, pos) AS (
 	SELECT t.tenant_id, t.tenant_id, t.next_attempt_at, 1
@@ -197,7 +198,7 @@ WITH RECURSIVE ring (first, tenant_id, earliest, pos) AS (
 		d.next_attempt_at, d.retry_step, d.attempt_count, d.lease_token
 )
 SELECT false AS summary, c.*, s.url, s.secret, CASE WHEN s.previous_secret_until > now() THEN s.previous_secret END, s.active,
-	'' AS after, 0 AS visited, false AS more, 0 AS wanted
+	'' AS after, 0 AS visited, false AS more, 0 AS wanted, NULL::timestamptz AS soonest
 FROM claimed c JOIN subscriptions s ON s.tenant_id = c.tenant_id AND s.subscription_id = c.subscription_id
 UNION ALL
 SELECT true, '', '', '', '', '', 0, NULL, now(), 0, 0, 0, '', '', NULL, false,
@@ -206,7 +207,8 @@ SELECT true, '', '', '', '', '', 0, NULL, now(), 0, 0, 0, '', '', NULL, false,
 		ELSE (SELECT tenant_id FROM ring ORDER BY pos DESC LIMIT 1) END, $5),
 	(SELECT count(*) FROM ring)::int,
 	EXISTS (SELECT 1 FROM candidates GROUP BY tenant_id, share HAVING count(*) = 4 * share),
-	least($1, (SELECT count(*) FROM ranked WHERE turn <= room))::int`
+	least($1, (SELECT count(*) FROM ranked WHERE turn <= room))::int,
+	(SELECT min(earliest) FROM ring WHERE earliest > now())`
 
 // ClaimRequest says what one claim may take.
 type ClaimRequest struct {
@@ -243,6 +245,10 @@ type Claimed struct {
 	More bool
 	// Locked counts the deliveries the claim meant to take but found held by another claim.
 	Locked int
+	// Soonest is the earliest due time, still to come when the claim ran, of the tenants
+	// its turn explored (nil when none): a delivery that falls due before the engine's
+	// turn comes round to its tenant again.
+	Soonest *time.Time
 }
 
 // Claim leases due deliveries for an attempt each, in turns across tenants: every tenant
@@ -250,6 +256,31 @@ type Claimed struct {
 // on, within Limit, each tenant's room and PerSubscription, and none of the subscriptions
 // in Exclude. Within a tenant deliveries are taken in due order.
 func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claimed, error) {
+	return claim(ctx, s.pool, req)
+}
+
+// ClaimIn is Claim inside tx: a benchmark or a diagnosis rolls tx back to give the
+// leases back.
+func ClaimIn(ctx context.Context, tx pgx.Tx, req ClaimRequest) (Claimed, error) {
+	return claim(ctx, tx, req)
+}
+
+// ExplainClaim runs the claim inside tx under EXPLAIN (ANALYZE, BUFFERS) and returns the
+// plan's lines. The claim's leases are taken (roll tx back to give them back).
+func ExplainClaim(ctx context.Context, tx pgx.Tx, req ClaimRequest) ([]string, error) {
+	rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+claimSQL, req.args()...)
+	if err != nil {
+		return nil, fmt.Errorf("explain claim: %w", err)
+	}
+	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("explain claim: %w", err)
+	}
+	return plan, nil
+}
+
+// args are claimSQL's parameters.
+func (req ClaimRequest) args() []any {
 	exclude := req.Exclude
 	if exclude == nil {
 		exclude = []string{}
@@ -258,8 +289,12 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claimed, error) {
 	for id, n := range req.Rooms {
 		roomTenants, rooms = append(roomTenants, id), append(rooms, int32(max(n, 0)))
 	}
-	rows, err := s.pool.Query(ctx, claimSQL, req.Limit, req.PerSubscription, exclude, req.Lease.Seconds(),
-		req.After, max(req.Tenants, 1), roomTenants, rooms, req.DefaultRoom)
+	return []any{req.Limit, req.PerSubscription, exclude, req.Lease.Seconds(),
+		req.After, max(req.Tenants, 1), roomTenants, rooms, req.DefaultRoom}
+}
+
+func claim(ctx context.Context, q querier, req ClaimRequest) (Claimed, error) {
+	rows, err := q.Query(ctx, claimSQL, req.args()...)
 	if err != nil {
 		return Claimed{}, fmt.Errorf("claim deliveries: %w", err)
 	}
@@ -273,14 +308,15 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claimed, error) {
 			after   string
 			more    bool
 			v, w    int
+			soonest *time.Time
 		)
 		if err := rows.Scan(&summary, &j.TenantID, &j.DeliveryID, &j.SubscriptionID, &j.EventID, &j.OrderingKey, &j.Seq,
 			&j.Body, &j.DueAt, &j.RetryStep, &j.AttemptNo, &j.LeaseToken, &j.URL, &j.Secret, &j.PreviousSecret, &j.Active,
-			&after, &v, &more, &w); err != nil {
+			&after, &v, &more, &w, &soonest); err != nil {
 			return Claimed{}, fmt.Errorf("claim deliveries: %w", err)
 		}
 		if summary {
-			c.After, visited, c.More, wanted = after, v, more, w
+			c.After, visited, c.More, wanted, c.Soonest = after, v, more, w, soonest
 			continue
 		}
 		c.Jobs = append(c.Jobs, j)

@@ -31,7 +31,7 @@ func (s *Store) RecordTestDelivery(ctx context.Context, tenantID, subscriptionID
 			tenantID, deliveryID, subscriptionID, eventID, eventType, body); err != nil {
 			return fmt.Errorf("insert test delivery: %w", err)
 		}
-		if _, err := tx.Exec(ctx, "SELECT pg_notify($1, '')", Channel); err != nil {
+		if _, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", Channel, tenantID); err != nil {
 			return fmt.Errorf("notify: %w", err)
 		}
 		out, err = getDelivery(ctx, tx, tenantID, subscriptionID, deliveryID, "")

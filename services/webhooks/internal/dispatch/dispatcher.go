@@ -14,14 +14,17 @@ package dispatch
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/services/webhooks/internal/adapters"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
 )
@@ -76,8 +79,8 @@ const laneDepth = 2
 const heldPerWorker = 2 * laneDepth
 
 // contendedRetry is the wait after a claim left due deliveries it could have taken:
-// another replica's claim held them locked for that moment, or the claim's turn across
-// tenants stopped before reaching every tenant.
+// another replica's claim held them locked for that moment, or a round of the turn
+// across tenants stopped at maxTurnHops before coming round.
 const contendedRetry = 50 * time.Millisecond
 
 // claimTenants bounds the tenants with pending deliveries one claim's turn explores (one
@@ -85,9 +88,25 @@ const contendedRetry = 50 * time.Millisecond
 // holds deliveries of are visited by every claim besides.
 const claimTenants = 64
 
-// maxTurnHops bounds the claims in a row that go on to the next tenants because the
-// previous one stopped at claimTenants.
-const maxTurnHops = 4
+// maxTurnHops bounds the claims in a row that go on to the next tenants, during a round,
+// because the previous one stopped at claimTenants (1,024 tenants per fill).
+const maxTurnHops = 16
+
+// round is a pass of the claims' turn across every tenant with pending deliveries. New
+// deliveries need none: their notification names the tenant, which the claims visit
+// directly (announced), as they visit the tenants the replica holds deliveries of. A
+// round finds what falls due without a notification (retries, leases of a replica that
+// died): it begins when the engine's timer fires (the next due time, the idle backstop),
+// when the listener (re)connects, and at start, and it ends when the turn has come round
+// to where it began. Between rounds a claim that stops at claimTenants does not make the
+// engine go on or poll: with many tenants waiting for retries, that would be a claim
+// every few milliseconds for nothing.
+type round struct {
+	open    bool
+	from    string    // the turn's position when it began
+	wrapped bool      // the turn went past the last tenant to the first
+	soonest time.Time // earliest due time still to come among the tenants explored
+}
 
 // Dispatcher runs the delivery engine of one replica.
 type Dispatcher struct {
@@ -103,14 +122,25 @@ type Dispatcher struct {
 	sends   sync.WaitGroup
 	sendCtx context.Context
 	after   string // where the next claim's turn across tenants begins (claim loop only)
+	round   round  // claim loop only
+	// recheck is when a delivery of a tenant explored by the last round falls due (zero:
+	// none); the timer fires then at the latest. Claim loop only.
+	recheck time.Time
+	// reround asks the claim loop for a round (the listener reconnected).
+	reround atomic.Bool
 
-	mu       sync.Mutex
-	lanes    map[string]*lane   // by subscription ID
-	tenants  map[string]*tenant // by tenant ID, while the replica holds any of its deliveries
-	held     int                // claimed deliveries in memory
-	inFlight int                // attempts being made
-	ready    []*tenant          // tenants with a job ready to start and a free slot, waiting for a worker, in turn
-	stopping bool
+	mu      sync.Mutex
+	lanes   map[string]*lane   // by subscription ID
+	tenants map[string]*tenant // by tenant ID, while the replica holds any of its deliveries
+	// announced holds the tenants named by notifications (new deliveries) and those the
+	// replica just finished holding deliveries of, with when, until a claim begun after
+	// that takes some of their deliveries or announceFor passes: claims visit them
+	// besides their turn.
+	announced map[string]time.Time
+	held      int       // claimed deliveries in memory
+	inFlight  int       // attempts being made
+	ready     []*tenant // tenants with a job ready to start and a free slot, waiting for a worker, in turn
+	stopping  bool
 }
 
 // tenant is what the replica holds of one tenant's deliveries.
@@ -153,7 +183,74 @@ func New(cfg Config, queue Queue, sender *Sender, pool *pgxpool.Pool, log *slog.
 	}
 	return &Dispatcher{cfg: cfg, queue: queue, sender: sender, pool: pool, log: log, metrics: m,
 		wake: make(chan struct{}, 1), results: make(chan adapters.Result, 2*cfg.Workers),
-		lanes: map[string]*lane{}, tenants: map[string]*tenant{}}
+		lanes: map[string]*lane{}, tenants: map[string]*tenant{}, announced: map[string]time.Time{}}
+}
+
+// announceFor is how long a notified tenant is visited by every claim unless a claim
+// takes some of its deliveries first (the notification arrives when they are committed,
+// so the next claim sees them; the rest is slack for claims of a busy replica).
+const announceFor = 2 * time.Second
+
+// maxAnnounced bounds the notified tenants remembered at once; beyond it, a tenant is
+// found in the claims' turn across tenants.
+const maxAnnounced = 1024
+
+// announce makes the claims visit a tenant that has new deliveries, even if the replica
+// holds none of its deliveries by the time they claim.
+func (d *Dispatcher) announce(tenantID string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.announced[tenantID]; ok || len(d.announced) < maxAnnounced {
+		d.announced[tenantID] = time.Now()
+	}
+}
+
+// listen pokes the engine on every notification of new deliveries (and once at start
+// and after every reconnection, for what happened meanwhile), announcing the tenant the
+// notification names. It listens on a dedicated connection and reconnects with backoff.
+func (d *Dispatcher) listen(ctx context.Context) {
+	backoff := 200 * time.Millisecond
+	for ctx.Err() == nil {
+		err := d.listenOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		d.log.Warn("listener interrupted; reconnecting", slog.String("channel", adapters.Channel), slog.Any("error", err),
+			slog.Duration("backoff", backoff))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (d *Dispatcher) listenOnce(ctx context.Context) error {
+	pc, err := d.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("acquire: %w", err)
+	}
+	conn := pc.Hijack()
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{adapters.Channel}.Sanitize()); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	d.reround.Store(true) // notifications may have been missed meanwhile
+	for {
+		d.Poke()
+		wctx, cancel := context.WithTimeout(ctx, d.cfg.Idle)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil && !pgconn.Timeout(err):
+			return fmt.Errorf("wait: %w", err)
+		case err == nil && n.Payload != "":
+			d.announce(n.Payload)
+		}
+	}
 }
 
 // Poke makes the engine look for due deliveries now. It never blocks.
@@ -173,23 +270,22 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	written := make(chan struct{})
 	go func() { d.writeResults(); close(written) }()
 	listened := make(chan struct{})
-	go func() {
-		postgres.ListenLoop(ctx, d.pool, adapters.Channel, d.cfg.Idle, d.log, func(context.Context) (time.Duration, error) {
-			d.Poke()
-			return 0, nil
-		})
-		close(listened)
-	}()
+	go func() { d.listen(ctx); close(listened) }()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
+		timed := false
 		select {
 		case <-ctx.Done():
 		case <-d.wake:
 		case <-timer.C:
+			timed = true
 		}
 		if ctx.Err() != nil {
 			break
+		}
+		if (timed || d.reround.Swap(false)) && !d.round.open {
+			d.round = round{open: true, from: d.after}
 		}
 		timer.Reset(d.fill(ctx))
 	}
@@ -209,6 +305,7 @@ func (d *Dispatcher) fill(ctx context.Context) time.Duration {
 			return d.cfg.Idle // a finishing attempt pokes
 		}
 		n := min(free, d.cfg.ClaimBatch)
+		began := time.Now()
 		c, err := d.claim(ctx, n, exclude, rooms)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -216,18 +313,18 @@ func (d *Dispatcher) fill(ctx context.Context) time.Duration {
 			}
 			return time.Second
 		}
-		d.accept(c.Jobs)
-		d.after = c.After
+		d.accept(c.Jobs, began)
+		d.advance(c)
 		got := len(c.Jobs)
 		switch {
 		case ctx.Err() != nil:
 			return d.cfg.Idle // shutdown began: claim no more
 		case got == n, got > 0 && c.More:
 			continue // more may be due now
-		case c.Unvisited && hops < maxTurnHops:
+		case d.round.open && hops < maxTurnHops:
 			hops++
-			continue // the tenants after this claim's turn may have due deliveries
-		case c.Locked > 0, c.Unvisited:
+			continue // the round goes on to the tenants after this claim's turn
+		case c.Locked > 0, d.round.open:
 			return contendedRetry
 		}
 		break
@@ -240,9 +337,34 @@ func (d *Dispatcher) fill(ctx context.Context) time.Duration {
 		}
 		return time.Second
 	case !ok:
-		return d.cfg.Idle
+		wait = d.cfg.Idle
+	}
+	if !d.recheck.IsZero() {
+		wait = min(wait, time.Until(d.recheck))
 	}
 	return min(max(wait, time.Millisecond), d.cfg.Idle)
+}
+
+// advance moves the claims' turn across tenants on to where the claim c left it, and
+// ends the round when the turn has come round (within c, or past the last tenant and on
+// to where the round began).
+func (d *Dispatcher) advance(c adapters.Claimed) {
+	prev := d.after
+	d.after = c.After
+	r := &d.round
+	if !r.open {
+		return
+	}
+	if c.Soonest != nil && (r.soonest.IsZero() || c.Soonest.Before(r.soonest)) {
+		r.soonest = *c.Soonest
+	}
+	if c.After <= prev {
+		r.wrapped = true
+	}
+	if !c.Unvisited || r.wrapped && c.After >= r.from {
+		d.recheck = r.soonest
+		*r = round{}
+	}
 }
 
 // claimTimeout bounds one claim query.
@@ -257,9 +379,12 @@ const claimTimeout = 10 * time.Second
 func (d *Dispatcher) claim(ctx context.Context, n int, exclude []string, rooms map[string]int) (adapters.Claimed, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 	defer cancel()
-	return d.queue.Claim(ctx, adapters.ClaimRequest{Limit: n, PerSubscription: laneDepth * d.cfg.PerSubscription,
+	began := time.Now()
+	c, err := d.queue.Claim(ctx, adapters.ClaimRequest{Limit: n, PerSubscription: laneDepth * d.cfg.PerSubscription,
 		Exclude: exclude, After: d.after, Tenants: claimTenants, Rooms: rooms, DefaultRoom: d.tenantHeld(),
 		Lease: d.cfg.Lease})
+	d.metrics.claims.Observe(time.Since(began).Seconds())
+	return c, err
 }
 
 // tenantHeld bounds the claimed deliveries of one tenant: its attempts in flight and as
@@ -277,15 +402,25 @@ func (d *Dispatcher) capacity() (int, []string, map[string]int) {
 			full = append(full, id)
 		}
 	}
-	rooms := make(map[string]int, len(d.tenants))
+	rooms := make(map[string]int, len(d.tenants)+len(d.announced))
 	for id, t := range d.tenants {
 		rooms[id] = max(d.tenantHeld()-t.held, 0)
+	}
+	now := time.Now()
+	for id, at := range d.announced {
+		switch _, held := d.tenants[id]; {
+		case now.Sub(at) > announceFor:
+			delete(d.announced, id)
+		case !held:
+			rooms[id] = d.tenantHeld()
+		}
 	}
 	return heldPerWorker*d.cfg.Workers - d.held, full, rooms
 }
 
-// accept queues claimed jobs in their lanes and starts what may start.
-func (d *Dispatcher) accept(jobs []adapters.Job) {
+// accept queues jobs claimed by a claim begun at began in their lanes and starts what
+// may start.
+func (d *Dispatcher) accept(jobs []adapters.Job, began time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var touched []*lane
@@ -295,6 +430,9 @@ func (d *Dispatcher) accept(jobs []adapters.Job) {
 		if t == nil {
 			t = &tenant{}
 			d.tenants[j.TenantID] = t
+		}
+		if at, ok := d.announced[j.TenantID]; ok && at.Before(began) {
+			delete(d.announced, j.TenantID) // the claim came after the notification
 		}
 		l := d.lanes[j.SubscriptionID]
 		if l == nil {
@@ -440,6 +578,11 @@ func (d *Dispatcher) finish(j adapters.Job) {
 	}
 	if t.held == 0 {
 		delete(d.tenants, j.TenantID)
+		// It may have more due (a claim takes at most laneDepth × PerSubscription of a
+		// subscription): the next claims visit it as if notified.
+		if len(d.announced) < maxAnnounced {
+			d.announced[j.TenantID] = time.Now()
+		}
 	}
 	d.mu.Unlock()
 	if low || wasFull {

@@ -15,6 +15,7 @@ type Metrics struct {
 	attempts   *prometheus.CounterVec
 	deliveries *prometheus.CounterVec
 	duration   prometheus.Histogram
+	claims     prometheus.Histogram
 	inFlight   prometheus.Gauge
 	disabled   *prometheus.CounterVec
 }
@@ -32,6 +33,9 @@ func NewMetrics(r prometheus.Registerer, stats func(context.Context) (adapters.Q
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "webhook_delivery_attempt_duration_seconds",
 			Help:    "Duration of delivery attempts, from sending the request to reading the answer.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}),
+		claims: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "webhook_claim_duration_seconds",
+			Help:    "Duration of the claim queries that lease due deliveries (one round trip each).",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}}),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "webhook_delivery_attempts_in_flight",
 			Help: "Attempts this replica is making right now."}),
 		disabled: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "webhook_subscriptions_disabled_total",
@@ -43,7 +47,7 @@ func NewMetrics(r prometheus.Registerer, stats func(context.Context) (adapters.Q
 	for _, r := range []string{"gone", "failing"} { // at 0 from the start, for dashboards
 		m.disabled.WithLabelValues(r)
 	}
-	r.MustRegister(m.attempts, m.deliveries, m.duration, m.inFlight, m.disabled,
+	r.MustRegister(m.attempts, m.deliveries, m.duration, m.claims, m.inFlight, m.disabled,
 		&queueCollector{stats: stats, log: log})
 	return m
 }
