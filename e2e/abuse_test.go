@@ -5,7 +5,6 @@ package e2e
 // lists the threats and the limits that stop them.
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"compress/zlib"
@@ -16,19 +15,23 @@ import (
 	"hash/crc32"
 	"image"
 	"image/png"
-	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/customerapi/platform/api/apitest"
 	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/events/kafkatest"
+	"github.com/customerapi/platform/libs/timestamp"
 )
 
 // Compressed bodies are refused with 415, not inflated: a 2.6 KB body that was 1 GiB of
@@ -93,25 +96,19 @@ func TestAbuseReadyzIsCheapAndDiscreet(t *testing.T) {
 	s := local(t)
 	port := brokerPort(t, s.Brokers())
 	readyz := func(token string) (int, string) {
-		req, _ := http.NewRequest("GET", sys.base+"/readyz", nil)
+		header := map[string]string{}
 		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
+			header["Authorization"] = "Bearer " + token
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return direct(t, "GET", sys.base+"/readyz", header)
 	}
 	readyz("")
-	before := establishedTo(t, port)
+	before := brokerConns(t, port)
 	for range 100 {
 		readyz("")
 		time.Sleep(20 * time.Millisecond) // over two seconds: several fresh runs of the checks
 	}
-	if after := establishedTo(t, port); after > before+5 || after < before-5 {
+	if after := brokerConns(t, port); after > before+5 || after < before-5 {
 		t.Fatalf("100 public /readyz calls changed the broker connections from %d to %d (allowed ±5)", before, after)
 	}
 
@@ -356,24 +353,12 @@ func brokerPort(t *testing.T, brokers []string) int {
 	return port
 }
 
-// establishedTo counts the established TCP connections on this machine to a local port
-// (the client side of each).
-func establishedTo(t *testing.T, port int) int {
+// brokerConns counts the established connections to the broker's port.
+func brokerConns(t *testing.T, port int) int {
 	t.Helper()
-	n := 0
-	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		file, err := os.Open(f)
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(file)
-		for sc.Scan() {
-			fields := strings.Fields(sc.Text())
-			if len(fields) > 3 && fields[3] == "01" && strings.HasSuffix(fields[2], fmt.Sprintf(":%04X", port)) {
-				n++
-			}
-		}
-		file.Close()
+	n, err := kafkatest.Connections(port)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return n
 }
@@ -503,4 +488,78 @@ func noisePNG(w, h int) []byte {
 	enc := png.Encoder{CompressionLevel: png.NoCompression}
 	_ = enc.Encode(&buf, img)
 	return buf.Bytes()
+}
+
+// One tenant's slow receivers cannot hold every delivery worker: tenant A, with 100
+// subscriptions to a receiver that answers after 3 s and a backlog of 2,000 deliveries,
+// saturates its share (WEBHOOK_TENANT_CONCURRENCY) while tenant B's deliveries keep a
+// p99 under 1 s (A used to take all 256 workers, and B waited for them).
+func TestAbuseWebhookTenantCannotStarveOthers(t *testing.T) {
+	local(t)
+	release := make(chan struct{})
+	var inFlight, peak, answered atomic.Int64
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer answered.Add(1)
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		select {
+		case <-release:
+		case <-time.After(3 * time.Second):
+		}
+		w.WriteHeader(200)
+	}))
+	defer slow.Close()
+	released := false
+	drain := func() { // A's receiver answers at once: its backlog drains and leaves the next tests alone
+		if !released {
+			released = true
+			close(release)
+			whWait(t, 60*time.Second, "tenant A's backlog to drain", func() bool { return answered.Load() >= 2000 })
+		}
+	}
+	defer drain()
+
+	tenantA, a := whTenant(t)
+	for range 100 {
+		whSubscribe(t, a, map[string]any{"url": slow.URL, "events": []string{"page.version.created"}})
+	}
+	now := timestamp.Format(time.Now())
+	var backlog []events.Envelope
+	for i := range 20 {
+		backlog = append(backlog, whEvent(t, tenantA, events.TypePageVersionCreated, fmt.Sprintf("audience_a%d", i),
+			`"pageId":"page_a","versionId":"version_a","createdAt":"`+now+`"`))
+	}
+	whPublish(t, backlog...)
+	whWait(t, 30*time.Second, "tenant A saturating its share", func() bool { return inFlight.Load() >= 32 })
+
+	tenantB, b := whTenant(t)
+	fast := newWhReceiver(t, nil)
+	whSubscribe(t, b, map[string]any{"url": fast.URL, "events": []string{"page.version.created"}})
+	sent := map[string]time.Time{}
+	for i := range 20 {
+		e := whEvent(t, tenantB, events.TypePageVersionCreated, fmt.Sprintf("audience_b%d", i),
+			`"pageId":"page_b","versionId":"version_b","createdAt":"`+timestamp.Format(time.Now())+`"`)
+		sent[e.ID] = time.Now()
+		whPublish(t, e)
+		time.Sleep(50 * time.Millisecond)
+	}
+	whWait(t, 30*time.Second, "tenant B's 20 deliveries", func() bool { return len(fast.all()) >= 20 })
+	var lat []time.Duration
+	for _, d := range fast.all() {
+		if at, ok := sent[d.parsed.EventID]; ok {
+			lat = append(lat, d.at.Sub(at))
+		}
+	}
+	drain()
+	slices.Sort(lat)
+	p99 := lat[len(lat)*99/100]
+	t.Logf("tenant B: %d deliveries, p99 %s, max %s; tenant A: at most %d attempts in flight", len(lat), p99, lat[len(lat)-1], peak.Load())
+	if p99 >= time.Second {
+		t.Fatalf("tenant B's deliveries waited behind tenant A's slow receivers: p99 %s (limit 1 s)", p99)
+	}
+	if p := peak.Load(); p > 64 {
+		t.Fatalf("tenant A held %d delivery workers at once, over its share of 64", p)
+	}
 }

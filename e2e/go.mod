@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/customerapi/platform/api v0.0.0
 	github.com/customerapi/platform/libs v0.0.0
+	github.com/getkin/kin-openapi v0.152.0
 	github.com/segmentio/kafka-go v0.4.51
 )
 
@@ -12,7 +13,6 @@ require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/getkin/kin-openapi v0.152.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/go-openapi/jsonpointer v1.0.0 // indirect

@@ -82,7 +82,7 @@ func TestMetricsOnlyOnTheMetricsListener(t *testing.T) {
 			}
 		}
 		if status, body := direct(t, "GET", metrics+"/metrics", nil); status != 200 || !strings.Contains(body, "go_goroutines") {
-			t.Errorf("%s: the metrics listener answers /metrics with %d", spec.Name, status)
+			t.Errorf("%s: the metrics listener answers /metrics with %d: %s", spec.Name, status, clip(body, 500))
 		}
 		if status, _ := direct(t, "GET", metrics+"/debug/pprof/", nil); status != 404 {
 			t.Errorf("%s: profiles are served without PPROF_ENABLED: %d", spec.Name, status)

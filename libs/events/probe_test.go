@@ -1,11 +1,8 @@
 package events_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os"
-	"strings"
 	"testing"
 
 	"github.com/customerapi/platform/libs/events/kafkatest"
@@ -21,13 +18,13 @@ func TestProbeDoesNotLeakConnections(t *testing.T) {
 	if err := probe.Check(context.Background()); err != nil {
 		t.Fatalf("the first check must reach the broker: %v", err)
 	}
-	before := clientConns(t, b.Port())
+	before := conns(t, b.Port())
 	for i := range 100 {
 		if err := probe.Check(context.Background()); err != nil {
 			t.Fatalf("check %d: %v", i, err)
 		}
 	}
-	if after := clientConns(t, b.Port()); after > before+5 {
+	if after := conns(t, b.Port()); after > before+5 {
 		t.Fatalf("100 readiness checks opened %d connections to the broker that stayed open (before %d, after %d)", after-before, before, after)
 	}
 	probe.Close()
@@ -36,30 +33,16 @@ func TestProbeDoesNotLeakConnections(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if after := clientConns(t, b.Port()); after > before+5 {
+	if after := conns(t, b.Port()); after > before+5 {
 		t.Fatalf("creating topics left %d connections open (before %d)", after, before)
 	}
 }
 
-// clientConns counts the established TCP connections on this machine whose remote port
-// is port: the client side of every connection to the broker.
-func clientConns(t *testing.T, port int) int {
+func conns(t *testing.T, port int) int {
 	t.Helper()
-	n := 0
-	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		file, err := os.Open(f)
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(file)
-		for sc.Scan() {
-			fields := strings.Fields(sc.Text())
-			// sl local_address rem_address st ...; 01 is ESTABLISHED
-			if len(fields) > 3 && fields[3] == "01" && strings.HasSuffix(fields[2], fmt.Sprintf(":%04X", port)) {
-				n++
-			}
-		}
-		file.Close()
+	n, err := kafkatest.Connections(port)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return n
 }

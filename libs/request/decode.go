@@ -67,7 +67,7 @@ func jsonKind(v any) string {
 		return "null"
 	case string:
 		return "string"
-	case json.Number:
+	case json.Number, float64, float32, int, int64:
 		return "number"
 	case bool:
 		return "boolean"

@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/customerapi/platform/api"
 	"github.com/customerapi/platform/libs/config"
 	"github.com/customerapi/platform/libs/consumer"
 	"github.com/customerapi/platform/libs/events"
@@ -133,6 +134,9 @@ type Runtime struct {
 	// GatewayOnly refuses with 401 a request the gateway did not sign; for routes outside
 	// /v0, which have no tenant (signed downloads).
 	GatewayOnly fiber.Handler
+	// Document is the OpenAPI document that judges every /v0 request; a handler that
+	// reads a body the middleware cannot (a streamed multipart upload) asks it directly.
+	Document *request.Document
 	// Outbox adds events to the outbox, refusing those over the producer's message limit
 	// (KAFKA_MAX_MESSAGE_BYTES); every repository that emits events uses it.
 	Outbox outbox.Writer
@@ -193,8 +197,15 @@ func New(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.
 	rt.Metrics = server.New(server.Config{Name: cfg.Name + "-metrics", Addr: cfg.MetricsAddr,
 		BaseURL: cfg.PublicBaseURL, Metrics: true, Pprof: cfg.Pprof, ShutdownTimeout: cfg.ShutdownTimeout},
 		server.Deps{Log: log, Registry: rt.Registry})
-	rt.API = rt.Server.App.Group("/v0", tenant.Middleware(signer, log), request.TextPath())
+	doc, err := request.LoadDocument(api.Spec)
+	if err != nil {
+		rt.Close()
+		return nil, err
+	}
+	// Every /v0 request is judged by the OpenAPI document before its handler runs.
+	rt.API = rt.Server.App.Group("/v0", tenant.Middleware(signer, log), request.TextPath(), doc.Middleware())
 	rt.GatewayOnly = internalauth.Middleware(signer, log)
+	rt.Document = doc
 	return rt, nil
 }
 

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -42,10 +43,16 @@ func Middleware(tracer trace.Tracer, m *HTTPMetrics, log *slog.Logger, render ap
 		m.inflight.Inc()
 		defer m.inflight.Dec()
 
+		// Fiber's method and path alias the connection's buffers, which the next request
+		// overwrites: what outlives the request (metric labels, spans exported later) gets
+		// a constant method name and a copy of the path.
+		method := MethodLabel(c.Method())
 		ctx := Propagator.Extract(c.UserContext(), HeaderCarrier{c})
-		ctx, span := tracer.Start(ctx, c.Method(), trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(semconv.HTTPRequestMethodKey.String(c.Method()),
-				semconv.URLPath(c.Path())))
+		ctx, span := tracer.Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(semconv.HTTPRequestMethodKey.String(method)))
+		if span.IsRecording() {
+			span.SetAttributes(semconv.URLPath(strings.Clone(c.Path())))
+		}
 		defer span.End()
 		c.SetUserContext(ctx)
 
@@ -60,20 +67,47 @@ func Middleware(tracer trace.Tracer, m *HTTPMetrics, log *slog.Logger, render ap
 		if route == "" || route == "/" && c.Path() != "/" {
 			route = "unmatched"
 		}
-		span.SetName(c.Method() + " " + route)
+		span.SetName(method + " " + route)
 		span.SetAttributes(semconv.HTTPRoute(route), semconv.HTTPResponseStatusCode(status))
 		if status >= 500 {
 			span.SetStatus(codes.Error, strconv.Itoa(status))
 		}
 		elapsed := time.Since(start)
-		m.requests.WithLabelValues(c.Method(), route, strconv.Itoa(status)).Inc()
-		m.duration.WithLabelValues(c.Method(), route).Observe(elapsed.Seconds())
+		m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
+		m.duration.WithLabelValues(method, route).Observe(elapsed.Seconds())
 		if log.Enabled(ctx, slog.LevelInfo) {
 			log.LogAttrs(ctx, slog.LevelInfo, "request",
-				slog.String("method", c.Method()), slog.String("path", c.Path()),
+				slog.String("method", method), slog.String("path", c.Path()),
 				slog.String("route", route), slog.Int("status", status),
 				slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000))
 		}
 		return nil
 	}
+}
+
+// MethodLabel is a request method as a constant string, for labels and attributes that
+// outlive the request: the standard methods by name, anything else "OTHER" (which also
+// bounds the label's values).
+func MethodLabel(m string) string {
+	switch m {
+	case fiber.MethodGet:
+		return fiber.MethodGet
+	case fiber.MethodHead:
+		return fiber.MethodHead
+	case fiber.MethodPost:
+		return fiber.MethodPost
+	case fiber.MethodPut:
+		return fiber.MethodPut
+	case fiber.MethodPatch:
+		return fiber.MethodPatch
+	case fiber.MethodDelete:
+		return fiber.MethodDelete
+	case fiber.MethodOptions:
+		return fiber.MethodOptions
+	case fiber.MethodConnect:
+		return fiber.MethodConnect
+	case fiber.MethodTrace:
+		return fiber.MethodTrace
+	}
+	return "OTHER"
 }

@@ -583,3 +583,32 @@ func TestUpstreamRestartWithManyPooledConnections(t *testing.T) {
 		}
 	}
 }
+
+// A key works on the replica that created it from the moment its creation is answered,
+// even while the cache reloads: a reload that read the database before the key was
+// committed must not store its older view over the key (it did, and the key answered
+// 401 until the next reload).
+func TestNewKeyWorksAtOnceDuringReloads(t *testing.T) {
+	up := echo(t)
+	g := start(t, pgtest.NewDatabase(t), map[string]string{"topics": up.URL})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // reloads back to back, as after a burst of notifications
+		defer wg.Done()
+		for ctx.Err() == nil {
+			_ = g.app.cache.Load(ctx)
+		}
+	}()
+	defer wg.Wait()
+	defer cancel()
+	for i := range 40 {
+		_, key := g.newKey(t, map[string]any{"tenantIds": []string{"acme"}})
+		c := g.client(t, key)
+		c.Contract = nil // the echo upstream is not the real topics service
+		if r := c.Do("GET", "/v0/topics", nil); r.Status != 200 {
+			t.Fatalf("key %d, used as soon as it was created: %s (a reload dropped it)", i+1, r)
+		}
+	}
+}

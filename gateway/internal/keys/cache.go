@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,11 +18,16 @@ import (
 // replica) and at least every RefreshEvery as a backstop, which bounds how long a revoked
 // key keeps working.
 type Cache struct {
-	store   *Store
-	hasher  *Hasher
-	log     *slog.Logger
-	every   time.Duration
-	byHash  atomic.Pointer[map[[32]byte]*Key]
+	store  *Store
+	hasher *Hasher
+	log    *slog.Logger
+	every  time.Duration
+	byHash atomic.Pointer[map[[32]byte]*Key]
+	// mu orders writers of byHash: a Load holds it from before it reads the database
+	// until it stores what it read, so a Put or Remove that happens meanwhile (the key
+	// committed after the read began) is applied to the new map, never overwritten by an
+	// older view. Lookups take no lock.
+	mu      sync.Mutex
 	loaded  atomic.Int64 // unix nanos of the last successful load
 	reloads prometheus.Counter
 	size    prometheus.Gauge
@@ -62,6 +68,8 @@ func (c *Cache) Lookup(presented string) *Key {
 
 // Put adds a key at once (used by the replica that created it).
 func (c *Cache) Put(k Key) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	old := *c.byHash.Load()
 	next := make(map[[32]byte]*Key, len(old)+1)
 	for h, v := range old {
@@ -73,6 +81,8 @@ func (c *Cache) Put(k Key) {
 
 // Remove drops a key at once (used by the replica that revoked it).
 func (c *Cache) Remove(hash [32]byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	old := *c.byHash.Load()
 	next := make(map[[32]byte]*Key, len(old))
 	for h, v := range old {
@@ -85,6 +95,8 @@ func (c *Cache) Remove(hash [32]byte) {
 
 // Load replaces the cache with the active keys of the database.
 func (c *Cache) Load(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	ks, err := c.store.Active(ctx)
 	if err != nil {
 		return err

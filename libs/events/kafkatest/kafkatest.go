@@ -2,8 +2,13 @@
 package kafkatest
 
 import (
+	"bufio"
+	"errors"
+	"fmt"
 	"net"
+	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -57,4 +62,31 @@ func (b *Broker) Stop() { b.Cluster.Close() }
 // Config returns Kafka settings pointing at the broker.
 func (b *Broker) Config() events.KafkaConfig {
 	return events.KafkaConfig{Brokers: []string{b.Addr}, Partitions: 3, ReplicationFactor: 1}
+}
+
+// Connections counts the established TCP connections on this machine whose remote port
+// is port: the client side of every connection to a broker listening there (tests that
+// check a client closes what it opens).
+func Connections(port int) (int, error) {
+	n := 0
+	suffix := fmt.Sprintf(":%04X", port)
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		file, err := os.Open(f)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		sc := bufio.NewScanner(file)
+		for sc.Scan() {
+			// sl local_address rem_address st ...; st 01 is ESTABLISHED
+			fields := strings.Fields(sc.Text())
+			if len(fields) > 3 && fields[3] == "01" && strings.HasSuffix(fields[2], suffix) {
+				n++
+			}
+		}
+		file.Close()
+	}
+	return n, nil
 }

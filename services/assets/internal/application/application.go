@@ -177,7 +177,7 @@ func Setup(rt *service.Runtime, env *config.Env) error {
 	srv.StreamRequestBody = true
 	srv.DisablePreParseMultipartForm = true
 	srv.MaxRequestBodySize = apierror.MaxBodyBytes // prefetched before a handler runs; the rest streams
-	h := &ports.Handlers{App: svc, Validator: rt.Validator, Cursors: rt.Cursors, Log: rt.Log, TransferTimeout: s.TransferTimeout}
+	h := &ports.Handlers{App: svc, Document: rt.Document, Cursors: rt.Cursors, Log: rt.Log, TransferTimeout: s.TransferTimeout}
 	h.Register(rt.API, rt.Server.App, rt.GatewayOnly)
 	rt.Go(func(ctx context.Context) error { return svc.RunJanitor(ctx, s.JanitorInterval, s.TrashRetention) })
 	return nil

@@ -211,7 +211,7 @@ func TestBadUploadsAre400AndLeaveNothing(t *testing.T) {
 		"unknown field":        {[]part{img, typ, field("color", "red")}, "[body:unrecognized_keys:[color]]"},
 		"bad hidden":           {[]part{img, typ, field("hidden", "yes")}, "[body:invalid_type:[hidden]]"},
 		"empty name":           {[]part{img, typ, field("name", "")}, "[body:too_small:[name]]"},
-		"blank name":           {[]part{img, typ, field("name", "   ")}, "[body:too_small:[name]]"},
+		"blank name":           {[]part{img, typ, field("name", "   ")}, "[body:invalid_string:[name]]"},
 		"long name":            {[]part{img, typ, field("name", strings.Repeat("n", 256))}, "[body:too_big:[name]]"},
 		"no name at all":       {[]part{{name: "file", data: pngImage(4, 4)}, typ}, "[body:invalid_type:[name]]"},
 		"long purpose":         {[]part{img, typ, field("purpose", strings.Repeat("p", 1001))}, "[body:too_big:[purpose]]"},
@@ -226,7 +226,17 @@ func TestBadUploadsAre400AndLeaveNothing(t *testing.T) {
 		"other tenant parent":  {[]part{img, typ, field("parentAssetId", other)}, "[body:custom:[parentAssetId]]"},
 		"oversize":             {[]part{file("big.bin", bytes.Repeat([]byte{1}, 1<<20+1)), typ}, "[body:too_big:[file]]"},
 		"oversize, type later": {[]part{file("big.png", append(pngImage(4, 4), make([]byte, 2<<20)...)), typ}, "[body:too_big:[file]]"},
-		"several problems":     {[]part{field("type", "pdf"), field("hidden", "maybe")}, "[body:invalid_type:[name] body:invalid_enum_value:[type] body:invalid_type:[hidden] body:invalid_type:[file]]"},
+		"control in name":      {[]part{img, typ, field("name", "a\x1bb")}, "[body:invalid_string:[name]]"},
+		"control in purpose":   {[]part{img, typ, field("purpose", "ring\a")}, "[body:invalid_string:[purpose]]"},
+		"tab in tag":           {[]part{img, typ, field("tags", "tab\tin")}, "[body:invalid_string:[tags 0]]"},
+		"NBSP-padded tag":      {[]part{img, typ, field("tags", "x\u00a0")}, "[body:invalid_string:[tags 0]]"},
+		"NUL in a field":       {[]part{img, typ, field("name", "a\x00b")}, "[body:invalid_string:[name]]"},
+		"tags after a bad one": {[]part{img, typ, field("tags", "ok"), field("tags", "a\x00"), field("tags", "x "), field("tags", strings.Repeat("t", 5000)), field("tags", "OK")}, "[body:invalid_string:[tags 1] body:too_big:[tags 3] body:invalid_string:[tags 2] body:custom:[tags 4]]"},
+		"not UTF-8":            {[]part{img, typ, field("purpose", "\xff")}, "[body:invalid_string:[purpose]]"},
+		"type as a file":       {[]part{img, {name: "type", filename: "t.txt", data: []byte("image")}}, "[body:invalid_type:[type]]"},
+		"unknown file part":    {[]part{img, typ, {name: "attachment", filename: "a.bin", data: make([]byte, 5000)}}, "[body:too_big:[attachment] body:unrecognized_keys:[attachment]]"},
+		"file name, too long":  {[]part{file(strings.Repeat("n", 252)+".png", pngImage(4, 4)), typ}, "[body:too_big:[name]]"},
+		"several problems":     {[]part{field("type", "pdf"), field("hidden", "maybe")}, "[body:invalid_type:[hidden] body:invalid_enum_value:[type] body:invalid_type:[file] body:invalid_type:[name]]"},
 	} {
 		r := upload(c, tc.parts...)
 		if r.Status != 400 || fmt.Sprint(issueCodes(r)) != tc.want {
@@ -254,8 +264,57 @@ func TestBadUploadsAre400AndLeaveNothing(t *testing.T) {
 	if n := e.count(t, "SELECT count(*) FROM object_cleanup"); n != 0 {
 		t.Fatalf("%d cleanup records left", n)
 	}
-	// The service still works after all that.
-	mustStatus(t, upload(c, img, typ), 201)
+	// The service still works after all that, and takes what the rules allow: tags of
+	// any script up to 64 characters, a purpose with line breaks, a name from the file,
+	// hidden in any case.
+	ok := mustStatus(t, upload(c, file("Plan.png", pngImage(4, 4)), typ, field("tags", "Große Marke"),
+		field("tags", strings.Repeat("x", 64)), field("purpose", "two\n\tlines"), field("hidden", "TRUE")), 201)
+	if ok["name"] != "Plan.png" || fmt.Sprint(ok["tags"]) != "[Große Marke "+strings.Repeat("x", 64)+"]" ||
+		ok["purpose"] != "two\n\tlines" || ok["hidden"] != true {
+		t.Fatalf("asset = %v", ok)
+	}
+}
+
+// A multipart body whose closing boundary never arrives is incomplete, wherever it ends:
+// in a part's data, on a boundary line, in the headers of a part that never comes. It is
+// a 400 and nothing is stored, even when every part the asset needs arrived whole.
+func TestTruncatedUploadsAre400AndLeaveNothing(t *testing.T) {
+	e := start(t, nil)
+	c := e.client(t, "acme")
+	whole, ct := form(field("type", "image"), field("name", "cut"), file("a.png", pngImage(8, 8)))
+	boundary := strings.TrimPrefix(ct, "multipart/form-data; boundary=")
+	closing := "\r\n--" + boundary + "--\r\n"
+	if !strings.HasSuffix(string(whole), closing) {
+		t.Fatalf("the form does not end with its closing boundary: %q", whole[len(whole)-64:])
+	}
+	parts := strings.TrimSuffix(string(whole), closing) // every part whole, the file's data last
+	for name, body := range map[string]string{
+		"no closing boundary":           parts,
+		"no closing boundary, a CRLF":   parts + "\r\n",
+		"a boundary, not the last":      parts + "\r\n--" + boundary,
+		"a boundary line, then nothing": parts + "\r\n--" + boundary + "\r\n",
+		"the headers of another part":   parts + "\r\n--" + boundary + "\r\nContent-Disposition: form-data; name=\"tags\"\r\n",
+		"in another part's value":       parts + "\r\n--" + boundary + "\r\nContent-Disposition: form-data; name=\"tags\"\r\n\r\nbra",
+		"the closing boundary cut":      parts + "\r\n--" + boundary + "-",
+		"in the file's data":            parts[:len(parts)-20],
+	} {
+		r := c.With("Content-Type", ct).Do("POST", "/v0/assets", apitest.Raw(body))
+		if r.Status != 400 || fmt.Sprint(issueCodes(r)) != "[body:invalid_type:[]]" {
+			t.Errorf("%s: %s", name, r)
+		}
+	}
+	if n := e.count(t, "SELECT count(*) FROM assets"); n != 0 {
+		t.Fatalf("truncated uploads stored %d assets", n)
+	}
+	if objs := e.objects(t); len(objs) != 0 {
+		t.Fatalf("truncated uploads left objects: %v", objs)
+	}
+	if n := e.count(t, "SELECT count(*) FROM object_cleanup"); n != 0 {
+		t.Fatalf("%d cleanup records left", n)
+	}
+	// The whole body, and one with an epilogue after its closing boundary, are stored.
+	mustStatus(t, c.With("Content-Type", ct).Do("POST", "/v0/assets", whole), 201)
+	mustStatus(t, c.With("Content-Type", ct).Do("POST", "/v0/assets", apitest.Raw(string(whole)+"an epilogue\r\n")), 201)
 }
 
 func TestParentAsset(t *testing.T) {
@@ -362,6 +421,35 @@ func TestLifecycle(t *testing.T) {
 	mustStatus(t, c.Do("POST", "/v0/assets/asset_missing/trash", nil), 404)
 }
 
+// Trash and restore take no body or an empty object, judged by the document before the
+// asset is touched: white space alone is no JSON, and a field is unknown. (That the
+// document reads a streamed body no further than the JSON limit, libs/request tests.)
+func TestActionBodies(t *testing.T) {
+	e := start(t, nil)
+	c := e.client(t, "acme")
+	id := mustStatus(t, upload(c, file("a.png", pngImage(4, 4)), field("type", "image")), 201)["assetId"].(string)
+	for _, op := range []string{"trash", "restore"} {
+		for name, tc := range map[string]struct {
+			body any
+			want string
+		}{
+			"white space": {apitest.Raw(" \r\n "), "[body:invalid_json:[]]"},
+			"a field":     {map[string]any{"now": true}, "[body:unrecognized_keys:[now]]"},
+			"not JSON":    {apitest.Raw("trash"), "[body:invalid_json:[]]"},
+		} {
+			r := c.Do("POST", "/v0/assets/"+id+"/"+op, tc.body)
+			if r.Status != 400 || fmt.Sprint(issueCodes(r)) != tc.want {
+				t.Errorf("%s, %s: %d %v, want %s", op, name, r.Status, issueCodes(r), tc.want)
+			}
+		}
+	}
+	if got := mustStatus(t, c.Do("GET", "/v0/assets/"+id, nil), 200)["lifecycleState"]; got != "active" {
+		t.Fatalf("refused requests changed the asset: %v", got)
+	}
+	mustStatus(t, c.Do("POST", "/v0/assets/"+id+"/trash", apitest.Raw("{}")), 200)
+	mustStatus(t, c.Do("POST", "/v0/assets/"+id+"/restore", nil), 200)
+}
+
 func TestListsPaginateAndValidate(t *testing.T) {
 	e := start(t, nil)
 	c := e.client(t, "acme")
@@ -417,7 +505,7 @@ func TestListsPaginateAndValidate(t *testing.T) {
 		"other filter":    {"/v0/assets?cursor=" + url.QueryEscape(iconCursor), "[query:invalid_cursor:[cursor]]"},
 		"other list":      {"/v0/assets/trash?assetType=icon&cursor=" + url.QueryEscape(iconCursor), "[query:invalid_cursor:[cursor]]"},
 		"two assetTypes":  {"/v0/assets?assetType=icon&assetType=logo", "[query:invalid_type:[assetType]]"},
-		"several at once": {"/v0/assets?limit=0&assetType=x", "[query:invalid_enum_value:[assetType] query:too_small:[limit]]"},
+		"several at once": {"/v0/assets?limit=0&assetType=x", "[query:too_small:[limit] query:invalid_enum_value:[assetType]]"},
 	} {
 		r := c.Do("GET", tc.path, nil)
 		if r.Status != 400 || fmt.Sprint(issueCodes(r)) != tc.want {

@@ -1,5 +1,6 @@
 // Package domain holds the assets context's types and rules: asset types and the media
-// each accepts, the lifecycle, and the limits of names and tags. Plain Go.
+// each accepts, the lifecycle, and the uniqueness of tags. The bounds and shapes of the
+// fields are the OpenAPI document's (AssetUpload). Plain Go.
 package domain
 
 import (
@@ -7,8 +8,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 )
 
 // State is an asset's lifecycleState.
@@ -30,18 +29,6 @@ const (
 	TypeCustomComponent = "custom-component"
 )
 
-// Types lists the asset types in the spec's order.
-var Types = []string{TypeImage, TypeLogo, TypeIcon, TypeVideo, TypeCustomComponent}
-
-// Limits of the fields (the spec leaves them open; docs/api.md records them).
-const (
-	MaxNameLen    = 255
-	MaxPurposeLen = 1000
-	MaxTags       = 50
-	MaxTagLen     = 64
-	MaxQueryLen   = 200
-)
-
 // accepted lists the media types each asset type accepts, as sniffed from the bytes.
 var accepted = map[string][]string{
 	TypeImage: {"image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp", "image/avif", "image/svg+xml"},
@@ -60,9 +47,6 @@ func Accepted(assetType string) []string { return accepted[assetType] }
 func Accepts(assetType, mediaType string) bool {
 	return slices.Contains(accepted[assetType], mediaType)
 }
-
-// IsType reports whether s is an asset type.
-func IsType(s string) bool { return slices.Contains(Types, s) }
 
 // Errors the application maps to API errors.
 var (
@@ -136,30 +120,16 @@ func (a *Asset) Delete(now time.Time) []string {
 // HasBytes reports whether the asset's objects exist (everything but deleted assets).
 func (a *Asset) HasBytes() bool { return a.State != Deleted }
 
-// TagProblem describes why a tag is not acceptable, or "" when it is.
-func TagProblem(tag string) string {
-	switch {
-	case tag == "":
-		return "Tag must contain at least 1 character(s)"
-	case !utf8.ValidString(tag):
-		return "Tag must be valid UTF-8"
-	case utf8.RuneCountInString(tag) > MaxTagLen:
-		return "Tag must contain at most 64 character(s)"
-	case strings.TrimSpace(tag) != tag:
-		return "Tag must not start or end with white space"
-	case strings.IndexFunc(tag, unicode.IsControl) >= 0:
-		return "Tag must not contain control characters"
-	}
-	return ""
-}
-
 // DuplicateTag returns the index of the first tag equal (ignoring case) to an earlier
 // one, or -1. Tags are matched case-insensitively, so two that differ only in case are
-// the same tag.
+// the same tag. Empty tags are skipped: they are no tags (the document refuses them).
 func DuplicateTag(tags []string) int {
 	seen := make(map[string]bool, len(tags))
 	for i, t := range tags {
 		k := strings.ToLower(t)
+		if k == "" {
+			continue
+		}
 		if seen[k] {
 			return i
 		}

@@ -9,16 +9,18 @@ import (
 	"github.com/customerapi/platform/libs/apierror"
 )
 
-// The service streams request bodies (uploads must not be buffered), so a route that
-// reads a JSON body first takes it through bufferJSON, which reads at most 1 MiB.
+// The service streams request bodies (uploads must not be buffered). The document
+// middleware reads the JSON bodies it judges (trash, restore) no further than 1 MiB; a
+// route with no body to judge (DELETE) takes what is sent through bufferJSON, which reads
+// at most 1 MiB too.
 
 func tooBig(limit string) *apierror.Error {
 	return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "too_big", Path: []any{},
 		Message: "request body exceeds the limit of " + limit})
 }
 
-// bufferJSON replaces a streamed body of at most 1 MiB by its bytes, so the JSON decoder
-// can read it; a larger one is a 400 without reading it all.
+// bufferJSON replaces a streamed body of at most 1 MiB by its bytes; a larger one is a
+// 400 without reading it all.
 func bufferJSON(c *fiber.Ctx) error {
 	req := c.Request()
 	if !req.IsBodyStream() {

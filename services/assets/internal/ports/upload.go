@@ -1,26 +1,29 @@
 package ports
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"mime"
 	"mime/multipart"
+	"slices"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/customerapi/platform/libs/apierror"
+	"github.com/customerapi/platform/libs/request"
 	"github.com/customerapi/platform/libs/tenant"
 	"github.com/customerapi/platform/services/assets/internal/app"
 	"github.com/customerapi/platform/services/assets/internal/domain"
 )
 
-// Limits of a multipart upload besides the file itself.
+// Limits of a multipart upload besides the file itself: of its transport, not of the
+// fields' values (the document's AssetUpload judges those).
 const (
 	maxFieldBytes = 4096
 	maxParts      = 100
@@ -29,10 +32,10 @@ const (
 	multipartOverhead = 1 << 20
 )
 
-// uploadForm collects the text fields of an upload.
+// uploadForm collects an upload's parts: each field's values as text, for the document
+// to judge, and the problems only the handler can see.
 type uploadForm struct {
-	fields map[string]string
-	tags   []string
+	values map[string][]string
 	issues []apierror.Issue
 	file   string // the file part's own file name
 }
@@ -56,9 +59,43 @@ func (r *readErrReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// closeWatcher passes a multipart body through and notes whether its close delimiter
+// (the line "--boundary--") went by. multipart.Reader reports a body that stops at a
+// boundary line, or in the headers of a part, with the io.EOF of a complete one, so
+// without it a truncated upload whose parts all arrived whole would be stored.
+type closeWatcher struct {
+	r     io.Reader
+	delim []byte // "\n--" + boundary + "--"
+	tail  []byte // the last len(delim)-1 bytes read; the body starts a line
+	seen  bool
+}
+
+func newCloseWatcher(r io.Reader, boundary string) *closeWatcher {
+	delim := []byte("\n--" + boundary + "--")
+	return &closeWatcher{r: r, delim: delim, tail: append(make([]byte, 0, 2*len(delim)), '\n')}
+}
+
+func (w *closeWatcher) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	if n == 0 || w.seen {
+		return n, err
+	}
+	keep := len(w.delim) - 1
+	// The delimiter may straddle two reads: look at the end of the last one with the
+	// start of this one, then at this one.
+	w.tail = append(w.tail, p[:min(n, keep)]...)
+	w.seen = bytes.Contains(w.tail, w.delim) || bytes.Contains(p[:n], w.delim)
+	if n >= keep {
+		w.tail = append(w.tail[:0], p[n-keep:n]...)
+	} else if len(w.tail) > keep {
+		w.tail = append(w.tail[:0], w.tail[len(w.tail)-keep:]...)
+	}
+	return n, err
+}
+
 // upload reads a multipart/form-data body part by part, streaming the file part into
-// storage as it arrives (the body is never held whole), then validates the fields and
-// creates the asset. Every failure after the file was staged removes it again.
+// storage as it arrives (the body is never held whole), then has the document judge the
+// fields and creates the asset. Every failure after the file was staged removes it again.
 func (h *Handlers) upload(c *fiber.Ctx) (err error) {
 	ctx := c.UserContext()
 	mt, params, perr := mime.ParseMediaType(c.Get(fiber.HeaderContentType))
@@ -83,32 +120,33 @@ func (h *Handlers) upload(c *fiber.Ctx) (err error) {
 	}
 
 	tenantID := tenant.From(c)
-	form := &uploadForm{fields: map[string]string{}}
+	form := &uploadForm{values: map[string][]string{}}
 	var staged *app.Staged
 	defer func() {
 		if staged != nil { // not handed to Create: remove it
 			h.App.Discard(ctx, staged)
 		}
 	}()
-	mr := multipart.NewReader(body, params["boundary"])
+	closing := newCloseWatcher(body, params["boundary"])
+	mr := multipart.NewReader(closing, params["boundary"])
 	for parts := 0; ; parts++ {
 		part, nerr := mr.NextPart()
-		if errors.Is(nerr, io.EOF) {
-			break
+		if errors.Is(nerr, io.EOF) && closing.seen {
+			break // every part is in
 		}
 		if nerr != nil {
-			return malformed(nerr)
+			return readFailure(nerr)
 		}
 		if parts == maxParts {
 			return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "too_big", Path: []any{},
 				Message: fmt.Sprintf("a multipart body may have at most %d parts", maxParts)})
 		}
 		name := part.FormName()
-		switch {
-		case name == "file":
+		if name == "file" {
+			form.values[name] = append(form.values[name], "") // the document counts them
 			if staged != nil {
-				form.fail("invalid_type", "Expected a single file, received several", "file")
-				break
+				_ = part.Close() // a second file: the document refuses it; its bytes are skipped
+				continue
 			}
 			form.file = part.FileName()
 			src := &readErrReader{r: part}
@@ -121,40 +159,50 @@ func (h *Handlers) upload(c *fiber.Ctx) (err error) {
 			case errors.Is(serr, app.ErrTooLarge):
 				return h.mapError(ctx, serr)
 			case src.err != nil:
-				return malformed(src.err)
+				return readFailure(src.err)
 			default:
 				h.Log.ErrorContext(ctx, "storing an upload failed", slog.Any("error", serr))
 				return apierror.Unavailable("asset storage is unavailable; retry").WithHeader(fiber.HeaderRetryAfter, "1")
 			}
-		case isField(name):
-			v, ferr := readField(part)
-			if body.err != nil {
-				return malformed(body.err)
-			}
-			switch {
-			case ferr != nil:
-				form.fail("too_big", fmt.Sprintf("A field value may hold at most %d bytes", maxFieldBytes), name)
-			case part.FileName() != "":
-				form.fail("invalid_type", "Expected a text field, received a file", name)
-			case name == "tags":
-				form.tags = append(form.tags, v)
-			default:
-				if _, dup := form.fields[name]; dup {
-					form.fail("invalid_type", "Expected a single value, received several", name)
-				}
-				form.fields[name] = v
-			}
+			_ = part.Close()
+			continue
+		}
+		// A field: its value is text for the document to judge (which refuses a name it
+		// does not know).
+		path := []any{name}
+		if name == "tags" {
+			path = append(path, len(form.values[name]))
+		}
+		v, ferr := readField(part)
+		switch {
+		case errors.Is(ferr, errFieldTooBig):
+			form.fail("too_big", fmt.Sprintf("A field value may hold at most %d bytes", maxFieldBytes), path...)
+		case ferr != nil:
+			return readFailure(ferr)
+		case part.FileName() != "":
+			form.fail("invalid_type", "Expected a text field, received a file", path...)
+		case !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0:
+			form.fail("invalid_string", "Expected UTF-8 text without NUL characters", path...)
 		default:
-			form.fail("unrecognized_keys", fmt.Sprintf("Unrecognized field: '%s'", truncate(name)), name)
+			form.values[name] = append(form.values[name], v)
+			_ = part.Close()
+			continue
+		}
+		// Not read as text (the issue says why): the document judges only its name, and a
+		// tag keeps its place so that the later tags keep their indexes.
+		if name == "tags" {
+			form.values[name] = append(form.values[name], "")
+		} else if _, ok := form.values[name]; !ok {
+			form.values[name] = nil
 		}
 		_ = part.Close()
 	}
-	in := form.validate()
-	if staged == nil && !form.has("file") {
-		form.fail("invalid_type", "Required", "file")
-	}
+	in := form.judge(c, h.Document)
 	if len(form.issues) > 0 {
 		return apierror.Validation(apierror.FieldBody, form.issues...)
+	}
+	if staged == nil {
+		return fieldIssue("file", "invalid_type", "Required") // the document requires it
 	}
 	st := staged
 	staged = nil // Create removes it on failure
@@ -165,27 +213,26 @@ func (h *Handlers) upload(c *fiber.Ctx) (err error) {
 	return h.respond(c, fiber.StatusCreated, a)
 }
 
-func (f *uploadForm) has(path string) bool {
-	for _, is := range f.issues {
-		if len(is.Path) > 0 && is.Path[0] == path {
-			return true
-		}
-	}
-	return false
-}
-
 func malformed(err error) *apierror.Error {
 	return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_type", Path: []any{},
 		Message: "malformed multipart body: " + err.Error()})
 }
 
-func isField(name string) bool {
-	switch name {
-	case "name", "purpose", "type", "tags", "hidden", "parentAssetId":
-		return true
-	}
-	return false
+func truncated() *apierror.Error {
+	return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_type", Path: []any{},
+		Message: "malformed multipart body: it ends before its closing boundary"})
 }
+
+// readFailure is the answer to a body that could not be read to its closing boundary:
+// it stopped early (in a part, or between parts), or it is not multipart.
+func readFailure(err error) *apierror.Error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return truncated()
+	}
+	return malformed(err)
+}
+
+var errFieldTooBig = errors.New("field value too big")
 
 func readField(part *multipart.Part) (string, error) {
 	b, err := io.ReadAll(io.LimitReader(part, maxFieldBytes+1))
@@ -193,107 +240,71 @@ func readField(part *multipart.Part) (string, error) {
 		return "", err
 	}
 	if len(b) > maxFieldBytes {
-		_, _ = io.Copy(io.Discard, part)
-		return "", errors.New("too big")
+		if _, err := io.Copy(io.Discard, part); err != nil {
+			return "", err
+		}
+		return "", errFieldTooBig
 	}
 	return string(b), nil
 }
 
-func truncate(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
+// judge has the document judge the fields, applies the rules it cannot state, and
+// returns the asset's input; every problem goes to f.issues.
+func (f *uploadForm) judge(c *fiber.Ctx, doc *request.Document) app.NewAsset {
+	// The name defaults to the file's own name, judged as if it had been sent.
+	_, named := f.values["name"]
+	if !named && f.file != "" && !f.failed("name") {
+		f.values["name"] = []string{f.file}
 	}
-	return s
+	own := slices.Clone(f.issues)
+	for _, is := range doc.FormIssues(c, f.values) {
+		// One issue a place: the handler's says more of a value it could not read.
+		if is.Code == "unrecognized_keys" || !failedAt(own, is.Path) {
+			f.issues = append(f.issues, is)
+		}
+	}
+	if _, ok := f.values["name"]; !ok && !f.failed("name") {
+		f.fail("invalid_type", "Required (or send the file with a file name)", "name")
+	}
+	tags := f.values["tags"]
+	if i := domain.DuplicateTag(tags); i >= 0 { // a tag not read is "", which no tag equals
+		f.fail("custom", "Tags must be unique (ignoring case)", "tags", i)
+	}
+	in := app.NewAsset{Name: f.one("name"), Purpose: f.one("purpose"), Type: f.one("type"), Tags: tags}
+	hidden := f.one("hidden") // the document let only true, false, 1 and 0 through
+	in.Hidden = hidden == "1" || strings.EqualFold(hidden, "true")
+	if p := f.one("parentAssetId"); p != "" {
+		in.ParentID = &p
+	}
+	return in
 }
 
-// textProblem describes why a name or purpose is not acceptable, or "".
-func textProblem(s string, minLen, maxLen int) string {
-	n := utf8.RuneCountInString(s)
-	switch {
-	case !utf8.ValidString(s):
-		return "String must be valid UTF-8"
-	case n < minLen:
-		return fmt.Sprintf("String must contain at least %d character(s)", minLen)
-	case n > maxLen:
-		return fmt.Sprintf("String must contain at most %d character(s)", maxLen)
-	case strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' }) >= 0:
-		return "String must not contain control characters"
+// one is the first value of a field, "" when it was not sent.
+func (f *uploadForm) one(name string) string {
+	if v := f.values[name]; len(v) > 0 {
+		return v[0]
 	}
 	return ""
 }
 
-func codeFor(problem string) string {
-	switch {
-	case strings.Contains(problem, "at least"):
-		return "too_small"
-	case strings.Contains(problem, "at most"):
-		return "too_big"
+// failed reports whether an issue of the handler's own is about the field.
+func (f *uploadForm) failed(name string) bool {
+	for _, is := range f.issues {
+		if len(is.Path) > 0 && is.Path[0] == name {
+			return true
+		}
 	}
-	return "invalid_string"
+	return false
 }
 
-// validate checks the fields and returns the asset's input; problems go to f.issues.
-func (f *uploadForm) validate() app.NewAsset {
-	in := app.NewAsset{Tags: f.tags}
-	name, given := f.fields["name"]
-	if !given {
-		name = f.file // the file's own name when none is given
-		if utf8.RuneCountInString(name) > domain.MaxNameLen {
-			name = string([]rune(name)[:domain.MaxNameLen])
+// failedAt reports whether one of issues is at path.
+func failedAt(issues []apierror.Issue, path []any) bool {
+	for _, is := range issues {
+		if slices.Equal(is.Path, path) {
+			return true
 		}
 	}
-	switch p := textProblem(name, 1, domain.MaxNameLen); {
-	case f.has("name"):
-	case !given && name == "":
-		f.fail("invalid_type", "Required (or send the file with a file name)", "name")
-	case p != "":
-		f.fail(codeFor(p), p, "name")
-	case strings.TrimSpace(name) == "":
-		f.fail("too_small", "String must not be blank", "name")
-	}
-	in.Name = name
-	in.Purpose = f.fields["purpose"]
-	if p := textProblem(in.Purpose, 0, domain.MaxPurposeLen); p != "" && !f.has("purpose") {
-		f.fail(codeFor(p), p, "purpose")
-	}
-	typ, ok := f.fields["type"]
-	switch {
-	case f.has("type"):
-	case !ok:
-		f.fail("invalid_type", "Required", "type")
-	case !domain.IsType(typ):
-		f.fail("invalid_enum_value", fmt.Sprintf("Invalid enum value. Expected '%s', received '%s'",
-			strings.Join(domain.Types, "' | '"), truncate(typ)), "type")
-	}
-	in.Type = typ
-	if v, ok := f.fields["hidden"]; ok && !f.has("hidden") {
-		switch strings.ToLower(v) {
-		case "true", "1":
-			in.Hidden = true
-		case "false", "0":
-		default:
-			f.fail("invalid_type", "Expected boolean (true or false), received '"+truncate(v)+"'", "hidden")
-		}
-	}
-	if v, ok := f.fields["parentAssetId"]; ok && !f.has("parentAssetId") {
-		if p := textProblem(v, 1, 64); p != "" {
-			f.fail(codeFor(p), p, "parentAssetId")
-		} else {
-			in.ParentID = &v
-		}
-	}
-	if len(f.tags) > domain.MaxTags {
-		f.fail("too_big", fmt.Sprintf("Array must contain at most %d element(s)", domain.MaxTags), "tags")
-	}
-	for i, t := range f.tags {
-		if p := domain.TagProblem(t); p != "" {
-			f.fail(codeFor(p), p, "tags", i)
-		}
-	}
-	if i := domain.DuplicateTag(f.tags); i >= 0 {
-		f.fail("custom", "Tags must be unique (ignoring case)", "tags", i)
-	}
-	return in
+	return false
 }
 
 func formatBytes(n int64) string {

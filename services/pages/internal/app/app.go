@@ -31,7 +31,7 @@ func (s *Service) now() time.Time {
 func (s *Service) CreatePage(ctx context.Context, p domain.Page) (domain.Page, error) {
 	now := s.now()
 	p.ID, p.Status, p.CreatedAt, p.UpdatedAt, p.AudiencesCount = ids.New("page"), domain.PageDraft, now, now, 0
-	if err := p.CheckHeaderAction(); err != nil {
+	if err := p.Check(); err != nil {
 		return p, err
 	}
 	return p, s.Store.CreatePage(ctx, p)

@@ -65,9 +65,8 @@ func Setup(rt *service.Runtime, env *config.Env) error {
 	}
 	store := adapters.NewStore(rt.Pool, rt.Outbox)
 	h := &ports.Handlers{
-		App:       &app.Service{Store: store},
-		Validator: rt.Validator,
-		Cursors:   rt.Cursors,
+		App:     &app.Service{Store: store},
+		Cursors: rt.Cursors,
 	}
 	h.Register(rt.API)
 	metrics := app.NewMetrics(rt.Registry)

@@ -214,14 +214,14 @@ type Change struct {
 }
 
 // Bounds of the values a change may propose: those of the audience field it lands in
-// (supplementaryContext, and the metadata's title, description and keywords), so an
-// applied change never leaves the audience with a value its own update would refuse.
+// (the metadata's title, description and keywords), so an applied change never leaves
+// the audience with a value its own update would refuse. A supplementary context may
+// hold what any newValue may (20000 characters, the document's maxLength of newValue).
 const (
-	MaxSupplementaryContext = 20000
-	MaxMetaTitle            = 500
-	MaxMetaDescription      = 2000
-	MaxKeywords             = 50
-	MaxKeywordLen           = 200
+	MaxMetaTitle       = 500
+	MaxMetaDescription = 2000
+	MaxKeywords        = 50
+	MaxKeywordLen      = 200
 )
 
 // splitKeywords splits a comma-separated keyword list, dropping empty entries.
@@ -236,14 +236,11 @@ func splitKeywords(v string) []string {
 }
 
 // CheckChange reports, as a sentence, why value cannot be proposed for field ("" when it
-// can). Lengths count characters, as the request validation does.
+// can): a rule across a change's two fields, which the document states in words. Lengths
+// count characters, as the document's do.
 func CheckChange(field, value string) string {
 	n := utf8.RuneCountInString(value)
 	switch field {
-	case FieldSupplementaryContext:
-		if n > MaxSupplementaryContext {
-			return fmt.Sprintf("A supplementary context has at most %d characters", MaxSupplementaryContext)
-		}
 	case FieldMetaTitle:
 		if n > MaxMetaTitle {
 			return fmt.Sprintf("A meta title has at most %d characters", MaxMetaTitle)

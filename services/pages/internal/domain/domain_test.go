@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +76,16 @@ func TestPageStatus(t *testing.T) {
 	if err := p.Apply(PagePatch{SetHeaderAction: true, HeaderActionID: ptr("b")}, now); err != ErrUnknownHeaderAct {
 		t.Fatalf("unknown header action = %v", err)
 	}
+	dup := []Action{{ActionID: "a"}, {ActionID: "b"}, {ActionID: "a"}}
+	var de *DuplicateActionError
+	if err := p.Apply(PagePatch{Actions: &dup, SetHeaderAction: true}, now); !errors.As(err, &de) ||
+		de.Index != 2 || de.First != 0 || de.ActionID != "a" {
+		t.Fatalf("duplicate action IDs = %v", err)
+	}
+	distinct := []Action{{ActionID: "a"}, {ActionID: "A"}}
+	if err := p.Apply(PagePatch{Actions: &distinct, SetHeaderAction: true, HeaderActionID: ptr("A")}, now); err != nil {
+		t.Fatalf("actionIds differing in case = %v", err)
+	}
 }
 
 func TestCheckChange(t *testing.T) {
@@ -87,8 +98,9 @@ func TestCheckChange(t *testing.T) {
 		{FieldMetaTitle, long(MaxMetaTitle + 1), false},
 		{FieldMetaDescription, long(MaxMetaDescription), true},
 		{FieldMetaDescription, long(MaxMetaDescription + 1), false},
-		{FieldSupplementaryContext, long(MaxSupplementaryContext), true},
-		{FieldSupplementaryContext, long(MaxSupplementaryContext + 1), false},
+		// A supplementary context holds what newValue may hold: the document's maxLength
+		// (20000) bounds it, so it is not checked here again.
+		{FieldSupplementaryContext, long(20001), true},
 		{FieldMetaKeywords, strings.Repeat("k, ,", MaxKeywords), true}, // empty entries do not count
 		{FieldMetaKeywords, strings.Repeat("k,", MaxKeywords+1), false},
 		{FieldMetaKeywords, "a, " + long(MaxKeywordLen), true},

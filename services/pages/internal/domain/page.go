@@ -4,6 +4,7 @@ package domain
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -190,17 +191,37 @@ type Page struct {
 	DeletedAt         *time.Time
 }
 
-// CheckHeaderAction reports ErrUnknownHeaderAct when headerActionId names no action.
-func (p *Page) CheckHeaderAction() error {
+// DuplicateActionError reports an action whose actionId an earlier action of the page
+// has: actionIds are unique within a page (a rule across the items of a list, which the
+// OpenAPI document states in words only).
+type DuplicateActionError struct {
+	Index, First int // positions in the page's actions
+	ActionID     string
+}
+
+func (e *DuplicateActionError) Error() string {
+	return fmt.Sprintf("actions[%d] has the actionId %q of actions[%d]: actionIds are unique within a page",
+		e.Index, e.ActionID, e.First)
+}
+
+// Check applies the page's rules across fields: actionIds are unique
+// (*DuplicateActionError) and headerActionId, when set, names one of the actions
+// (ErrUnknownHeaderAct).
+func (p *Page) Check() error {
+	seen := make(map[string]int, len(p.Actions))
+	for i, a := range p.Actions {
+		if first, ok := seen[a.ActionID]; ok {
+			return &DuplicateActionError{Index: i, First: first, ActionID: a.ActionID}
+		}
+		seen[a.ActionID] = i
+	}
 	if p.HeaderActionID == nil {
 		return nil
 	}
-	for _, a := range p.Actions {
-		if a.ActionID == *p.HeaderActionID {
-			return nil
-		}
+	if _, ok := seen[*p.HeaderActionID]; !ok {
+		return ErrUnknownHeaderAct
 	}
-	return ErrUnknownHeaderAct
+	return nil
 }
 
 // PagePatch is a partial update; nil fields stay as they are.
@@ -222,7 +243,7 @@ type PagePatch struct {
 	Metadata          *Metadata // with SetMetadata: nil clears
 }
 
-// Apply changes p by patch; it returns ErrUnknownHeaderAct when the result is inconsistent.
+// Apply changes p by patch; it returns Check's error when the result breaks a rule.
 func (p *Page) Apply(patch PagePatch, now time.Time) error {
 	set := func(dst *string, v *string) {
 		if v != nil {
@@ -259,7 +280,7 @@ func (p *Page) Apply(patch PagePatch, now time.Time) error {
 		p.Metadata = patch.Metadata
 	}
 	p.UpdatedAt = now
-	return p.CheckHeaderAction()
+	return p.Check()
 }
 
 // Publish moves a draft or published page to published; an archived page must be restored first.

@@ -40,41 +40,22 @@ type Link struct {
 	DeletedAt  *time.Time
 }
 
-// MaxPathLen bounds a link's path.
-const MaxPathLen = 1024
-
-// NormalisePath checks a link path and returns it without a trailing slash (except the
-// root, "/"). A path starts with "/", has no query, fragment, empty, "." or ".."
-// segment, and only the characters RFC 3986 allows in a path (percent escapes included).
+// NormalisePath checks the segments of a link path and returns it without a trailing
+// slash (except the root, "/"). The document's pattern has already checked what the path
+// is made of: a "/" first, then only the characters RFC 3986 allows in a path and
+// well-formed percent escapes (so no query or fragment). What a pattern cannot say is
+// checked here: no empty, "." or ".." segment, percent-encoded or not.
 func NormalisePath(p string) (string, error) {
-	if !strings.HasPrefix(p, "/") {
+	if !strings.HasPrefix(p, "/") { // the document's pattern refuses it; a guard for other callers
 		return "", errors.New("must start with /")
-	}
-	if len(p) > MaxPathLen {
-		return "", errors.New("must be at most 1024 characters")
 	}
 	if strings.HasPrefix(p, "//") {
 		return "", errors.New("has an empty, . or .. segment")
 	}
-	if p != "/" {
-		p = strings.TrimSuffix(p, "/")
-	}
-	for i := 0; i < len(p); i++ {
-		c := p[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("-._~!$&'()*+,;=:@/", c) >= 0:
-		case c == '%':
-			if i+2 >= len(p) || !isHex(p[i+1]) || !isHex(p[i+2]) {
-				return "", errors.New("has a malformed percent escape")
-			}
-		default:
-			return "", errors.New("has a character not allowed in a URL path (query strings, fragments, spaces and non-ASCII must be left out or percent-encoded)")
-		}
-	}
 	if p == "/" {
 		return p, nil
 	}
+	p = strings.TrimSuffix(p, "/")
 	for _, seg := range strings.Split(p[1:], "/") {
 		// A percent-encoded dot segment (%2e, .%2E) is the same segment to browsers and
 		// servers that decode before resolving, so it is refused too.
@@ -88,6 +69,32 @@ func NormalisePath(p string) (string, error) {
 // PathKey is the form of a normalised path that uniqueness and search compare.
 func PathKey(p string) string { return strings.ToLower(p) }
 
-func isHex(c byte) bool {
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+// TargetError is a target whose fields do not fit its type: a rule across the target's
+// fields, which the document states in words.
+type TargetError struct {
+	Code, Message string
+	Field         string // the target's field at fault
+}
+
+func (e TargetError) Error() string { return e.Message }
+
+// CheckTarget returns what a target lacks or has too much for its type: an audience
+// target names its audienceId (its pageId is optional), a page or page_routing target its
+// pageId and no audienceId.
+func CheckTarget(targetType string, audienceID, pageID *string) []TargetError {
+	var out []TargetError
+	switch targetType {
+	case TargetAudience:
+		if audienceID == nil {
+			out = append(out, TargetError{"invalid_type", "Required: an audience target names its audienceId", "audienceId"})
+		}
+	default:
+		if pageID == nil {
+			out = append(out, TargetError{"invalid_type", "Required: a " + targetType + " target names its pageId", "pageId"})
+		}
+		if audienceID != nil {
+			out = append(out, TargetError{"unrecognized_keys", "Only an audience target has an audienceId", "audienceId"})
+		}
+	}
+	return out
 }

@@ -19,9 +19,8 @@ const idPrefix = "pagelink"
 
 // handlers serve the page link routes.
 type handlers struct {
-	store     *Store
-	validator *request.Validator
-	cursors   *pagination.Codec
+	store   *Store
+	cursors *pagination.Codec
 }
 
 func (h *handlers) register(r fiber.Router) {
@@ -33,40 +32,32 @@ func (h *handlers) register(r fiber.Router) {
 
 // --- shapes of the API
 
+// The body of a new link. The OpenAPI document (PageLinkCreate) states its rules and has
+// judged it before the handler runs: required fields, lengths, the target type, the
+// path's characters, unknown fields. CheckTarget and NormalisePath apply the rules it
+// states in words only.
+
 type targetIn struct {
-	TargetType string  `json:"targetType" validate:"required,oneof=audience page page_routing"`
-	AudienceID *string `json:"audienceId" validate:"omitnil,min=1,max=255"`
-	PageID     *string `json:"pageId" validate:"omitnil,min=1,max=255"`
+	TargetType string  `json:"targetType"`
+	AudienceID *string `json:"audienceId"`
+	PageID     *string `json:"pageId"`
 }
 
 type linkCreate struct {
-	Path           string                   `json:"path" validate:"required,max=1024"`
-	TenantDomainID request.Nullable[string] `json:"tenantDomainId" validate:"omitnil,min=1,max=255"`
-	Target         *targetIn                `json:"target" validate:"required"`
+	Path           string                   `json:"path"`
+	TenantDomainID request.Nullable[string] `json:"tenantDomainId"`
+	Target         targetIn                 `json:"target"`
 }
 
-// check applies the rules the tags cannot express and returns the normalised path.
+// check applies the rules the document cannot state and returns the normalised path.
 func (in *linkCreate) check() (string, []apierror.Issue) {
 	var out []apierror.Issue
-	fail := func(code, msg string, path ...any) {
-		out = append(out, apierror.Issue{Code: code, Message: msg, Path: path})
-	}
 	p, err := NormalisePath(in.Path)
 	if err != nil {
-		fail("invalid_string", "Invalid path: it "+err.Error(), "path")
+		out = append(out, apierror.Issue{Code: "invalid_string", Message: "Invalid path: it " + err.Error(), Path: []any{"path"}})
 	}
-	switch t := in.Target; t.TargetType {
-	case TargetAudience:
-		if t.AudienceID == nil {
-			fail("invalid_type", "Required: an audience target names its audienceId", "target", "audienceId")
-		}
-	default:
-		if t.PageID == nil {
-			fail("invalid_type", "Required: a "+t.TargetType+" target names its pageId", "target", "pageId")
-		}
-		if t.AudienceID != nil {
-			fail("unrecognized_keys", "Only an audience target has an audienceId", "target", "audienceId")
-		}
+	for _, e := range CheckTarget(in.Target.TargetType, in.Target.AudienceID, in.Target.PageID) {
+		out = append(out, apierror.Issue{Code: e.Code, Message: e.Message, Path: []any{"target", e.Field}})
 	}
 	return p, out
 }
@@ -98,7 +89,7 @@ func view(l Link) linkView {
 
 func (h *handlers) create(c *fiber.Ctx) error {
 	var in linkCreate
-	if err := h.validator.Body(c, &in); err != nil {
+	if err := request.Decode(c, &in); err != nil {
 		return err
 	}
 	path, issues := in.check()
@@ -135,20 +126,11 @@ func (h *handlers) delete(c *fiber.Ctx) error {
 }
 
 func (h *handlers) search(c *fiber.Ctx) error {
+	// The document judged the parameters (lengths, the target type's values).
 	q := request.NewQuery(c)
-	s := Search{Query: q.String("query"), PageID: q.String("pageId"),
-		TargetType: q.Enum("targetType", TargetAudience, TargetPage, TargetPageRouting)}
+	s := Search{Query: q.String("query"), PageID: q.String("pageId"), TargetType: q.String("targetType")}
 	if d, ok := q.Raw("tenantDomainId"); ok {
-		if d == "" {
-			q.Fail("tenantDomainId", "too_small", "String must contain at least 1 character(s); leave it out for the fallback subdomain")
-		}
 		s.DomainID = &d
-	}
-	params := map[string]string{"query": s.Query, "pageId": s.PageID, "tenantDomainId": request.Value(s.DomainID)}
-	for name, v := range params {
-		if len(v) > 255 {
-			q.Fail(name, "too_big", "String must contain at most 255 character(s)")
-		}
 	}
 	scope := pagination.Scope(tenant.From(c), "page_links", request.Value(s.DomainID), s.Query, s.TargetType, s.PageID)
 	p := h.cursors.Parse(q, scope)

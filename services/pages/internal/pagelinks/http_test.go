@@ -245,49 +245,67 @@ func TestBadInput(t *testing.T) {
 	c := client(t, s, "acme")
 	pageID, _ := seedPage(t, s.Runtime.Pool, "acme", 0)
 	page := map[string]any{"targetType": "page", "pageId": pageID}
+	link := func(p any) map[string]any { return map[string]any{"path": p, "target": page} }
+	// Each case names the issues it must get, as field:code:path.
 	for name, tc := range map[string]struct {
 		method, path string
 		body         any
+		want         string
 	}{
-		"malformed JSON":        {"POST", "/v0/page_links", apitest.Raw(`{"path":`)},
-		"empty body":            {"POST", "/v0/page_links", nil},
-		"missing target":        {"POST", "/v0/page_links", map[string]any{"path": "/a"}},
-		"missing path":          {"POST", "/v0/page_links", map[string]any{"target": page}},
-		"null target":           {"POST", "/v0/page_links", map[string]any{"path": "/a", "target": nil}},
-		"target a string":       {"POST", "/v0/page_links", map[string]any{"path": "/a", "target": "page"}},
-		"bad target type":       {"POST", "/v0/page_links", map[string]any{"path": "/a", "target": map[string]any{"targetType": "site", "pageId": pageID}}},
-		"unknown target key":    {"POST", "/v0/page_links", map[string]any{"path": "/a", "target": map[string]any{"targetType": "page", "pageId": pageID, "x": 1}}},
-		"unknown field":         {"POST", "/v0/page_links", map[string]any{"path": "/a", "target": page, "slug": "a"}},
-		"path without slash":    {"POST", "/v0/page_links", map[string]any{"path": "a", "target": page}},
-		"empty path":            {"POST", "/v0/page_links", map[string]any{"path": "", "target": page}},
-		"path with query":       {"POST", "/v0/page_links", map[string]any{"path": "/a?b=c", "target": page}},
-		"path with fragment":    {"POST", "/v0/page_links", map[string]any{"path": "/a#b", "target": page}},
-		"path with space":       {"POST", "/v0/page_links", map[string]any{"path": "/a b", "target": page}},
-		"path with dot segment": {"POST", "/v0/page_links", map[string]any{"path": "/a/../b", "target": page}},
-		"path double slash":     {"POST", "/v0/page_links", map[string]any{"path": "/a//b", "target": page}},
-		"path bad escape":       {"POST", "/v0/page_links", map[string]any{"path": "/a%zz", "target": page}},
-		"path non-ASCII":        {"POST", "/v0/page_links", map[string]any{"path": "/café", "target": page}},
-		"path too long":         {"POST", "/v0/page_links", map[string]any{"path": "/" + strings.Repeat("a", 1024), "target": page}},
-		"path a number":         {"POST", "/v0/page_links", map[string]any{"path": 7, "target": page}},
-		"empty domain":          {"POST", "/v0/page_links", map[string]any{"path": "/a", "tenantDomainId": "", "target": page}},
-		"domain a number":       {"POST", "/v0/page_links", map[string]any{"path": "/a", "tenantDomainId": 3, "target": page}},
-		"empty pageId":          {"POST", "/v0/page_links", map[string]any{"path": "/a", "target": map[string]any{"targetType": "page", "pageId": ""}}},
-		"limit zero":            {"GET", "/v0/page_links/search?limit=0", nil},
-		"limit 101":             {"GET", "/v0/page_links/search?limit=101", nil},
-		"limit abc":             {"GET", "/v0/page_links/search?limit=abc", nil},
-		"garbage cursor":        {"GET", "/v0/page_links/search?cursor=abc", nil},
-		"bad targetType":        {"GET", "/v0/page_links/search?targetType=site", nil},
-		"empty tenantDomainId":  {"GET", "/v0/page_links/search?tenantDomainId=", nil},
-		"long query":            {"GET", "/v0/page_links/search?query=" + strings.Repeat("q", 256), nil},
-		"repeated query":        {"GET", "/v0/page_links/search?query=a&query=b", nil},
-		"NUL in path":           {"POST", "/v0/page_links", map[string]any{"path": "/a\x00", "target": page}},
-		"NUL in domain":         {"POST", "/v0/page_links", map[string]any{"path": "/a", "tenantDomainId": "d\x00", "target": page}},
-		"NUL in query":          {"GET", "/v0/page_links/search?query=%00", nil},
-		"NUL in pageId":         {"GET", "/v0/page_links/search?pageId=a%00", nil},
+		"malformed JSON":        {"POST", "/v0/page_links", apitest.Raw(`{"path":`), "body:invalid_json:[]"},
+		"empty body":            {"POST", "/v0/page_links", nil, "body:invalid_type:[]"},
+		"only white space":      {"POST", "/v0/page_links", apitest.Raw("\n"), "body:invalid_json:[]"},
+		"missing target":        {"POST", "/v0/page_links", map[string]any{"path": "/a"}, "body:invalid_type:[target]"},
+		"missing path":          {"POST", "/v0/page_links", map[string]any{"target": page}, "body:invalid_type:[path]"},
+		"null target":           {"POST", "/v0/page_links", map[string]any{"path": "/a", "target": nil}, "body:invalid_type:[target]"},
+		"target a string":       {"POST", "/v0/page_links", map[string]any{"path": "/a", "target": "page"}, "body:invalid_type:[target]"},
+		"bad target type":       {"POST", "/v0/page_links", map[string]any{"path": "/a", "target": map[string]any{"targetType": "site", "pageId": pageID}}, "body:invalid_enum_value:[target targetType]"},
+		"unknown target key":    {"POST", "/v0/page_links", map[string]any{"path": "/a", "target": map[string]any{"targetType": "page", "pageId": pageID, "x": 1}}, "body:unrecognized_keys:[target x]"},
+		"unknown field":         {"POST", "/v0/page_links", map[string]any{"path": "/a", "target": page, "slug": "a"}, "body:unrecognized_keys:[slug]"},
+		"audience without ID":   {"POST", "/v0/page_links", map[string]any{"path": "/a", "target": map[string]any{"targetType": "audience", "pageId": pageID}}, "body:invalid_type:[target audienceId]"},
+		"page with audience":    {"POST", "/v0/page_links", map[string]any{"path": "/a", "target": map[string]any{"targetType": "page_routing", "pageId": pageID, "audienceId": "audience_1"}}, "body:unrecognized_keys:[target audienceId]"},
+		"page without pageId":   {"POST", "/v0/page_links", map[string]any{"path": "/a", "target": map[string]any{"targetType": "page"}}, "body:invalid_type:[target pageId]"},
+		"path without slash":    {"POST", "/v0/page_links", link("a"), "body:invalid_string:[path]"},
+		"empty path":            {"POST", "/v0/page_links", link(""), "body:too_small:[path] body:invalid_string:[path]"},
+		"path with query":       {"POST", "/v0/page_links", link("/a?b=c"), "body:invalid_string:[path]"},
+		"path with fragment":    {"POST", "/v0/page_links", link("/a#b"), "body:invalid_string:[path]"},
+		"path with space":       {"POST", "/v0/page_links", link("/a b"), "body:invalid_string:[path]"},
+		"path with dot segment": {"POST", "/v0/page_links", link("/a/../b"), "body:invalid_string:[path]"},
+		"path encoded dots":     {"POST", "/v0/page_links", link("/a/%2E%2e"), "body:invalid_string:[path]"},
+		"path double slash":     {"POST", "/v0/page_links", link("/a//b"), "body:invalid_string:[path]"},
+		"path bad escape":       {"POST", "/v0/page_links", link("/a%zz"), "body:invalid_string:[path]"},
+		"path short escape":     {"POST", "/v0/page_links", link("/a%4"), "body:invalid_string:[path]"},
+		"path non-ASCII":        {"POST", "/v0/page_links", link("/café"), "body:invalid_string:[path]"},
+		"path too long":         {"POST", "/v0/page_links", link("/" + strings.Repeat("a", 1024)), "body:too_big:[path]"},
+		"path a number":         {"POST", "/v0/page_links", link(7), "body:invalid_type:[path]"},
+		"empty domain":          {"POST", "/v0/page_links", map[string]any{"path": "/a", "tenantDomainId": "", "target": page}, "body:too_small:[tenantDomainId]"},
+		"domain a number":       {"POST", "/v0/page_links", map[string]any{"path": "/a", "tenantDomainId": 3, "target": page}, "body:invalid_type:[tenantDomainId]"},
+		"empty pageId":          {"POST", "/v0/page_links", map[string]any{"path": "/a", "target": map[string]any{"targetType": "page", "pageId": ""}}, "body:too_small:[target pageId]"},
+		"limit zero":            {"GET", "/v0/page_links/search?limit=0", nil, "query:too_small:[limit]"},
+		"limit 101":             {"GET", "/v0/page_links/search?limit=101", nil, "query:too_big:[limit]"},
+		"limit abc":             {"GET", "/v0/page_links/search?limit=abc", nil, "query:invalid_type:[limit]"},
+		"garbage cursor":        {"GET", "/v0/page_links/search?cursor=abc", nil, "query:invalid_cursor:[cursor]"},
+		"bad targetType":        {"GET", "/v0/page_links/search?targetType=site", nil, "query:invalid_enum_value:[targetType]"},
+		"upper-case targetType": {"GET", "/v0/page_links/search?targetType=PAGE", nil, "query:invalid_enum_value:[targetType]"},
+		"empty tenantDomainId":  {"GET", "/v0/page_links/search?tenantDomainId=", nil, "query:too_small:[tenantDomainId]"},
+		"long query":            {"GET", "/v0/page_links/search?query=" + strings.Repeat("q", 256), nil, "query:too_big:[query]"},
+		"long pageId":           {"GET", "/v0/page_links/search?pageId=" + strings.Repeat("p", 256), nil, "query:too_big:[pageId]"},
+		"repeated query":        {"GET", "/v0/page_links/search?query=a&query=b", nil, "query:invalid_type:[query]"},
+		"NUL in path":           {"POST", "/v0/page_links", link("/a\x00"), "body:invalid_string:[path]"},
+		"NUL in domain":         {"POST", "/v0/page_links", map[string]any{"path": "/a", "tenantDomainId": "d\x00", "target": page}, "body:invalid_string:[tenantDomainId]"},
+		"NUL in query":          {"GET", "/v0/page_links/search?query=%00", nil, "query:invalid_string:[query]"},
+		"NUL in pageId":         {"GET", "/v0/page_links/search?pageId=a%00", nil, "query:invalid_string:[pageId]"},
 	} {
 		r := c.Do(tc.method, tc.path, tc.body)
-		if r.Status != 400 || r.Map()["code"] != "VALIDATION_ERROR" {
-			t.Errorf("%s: %s", name, r)
+		if r.Status != 400 || r.Map()["code"] != "VALIDATION_ERROR" || fmt.Sprint(apitest.IssueCodes(r)) != "["+tc.want+"]" {
+			t.Errorf("%s: %v, want [%s]: %s", name, apitest.IssueCodes(r), tc.want, r)
+		}
+	}
+	// The path characters RFC 3986 allows, percent escapes and a trailing slash are fine.
+	for i, p := range []string{"/a:b@c!$&'()*+,;=", "/caf%C3%A9/", "/~x_y.z-1"} {
+		r := mustStatus(t, c.Do("POST", "/v0/page_links", link(p)), 201)
+		if want := strings.TrimSuffix(p, "/"); r["path"] != want {
+			t.Errorf("%d: path %v, want %s", i, r["path"], want)
 		}
 	}
 }

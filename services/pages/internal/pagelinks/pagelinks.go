@@ -28,7 +28,7 @@ func mustSub(f fs.FS, dir string) fs.FS {
 
 // Register mounts the page link routes on rt.API. Page links have no settings.
 func Register(rt *service.Runtime, _ *config.Env) error {
-	h := &handlers{store: NewStore(rt.Pool), validator: rt.Validator, cursors: rt.Cursors}
+	h := &handlers{store: NewStore(rt.Pool), cursors: rt.Cursors}
 	h.register(rt.API)
 	return nil
 }

@@ -19,9 +19,8 @@ import (
 
 // Handlers serve the pages core routes.
 type Handlers struct {
-	App       *app.Service
-	Validator *request.Validator
-	Cursors   *pagination.Codec
+	App     *app.Service
+	Cursors *pagination.Codec
 }
 
 // Register mounts the routes on the tenant-scoped /v0 router.
@@ -45,15 +44,11 @@ func (h *Handlers) Register(r fiber.Router) {
 	r.Post("/pages/:page_id/audiences/:audience_id/messages", h.addMessage)
 }
 
-// emptyBody is the body of the action endpoints (publish, archive, restore): an empty
-// object or no body; any field is a 400.
-type emptyBody struct{}
-
 // --- pages
 
 func (h *Handlers) createPage(c *fiber.Ctx) error {
 	var in pageCreate
-	if err := h.Validator.Body(c, &in); err != nil {
+	if err := request.Decode(c, &in); err != nil {
 		return err
 	}
 	p := in.domain()
@@ -75,7 +70,7 @@ func (h *Handlers) getPage(c *fiber.Ctx) error {
 
 func (h *Handlers) updatePage(c *fiber.Ctx) error {
 	var in pageUpdate
-	if err := h.Validator.Body(c, &in); err != nil {
+	if err := request.Decode(c, &in); err != nil {
 		return err
 	}
 	p, err := h.App.UpdatePage(c.UserContext(), tenant.From(c), c.Params("page_id"), in.domain())
@@ -92,12 +87,8 @@ func (h *Handlers) deletePage(c *fiber.Ctx) error {
 	return c.SendStatus(fiber.StatusNoContent)
 }
 
-// action runs a body-less page operation.
+// action runs a body-less page operation (the document allows `{}` or no body).
 func (h *Handlers) action(c *fiber.Ctx, fn func(c *fiber.Ctx) (domain.Page, error)) error {
-	var in emptyBody
-	if err := h.Validator.Body(c, &in); err != nil {
-		return err
-	}
 	p, err := fn(c)
 	if err != nil {
 		return mapError(err)
@@ -158,7 +149,7 @@ func (h *Handlers) listPages(c *fiber.Ctx) error {
 
 func (h *Handlers) createAudience(c *fiber.Ctx) error {
 	var in audienceCreate
-	if err := h.Validator.Body(c, &in); err != nil {
+	if err := request.Decode(c, &in); err != nil {
 		return err
 	}
 	a := domain.Audience{TenantID: tenant.From(c), PageID: c.Params("page_id"), CustomName: in.CustomName,
@@ -185,7 +176,7 @@ func (h *Handlers) getAudience(c *fiber.Ctx) error {
 
 func (h *Handlers) updateAudience(c *fiber.Ctx) error {
 	var in audienceUpdate
-	if err := h.Validator.Body(c, &in); err != nil {
+	if err := request.Decode(c, &in); err != nil {
 		return err
 	}
 	a, err := h.App.UpdateAudience(c.UserContext(), tenant.From(c), c.Params("page_id"), c.Params("audience_id"), in.domain())
@@ -196,10 +187,6 @@ func (h *Handlers) updateAudience(c *fiber.Ctx) error {
 }
 
 func (h *Handlers) archiveAudience(c *fiber.Ctx) error {
-	var in emptyBody
-	if err := h.Validator.Body(c, &in); err != nil {
-		return err
-	}
 	a, err := h.App.ArchiveAudience(c.UserContext(), tenant.From(c), c.Params("page_id"), c.Params("audience_id"))
 	if err != nil {
 		return mapError(err)
@@ -228,7 +215,7 @@ func (h *Handlers) listAudiences(c *fiber.Ctx) error {
 
 func (h *Handlers) createVersion(c *fiber.Ctx) error {
 	var in versionCreate
-	if err := h.Validator.Body(c, &in); err != nil {
+	if err := request.Decode(c, &in); err != nil {
 		return err
 	}
 	v, created, err := h.App.CreateVersion(c.UserContext(), tenant.From(c), c.Params("page_id"), c.Params("audience_id"), in.OperationKey)
@@ -242,22 +229,14 @@ func (h *Handlers) createVersion(c *fiber.Ctx) error {
 	return c.Status(status).JSON(viewVersion(&v, false))
 }
 
-// includeValues are the accepted values of the versions list's include parameter.
-var includeValues = []string{"snapshot"}
-
 func (h *Handlers) listVersions(c *fiber.Ctx) error {
 	pageID, audienceID := c.Params("page_id"), c.Params("audience_id")
 	q := request.NewQuery(c)
+	// include is a comma-separated list whose only value is snapshot (the document's
+	// pattern refused anything else).
 	withSnapshot := false
 	for _, part := range strings.Split(q.String("include"), ",") {
-		switch part = strings.TrimSpace(part); part {
-		case "":
-		case "snapshot":
-			withSnapshot = true
-		default:
-			q.Fail("include", "invalid_enum_value", "Invalid include value "+strconv.Quote(part)+"; expected a comma-separated list of: "+
-				strings.Join(includeValues, ", "))
-		}
+		withSnapshot = withSnapshot || strings.TrimSpace(part) == "snapshot"
 	}
 	p := h.Cursors.Parse(q, pagination.Scope(tenant.From(c), "versions", pageID, audienceID))
 	var below int64
@@ -296,7 +275,7 @@ func (h *Handlers) getMessages(c *fiber.Ctx) error {
 
 func (h *Handlers) addMessage(c *fiber.Ctx) error {
 	var in messageCreate
-	if err := h.Validator.Body(c, &in); err != nil {
+	if err := request.Decode(c, &in); err != nil {
 		return err
 	}
 	changes := make([]app.NewChange, len(in.Changes))
@@ -334,6 +313,11 @@ func mapError(err error) error {
 	case errors.Is(err, domain.ErrUnknownHeaderAct):
 		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "custom",
 			Message: "headerActionId must be the actionId of one of the page's actions", Path: []any{"headerActionId"}})
+	}
+	var dup *domain.DuplicateActionError
+	if errors.As(err, &dup) {
+		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "custom",
+			Message: "actionId must be unique within the page: " + dup.Error(), Path: []any{"actions", dup.Index, "actionId"}})
 	}
 	return apierror.Internal(err)
 }

@@ -6,30 +6,36 @@ import (
 	"github.com/customerapi/platform/services/pages/internal/domain"
 )
 
-// --- request shapes (bounds: docs/api.md, "Pages")
+// --- request shapes
+//
+// The OpenAPI document (api/openapi.yaml: PageCreate, PageUpdate, AudienceCreate, ...)
+// states the rules of these bodies and has judged each body before a handler runs:
+// required fields, types, lengths, counts, enums, URL patterns, unknown fields. The rules
+// it cannot state are the domain's: unique action IDs and a headerActionId that names an
+// action (domain.Page.Check), and what a message change may propose (domain.CheckChange).
 
 type metadataIn struct {
-	Title              *string  `json:"title" validate:"omitnil,max=500"`
-	Description        *string  `json:"description" validate:"omitnil,max=2000"`
-	Keywords           []string `json:"keywords" validate:"omitempty,max=50,dive,max=200"`
-	Author             *string  `json:"author" validate:"omitnil,max=500"`
-	Robots             []string `json:"robots" validate:"omitempty,max=20,dive,max=100"`
-	CanonicalURL       *string  `json:"canonicalUrl" validate:"omitnil,max=2000"`
-	OgTitle            *string  `json:"ogTitle" validate:"omitnil,max=500"`
-	OgDescription      *string  `json:"ogDescription" validate:"omitnil,max=2000"`
-	OgImageURL         *string  `json:"ogImageUrl" validate:"omitnil,max=2000"`
-	OgImageFileID      *string  `json:"ogImageFileId" validate:"omitnil,max=200"`
-	OgImageAlt         *string  `json:"ogImageAlt" validate:"omitnil,max=500"`
-	OgSiteName         *string  `json:"ogSiteName" validate:"omitnil,max=500"`
-	OgURL              *string  `json:"ogUrl" validate:"omitnil,max=2000"`
-	TwitterTitle       *string  `json:"twitterTitle" validate:"omitnil,max=500"`
-	TwitterDescription *string  `json:"twitterDescription" validate:"omitnil,max=2000"`
-	TwitterImageURL    *string  `json:"twitterImageUrl" validate:"omitnil,max=2000"`
-	TwitterImageFileID *string  `json:"twitterImageFileId" validate:"omitnil,max=200"`
-	TwitterImageAlt    *string  `json:"twitterImageAlt" validate:"omitnil,max=500"`
-	TwitterSite        *string  `json:"twitterSite" validate:"omitnil,max=500"`
-	TwitterCreator     *string  `json:"twitterCreator" validate:"omitnil,max=500"`
-	ThemeColor         *string  `json:"themeColor" validate:"omitnil,max=100"`
+	Title              *string  `json:"title"`
+	Description        *string  `json:"description"`
+	Keywords           []string `json:"keywords"`
+	Author             *string  `json:"author"`
+	Robots             []string `json:"robots"`
+	CanonicalURL       *string  `json:"canonicalUrl"`
+	OgTitle            *string  `json:"ogTitle"`
+	OgDescription      *string  `json:"ogDescription"`
+	OgImageURL         *string  `json:"ogImageUrl"`
+	OgImageFileID      *string  `json:"ogImageFileId"`
+	OgImageAlt         *string  `json:"ogImageAlt"`
+	OgSiteName         *string  `json:"ogSiteName"`
+	OgURL              *string  `json:"ogUrl"`
+	TwitterTitle       *string  `json:"twitterTitle"`
+	TwitterDescription *string  `json:"twitterDescription"`
+	TwitterImageURL    *string  `json:"twitterImageUrl"`
+	TwitterImageFileID *string  `json:"twitterImageFileId"`
+	TwitterImageAlt    *string  `json:"twitterImageAlt"`
+	TwitterSite        *string  `json:"twitterSite"`
+	TwitterCreator     *string  `json:"twitterCreator"`
+	ThemeColor         *string  `json:"themeColor"`
 }
 
 func (m *metadataIn) domain() *domain.Metadata {
@@ -47,23 +53,23 @@ func (m *metadataIn) domain() *domain.Metadata {
 // metadataOverrideIn is the metadata object of the create-audience body: the spec leaves
 // out the image URL and file ID fields there.
 type metadataOverrideIn struct {
-	Title              *string  `json:"title" validate:"omitnil,max=500"`
-	Description        *string  `json:"description" validate:"omitnil,max=2000"`
-	Keywords           []string `json:"keywords" validate:"omitempty,max=50,dive,max=200"`
-	Author             *string  `json:"author" validate:"omitnil,max=500"`
-	Robots             []string `json:"robots" validate:"omitempty,max=20,dive,max=100"`
-	CanonicalURL       *string  `json:"canonicalUrl" validate:"omitnil,max=2000"`
-	OgTitle            *string  `json:"ogTitle" validate:"omitnil,max=500"`
-	OgDescription      *string  `json:"ogDescription" validate:"omitnil,max=2000"`
-	OgImageAlt         *string  `json:"ogImageAlt" validate:"omitnil,max=500"`
-	OgSiteName         *string  `json:"ogSiteName" validate:"omitnil,max=500"`
-	OgURL              *string  `json:"ogUrl" validate:"omitnil,max=2000"`
-	TwitterTitle       *string  `json:"twitterTitle" validate:"omitnil,max=500"`
-	TwitterDescription *string  `json:"twitterDescription" validate:"omitnil,max=2000"`
-	TwitterImageAlt    *string  `json:"twitterImageAlt" validate:"omitnil,max=500"`
-	TwitterSite        *string  `json:"twitterSite" validate:"omitnil,max=500"`
-	TwitterCreator     *string  `json:"twitterCreator" validate:"omitnil,max=500"`
-	ThemeColor         *string  `json:"themeColor" validate:"omitnil,max=100"`
+	Title              *string  `json:"title"`
+	Description        *string  `json:"description"`
+	Keywords           []string `json:"keywords"`
+	Author             *string  `json:"author"`
+	Robots             []string `json:"robots"`
+	CanonicalURL       *string  `json:"canonicalUrl"`
+	OgTitle            *string  `json:"ogTitle"`
+	OgDescription      *string  `json:"ogDescription"`
+	OgImageAlt         *string  `json:"ogImageAlt"`
+	OgSiteName         *string  `json:"ogSiteName"`
+	OgURL              *string  `json:"ogUrl"`
+	TwitterTitle       *string  `json:"twitterTitle"`
+	TwitterDescription *string  `json:"twitterDescription"`
+	TwitterImageAlt    *string  `json:"twitterImageAlt"`
+	TwitterSite        *string  `json:"twitterSite"`
+	TwitterCreator     *string  `json:"twitterCreator"`
+	ThemeColor         *string  `json:"themeColor"`
 }
 
 func (m *metadataOverrideIn) domain() *domain.Metadata {
@@ -78,88 +84,86 @@ func (m *metadataOverrideIn) domain() *domain.Metadata {
 }
 
 type actionIn struct {
-	ActionID    string   `json:"actionId" validate:"required,max=200"`
-	ActionIndex *float64 `json:"actionIndex" validate:"omitnil,min=0,max=1000"`
-	Purpose     *string  `json:"purpose" validate:"omitnil,max=2000"`
-	ButtonTitle string   `json:"buttonTitle" validate:"required,max=200"`
-	ActionType  *string  `json:"actionType" validate:"omitnil,max=100"`
-	URL         *string  `json:"url" validate:"omitnil,max=2000"`
+	ActionID    string   `json:"actionId"`
+	ActionIndex *float64 `json:"actionIndex"`
+	Purpose     *string  `json:"purpose"`
+	ButtonTitle string   `json:"buttonTitle"`
+	ActionType  *string  `json:"actionType"`
+	URL         *string  `json:"url"`
 }
 
 type imageIn struct {
-	AltText *string `json:"altText" validate:"omitnil,max=500"`
-	URL     *string `json:"url" validate:"omitnil,max=2000"`
-	FileID  *string `json:"fileId" validate:"omitnil,max=200"`
-	AssetID *string `json:"assetId" validate:"omitnil,max=200"`
+	AltText *string `json:"altText"`
+	URL     *string `json:"url"`
+	FileID  *string `json:"fileId"`
+	AssetID *string `json:"assetId"`
 }
 
 type logoIn struct {
-	Image imageIn `json:"image" validate:"required"`
+	Image imageIn `json:"image"`
 }
 
 type widgetIn struct {
-	Type  string   `json:"type" validate:"required,max=100"`
-	Title *string  `json:"title" validate:"omitnil,max=500"`
-	Logos []logoIn `json:"logos" validate:"omitempty,max=50,dive"`
+	Type  string   `json:"type"`
+	Title *string  `json:"title"`
+	Logos []logoIn `json:"logos"`
 }
 
 type linkIn struct {
-	ID   string `json:"id" validate:"required,max=200"`
-	Text string `json:"text" validate:"required,max=500"`
-	URL  string `json:"url" validate:"required,max=2000"`
+	ID   string `json:"id"`
+	Text string `json:"text"`
+	URL  string `json:"url"`
 }
 
 type footerLinkIn struct {
-	ID    string   `json:"id" validate:"required,max=200"`
-	Title string   `json:"title" validate:"required,max=500"`
-	Links []linkIn `json:"links" validate:"omitempty,max=50,dive"`
+	ID    string   `json:"id"`
+	Title string   `json:"title"`
+	Links []linkIn `json:"links"`
 }
 
 type navLinkIn struct {
-	ID   string  `json:"id" validate:"required,max=200"`
-	Text string  `json:"text" validate:"required,max=500"`
-	URL  string  `json:"url" validate:"required,max=2000"`
-	Type *string `json:"type" validate:"omitnil,max=100"`
+	ID   string  `json:"id"`
+	Text string  `json:"text"`
+	URL  string  `json:"url"`
+	Type *string `json:"type"`
 }
 
 type scriptIn struct {
-	Name        string  `json:"name" validate:"required,max=200"`
-	Description *string `json:"description" validate:"omitnil,max=2000"`
-	Content     string  `json:"content" validate:"required,max=100000"`
+	Name        string  `json:"name"`
+	Description *string `json:"description"`
+	Content     string  `json:"content"`
 	Enabled     *bool   `json:"enabled"`
 }
 
-const pageTypes = "oneof=inbound outbound call_followup sales_deck custom"
-
 type pageCreate struct {
-	Name              string         `json:"name" validate:"required,max=200"`
-	Title             string         `json:"title" validate:"required,max=500"`
-	PageContext       *string        `json:"pageContext" validate:"omitnil,max=20000"`
-	BrandID           *string        `json:"brandId" validate:"omitnil,max=200"`
-	PageType          string         `json:"pageType" validate:"required,oneof=inbound outbound call_followup sales_deck custom"`
-	Flags             []string       `json:"flags" validate:"omitempty,max=1,unique,dive,oneof=home_page"`
-	Actions           []actionIn     `json:"actions" validate:"omitempty,max=20,unique=ActionID,dive"`
-	ActionCardWidgets []widgetIn     `json:"actionCardWidgets" validate:"omitempty,max=20,dive"`
-	FooterLinks       []footerLinkIn `json:"footerLinks" validate:"omitempty,max=20,dive"`
-	NavLinks          []navLinkIn    `json:"navLinks" validate:"omitempty,max=50,dive"`
-	Scripts           []scriptIn     `json:"scripts" validate:"omitempty,max=20,dive"`
-	HeaderActionID    *string        `json:"headerActionId" validate:"omitnil,min=1,max=200"`
+	Name              string         `json:"name"`
+	Title             string         `json:"title"`
+	PageContext       *string        `json:"pageContext"`
+	BrandID           *string        `json:"brandId"`
+	PageType          string         `json:"pageType"`
+	Flags             []string       `json:"flags"`
+	Actions           []actionIn     `json:"actions"`
+	ActionCardWidgets []widgetIn     `json:"actionCardWidgets"`
+	FooterLinks       []footerLinkIn `json:"footerLinks"`
+	NavLinks          []navLinkIn    `json:"navLinks"`
+	Scripts           []scriptIn     `json:"scripts"`
+	HeaderActionID    *string        `json:"headerActionId"`
 	Metadata          *metadataIn    `json:"metadata"`
 }
 
 type pageUpdate struct {
-	Name              *string                      `json:"name" validate:"omitnil,min=1,max=200"`
-	Title             *string                      `json:"title" validate:"omitnil,min=1,max=500"`
-	PageContext       *string                      `json:"pageContext" validate:"omitnil,max=20000"`
-	BrandID           *string                      `json:"brandId" validate:"omitnil,max=200"`
-	PageType          *string                      `json:"pageType" validate:"omitnil,oneof=inbound outbound call_followup sales_deck custom"`
-	Flags             *[]string                    `json:"flags" validate:"omitnil,max=1,unique,dive,oneof=home_page"`
-	Actions           *[]actionIn                  `json:"actions" validate:"omitnil,max=20,unique=ActionID,dive"`
-	ActionCardWidgets *[]widgetIn                  `json:"actionCardWidgets" validate:"omitnil,max=20,dive"`
-	FooterLinks       *[]footerLinkIn              `json:"footerLinks" validate:"omitnil,max=20,dive"`
-	NavLinks          *[]navLinkIn                 `json:"navLinks" validate:"omitnil,max=50,dive"`
-	Scripts           *[]scriptIn                  `json:"scripts" validate:"omitnil,max=20,dive"`
-	HeaderActionID    request.Nullable[string]     `json:"headerActionId" validate:"omitnil,min=1,max=200"`
+	Name              *string                      `json:"name"`
+	Title             *string                      `json:"title"`
+	PageContext       *string                      `json:"pageContext"`
+	BrandID           *string                      `json:"brandId"`
+	PageType          *string                      `json:"pageType"`
+	Flags             *[]string                    `json:"flags"`
+	Actions           *[]actionIn                  `json:"actions"`
+	ActionCardWidgets *[]widgetIn                  `json:"actionCardWidgets"`
+	FooterLinks       *[]footerLinkIn              `json:"footerLinks"`
+	NavLinks          *[]navLinkIn                 `json:"navLinks"`
+	Scripts           *[]scriptIn                  `json:"scripts"`
+	HeaderActionID    request.Nullable[string]     `json:"headerActionId"`
 	Metadata          request.Nullable[metadataIn] `json:"metadata"`
 }
 
@@ -258,23 +262,23 @@ func (in *pageUpdate) domain() domain.PagePatch {
 }
 
 type audienceCreate struct {
-	PublishBehavior                *string             `json:"publishBehavior" validate:"omitnil,oneof=draft publish"`
-	ActionFormIDOverride           *string             `json:"actionFormIdOverride" validate:"omitnil,max=200"`
-	ActionFormInstructionsOverride *string             `json:"actionFormInstructionsOverride" validate:"omitnil,max=5000"`
-	ActionURLOverride              *string             `json:"actionUrlOverride" validate:"omitnil,max=2000,httpurl"`
-	CustomName                     *string             `json:"customName" validate:"omitnil,min=1,max=200"`
+	PublishBehavior                *string             `json:"publishBehavior"`
+	ActionFormIDOverride           *string             `json:"actionFormIdOverride"`
+	ActionFormInstructionsOverride *string             `json:"actionFormInstructionsOverride"`
+	ActionURLOverride              *string             `json:"actionUrlOverride"`
+	CustomName                     *string             `json:"customName"`
 	MetadataOverride               *metadataOverrideIn `json:"metadataOverride"`
-	SupplementaryContext           *string             `json:"supplementaryContext" validate:"omitnil,min=1,max=20000"`
+	SupplementaryContext           *string             `json:"supplementaryContext"`
 }
 
 type audienceUpdate struct {
-	PublishBehavior                *string                              `json:"publishBehavior" validate:"omitnil,oneof=draft publish"`
-	ActionFormIDOverride           request.Nullable[string]             `json:"actionFormIdOverride" validate:"omitnil,max=200"`
-	ActionFormInstructionsOverride request.Nullable[string]             `json:"actionFormInstructionsOverride" validate:"omitnil,max=5000"`
-	ActionURLOverride              request.Nullable[string]             `json:"actionUrlOverride" validate:"omitnil,max=2000,httpurl"`
-	CustomName                     request.Nullable[string]             `json:"customName" validate:"omitnil,min=1,max=200"`
+	PublishBehavior                *string                              `json:"publishBehavior"`
+	ActionFormIDOverride           request.Nullable[string]             `json:"actionFormIdOverride"`
+	ActionFormInstructionsOverride request.Nullable[string]             `json:"actionFormInstructionsOverride"`
+	ActionURLOverride              request.Nullable[string]             `json:"actionUrlOverride"`
+	CustomName                     request.Nullable[string]             `json:"customName"`
 	MetadataOverride               request.Nullable[metadataOverrideIn] `json:"metadataOverride"`
-	SupplementaryContext           request.Nullable[string]             `json:"supplementaryContext" validate:"omitnil,min=1,max=20000"`
+	SupplementaryContext           request.Nullable[string]             `json:"supplementaryContext"`
 }
 
 func (in *audienceUpdate) domain() domain.AudiencePatch {
@@ -293,17 +297,17 @@ func (in *audienceUpdate) domain() domain.AudiencePatch {
 }
 
 type versionCreate struct {
-	OperationKey *string `json:"operationKey" validate:"omitnil,min=1,max=128"`
+	OperationKey *string `json:"operationKey"`
 }
 
 type changeIn struct {
-	Field    string `json:"field" validate:"required,oneof=currentSupplementaryContext currentMetaTitle currentMetaDescription currentMetaKeywords"`
-	NewValue string `json:"newValue" validate:"max=20000"`
+	Field    string `json:"field"`
+	NewValue string `json:"newValue"`
 }
 
 type messageCreate struct {
-	Content string     `json:"content" validate:"required,max=20000"`
-	Changes []changeIn `json:"changes" validate:"omitempty,max=20,dive"`
+	Content string     `json:"content"`
+	Changes []changeIn `json:"changes"`
 }
 
 // --- response shapes

@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -26,19 +27,50 @@ func TestIdentify(t *testing.T) {
 	}
 }
 
+// The phone's format is the document's pattern (TestBadInput tries it); the LinkedIn
+// profile URL is checked here, as its normalisation reads it.
 func TestValidators(t *testing.T) {
-	for p, want := range map[string]bool{"+1 (555) 010-9999": true, "5550109": true, "555": false, "+1+2345678": false,
-		"call me": false, "1234567890123456": false, "020.7946.0958": true} {
-		if ValidPhone(p) != want {
-			t.Errorf("ValidPhone(%q) != %v", p, want)
-		}
-	}
 	for u, want := range map[string]bool{"https://www.linkedin.com/in/ann": true, "https://linkedin.com/in/ann/": true,
 		"https://www.linkedin.com/company/acme": false, "https://evil-linkedin.com/in/ann": false,
 		"ftp://linkedin.com/in/ann": false, "linkedin.com/in/ann": false, "https://www.linkedin.com/in/": false} {
 		if ValidLinkedIn(u) != want {
 			t.Errorf("ValidLinkedIn(%q) != %v", u, want)
 		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := func(v string) *string { return &v }
+	before, after := at.Add(-time.Second), at.Add(time.Second)
+	late := MaxTime.Add(time.Second)
+	deep := map[string]any{"a": []any{map[string]any{"b": []any{map[string]any{"c": []any{map[string]any{"d": []any{map[string]any{"e": 1}}}}}}}}}
+	for name, tc := range map[string]struct {
+		s    Session
+		want string // the problems as code:path
+	}{
+		"plain":                 {Session{StartedAt: at, EndedAt: &after}, "[]"},
+		"end before start":      {Session{StartedAt: at, EndedAt: &before}, "[custom:[sessionEndedAt]]"},
+		"before 1970":           {Session{StartedAt: MinTime.Add(-time.Millisecond)}, "[invalid_date:[sessionStartedAt]]"},
+		"after 9999":            {Session{StartedAt: at, EndedAt: &late}, "[invalid_date:[sessionEndedAt]]"},
+		"form without identity": {Session{StartedAt: at, Form: &FormSubmission{Name: s("Ann")}}, "[custom:[formSubmission]]"},
+		"form with a phone":     {Session{StartedAt: at, Form: &FormSubmission{Phone: s("+1 555 010 9999")}}, "[]"},
+		"not a profile":         {Session{StartedAt: at, Form: &FormSubmission{LinkedInURL: s("https://linkedin.com/company/x")}}, "[invalid_string:[formSubmission linkedinProfileUrl]]"},
+		"fields too deep":       {Session{StartedAt: at, Form: &FormSubmission{Email: s("a@b.co"), Fields: deep}}, "[too_big:[formSubmission fields]]"},
+	} {
+		var got []string
+		for _, p := range tc.s.Check() {
+			got = append(got, fmt.Sprintf("%s:%v", p.Code, p.Path))
+		}
+		if fmt.Sprint(got) != tc.want && !(len(got) == 0 && tc.want == "[]") {
+			t.Errorf("%s: %v, want %s", name, got, tc.want)
+		}
+	}
+	if err := (Filter{Start: &at, End: &before}).Check(); err != ErrEndBeforeStart {
+		t.Errorf("filter end before start: %v", err)
+	}
+	if err := (Filter{Start: &at, End: &at}).Check(); err != nil {
+		t.Errorf("filter of one instant: %v", err)
 	}
 }
 

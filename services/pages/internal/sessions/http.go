@@ -1,12 +1,10 @@
 package sessions
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -27,9 +25,8 @@ const (
 
 // handlers serve the session routes.
 type handlers struct {
-	store     *Store
-	validator *request.Validator
-	cursors   *pagination.Codec
+	store   *Store
+	cursors *pagination.Codec
 	// computed is poked after a session is recorded, to wake the local worker.
 	computed func()
 }
@@ -42,125 +39,36 @@ func (h *handlers) register(r fiber.Router) {
 
 // --- shapes of the API
 
+// The body of a recorded session. The OpenAPI document (SessionCreate) states its rules
+// and has judged it before the handler runs: required fields, types, lengths, bounds,
+// date-times, the URL, email and phone patterns, unknown fields. Session.Check applies
+// the rules the document can only state in words.
+
 type formSubmissionIn struct {
-	Email              request.Nullable[string]         `json:"email" validate:"omitnil,max=320,email"`
-	Phone              request.Nullable[string]         `json:"phone" validate:"omitnil,max=40"`
-	LinkedinProfileURL request.Nullable[string]         `json:"linkedinProfileUrl" validate:"omitnil,max=2048"`
-	Name               request.Nullable[string]         `json:"name" validate:"omitnil,min=1,max=200"`
-	Fields             request.Nullable[map[string]any] `json:"fields" validate:"omitnil,max=100"`
+	Email              request.Nullable[string]         `json:"email"`
+	Phone              request.Nullable[string]         `json:"phone"`
+	LinkedinProfileURL request.Nullable[string]         `json:"linkedinProfileUrl"`
+	Name               request.Nullable[string]         `json:"name"`
+	Fields             request.Nullable[map[string]any] `json:"fields"`
 }
 
 type sessionCreate struct {
-	AnalyticsSessionID       string                      `json:"analyticsSessionId" validate:"required,max=255"`
-	AudienceID               request.Nullable[string]    `json:"audienceId" validate:"omitnil,min=1,max=255"`
-	PageTitle                request.Nullable[string]    `json:"pageTitle" validate:"omitnil,max=1000"`
-	PageURL                  request.Nullable[string]    `json:"pageUrl" validate:"omitnil,max=2048,httpurl"`
-	SessionStartedAt         *time.Time                  `json:"sessionStartedAt" validate:"required"`
+	AnalyticsSessionID       string                      `json:"analyticsSessionId"`
+	AudienceID               request.Nullable[string]    `json:"audienceId"`
+	PageTitle                request.Nullable[string]    `json:"pageTitle"`
+	PageURL                  request.Nullable[string]    `json:"pageUrl"`
+	SessionStartedAt         time.Time                   `json:"sessionStartedAt"`
 	SessionEndedAt           request.Nullable[time.Time] `json:"sessionEndedAt"`
 	HasConversion            *bool                       `json:"hasConversion"`
-	MaxScrollDepthPercentage request.Nullable[float64]   `json:"maxScrollDepthPercentage" validate:"omitnil,min=0,max=100"`
-	QuestionsAskedCount      *int64                      `json:"questionsAskedCount" validate:"omitnil,min=0,max=9007199254740991"`
-	TotalClicksCount         *int64                      `json:"totalClicksCount" validate:"omitnil,min=0,max=9007199254740991"`
-	UtmCampaign              request.Nullable[string]    `json:"utmCampaign" validate:"omitnil,max=500"`
-	UtmContent               request.Nullable[string]    `json:"utmContent" validate:"omitnil,max=500"`
-	UtmMedium                request.Nullable[string]    `json:"utmMedium" validate:"omitnil,max=500"`
-	UtmSource                request.Nullable[string]    `json:"utmSource" validate:"omitnil,max=500"`
-	UtmTerm                  request.Nullable[string]    `json:"utmTerm" validate:"omitnil,max=500"`
+	MaxScrollDepthPercentage request.Nullable[float64]   `json:"maxScrollDepthPercentage"`
+	QuestionsAskedCount      *int64                      `json:"questionsAskedCount"`
+	TotalClicksCount         *int64                      `json:"totalClicksCount"`
+	UtmCampaign              request.Nullable[string]    `json:"utmCampaign"`
+	UtmContent               request.Nullable[string]    `json:"utmContent"`
+	UtmMedium                request.Nullable[string]    `json:"utmMedium"`
+	UtmSource                request.Nullable[string]    `json:"utmSource"`
+	UtmTerm                  request.Nullable[string]    `json:"utmTerm"`
 	FormSubmission           *formSubmissionIn           `json:"formSubmission"`
-}
-
-// check applies the rules the tags cannot express, as body issues.
-func (in *sessionCreate) check() []apierror.Issue {
-	var out []apierror.Issue
-	fail := func(code, msg string, path ...any) {
-		out = append(out, apierror.Issue{Code: code, Message: msg, Path: path})
-	}
-	if e := in.SessionEndedAt.Ptr(); e != nil && in.SessionStartedAt != nil && e.Before(*in.SessionStartedAt) {
-		fail("custom", "sessionEndedAt must not be before sessionStartedAt", "sessionEndedAt")
-	}
-	for _, f := range []struct {
-		name string
-		t    *time.Time
-	}{{"sessionStartedAt", in.SessionStartedAt}, {"sessionEndedAt", in.SessionEndedAt.Ptr()}} {
-		if f.t != nil && !inTimeRange(*f.t) {
-			fail("invalid_date", "Invalid date: "+f.name+" must be from "+minTime.Format(time.RFC3339)+" to "+
-				maxTime.Format(time.RFC3339)+" (in UTC)", f.name)
-		}
-	}
-	if f := in.FormSubmission; f != nil {
-		if d := depth(f.Fields.Ptr()); d > MaxFieldsDepth {
-			fail("too_big", "formSubmission.fields may nest objects and arrays at most "+strconv.Itoa(MaxFieldsDepth)+" levels deep",
-				"formSubmission", "fields")
-		} else if n := jsonSize(f.Fields.Ptr()); n > MaxFieldsBytes {
-			fail("too_big", "formSubmission.fields may be at most "+strconv.Itoa(MaxFieldsBytes)+" bytes as JSON, got "+
-				strconv.Itoa(n), "formSubmission", "fields")
-		}
-		if f.Email.Ptr() == nil && f.Phone.Ptr() == nil && f.LinkedinProfileURL.Ptr() == nil {
-			fail("custom", "A form submission needs at least one identifier: email, phone or linkedinProfileUrl", "formSubmission")
-		}
-		if p := f.Phone.Ptr(); p != nil && !ValidPhone(*p) {
-			fail("invalid_string", "Invalid phone number: 7 to 15 digits, optionally with +, spaces, dashes, dots and parentheses",
-				"formSubmission", "phone")
-		}
-		if u := f.LinkedinProfileURL.Ptr(); u != nil && !ValidLinkedIn(*u) {
-			fail("invalid_string", "Invalid LinkedIn profile URL: expected https://www.linkedin.com/in/<profile>",
-				"formSubmission", "linkedinProfileUrl")
-		}
-	}
-	return out
-}
-
-// The range of a client-sent session timestamp: a visit recorded by this API happened
-// after 1970, and a later year than 9999 has no four-digit RFC 3339 form (an offset such
-// as 9999-12-31T23:59:59-23:59 would turn into year 10000 in UTC).
-var (
-	minTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
-	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
-)
-
-func inTimeRange(t time.Time) bool { return !t.Before(minTime) && !t.After(maxTime) }
-
-// MaxFieldsDepth bounds how deeply formSubmission.fields may nest objects and arrays
-// (the top-level object is level 1), so the payload stays decodable by every consumer.
-const MaxFieldsDepth = 8
-
-// MaxFieldsBytes bounds formSubmission.fields, measured as compact JSON in UTF-8, as a
-// client measures it. form.submitted carries the fields, with '<', '>' and '&' escaped
-// (six bytes each), so the bound keeps that event well under the producer's limit of
-// KAFKA_MAX_MESSAGE_BYTES (default 1,000,000) even in the worst case (about 400 kB).
-const MaxFieldsBytes = 64 << 10
-
-// jsonSize is the length of v as compact JSON without HTML escaping.
-func jsonSize(v any) int {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return 0 // decoded from JSON, so it encodes; the outbox measures the event anyway
-	}
-	return b.Len() - 1 // Encode ends with a newline
-}
-
-// depth is the nesting depth of a decoded JSON value (a scalar is 0).
-func depth(v any) int {
-	d := 0
-	switch x := v.(type) {
-	case *map[string]any:
-		if x != nil {
-			return depth(*x)
-		}
-	case map[string]any:
-		for _, e := range x {
-			d = max(d, depth(e))
-		}
-		return d + 1
-	case []any:
-		for _, e := range x {
-			d = max(d, depth(e))
-		}
-		return d + 1
-	}
-	return 0
 }
 
 type sessionView struct {
@@ -229,7 +137,7 @@ func (in *sessionCreate) session(tenantID, pageID string, now time.Time) (Sessio
 	s := Session{TenantID: tenantID, ID: ids.New(sessionPrefix), PageID: pageID,
 		AudienceID: in.AudienceID.Ptr(), AnalyticsSessionID: in.AnalyticsSessionID, RequestHash: hash[:],
 		PageTitle: in.PageTitle.Ptr(), PageURL: in.PageURL.Ptr(),
-		StartedAt: timestamp.Truncate(*in.SessionStartedAt), EndedAt: truncPtr(in.SessionEndedAt.Ptr()),
+		StartedAt: timestamp.Truncate(in.SessionStartedAt), EndedAt: truncPtr(in.SessionEndedAt.Ptr()),
 		HasConversion: request.Value(in.HasConversion), MaxScrollDepth: in.MaxScrollDepthPercentage.Ptr(),
 		QuestionsAsked: request.Value(in.QuestionsAskedCount), TotalClicks: request.Value(in.TotalClicksCount),
 		UTM: UTM{Campaign: in.UtmCampaign.Ptr(), Content: in.UtmContent.Ptr(), Medium: in.UtmMedium.Ptr(),
@@ -247,15 +155,19 @@ func (in *sessionCreate) session(tenantID, pageID string, now time.Time) (Sessio
 
 func (h *handlers) record(c *fiber.Ctx) error {
 	var in sessionCreate
-	if err := h.validator.Body(c, &in); err != nil {
+	if err := request.Decode(c, &in); err != nil {
 		return err
-	}
-	if issues := in.check(); len(issues) > 0 {
-		return apierror.Validation(apierror.FieldBody, issues...)
 	}
 	s, err := in.session(tenant.From(c), c.Params("page_id"), timestamp.Truncate(time.Now()))
 	if err != nil {
 		return apierror.Internal(err)
+	}
+	if problems := s.Check(); len(problems) > 0 {
+		issues := make([]apierror.Issue, len(problems))
+		for i, p := range problems {
+			issues[i] = apierror.Issue{Code: p.Code, Message: p.Message, Path: p.Path}
+		}
+		return apierror.Validation(apierror.FieldBody, issues...)
 	}
 	out, replayed, err := h.store.Record(c.UserContext(), s)
 	if err != nil {
@@ -279,12 +191,11 @@ func (h *handlers) get(c *fiber.Ctx) error {
 func (h *handlers) list(c *fiber.Ctx) error {
 	pageID := c.Params("page_id")
 	q := request.NewQuery(c)
+	// The document judged the parameters (date-times, the audienceId's length); the rule
+	// across two of them is the filter's.
 	f := Filter{Start: q.Time("startDate"), End: q.Time("endDate"), AudienceID: q.String("audienceId")}
-	if f.Start != nil && f.End != nil && f.End.Before(*f.Start) {
-		q.Fail("endDate", "custom", "endDate must not be before startDate")
-	}
-	if len(f.AudienceID) > 255 {
-		q.Fail("audienceId", "too_big", "String must contain at most 255 character(s)")
+	if err := f.Check(); err != nil {
+		q.Fail("endDate", "custom", err.Error())
 	}
 	scope := pagination.Scope(tenant.From(c), "audience_sessions", pageID, f.AudienceID, fmtTime(f.Start), fmtTime(f.End))
 	p := h.cursors.Parse(q, scope)

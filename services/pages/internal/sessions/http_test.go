@@ -187,15 +187,15 @@ func TestListFiltersAndPagination(t *testing.T) {
 	if seen, total := walk(""); fmt.Sprint(seen) != fmt.Sprint(want) || total != 7 {
 		t.Fatalf("walk = %v (%v), want %v", seen, total, want)
 	}
-	// Days 1..2 inclusive: sessions 2..5.
-	q := "&startDate=" + url.QueryEscape("2026-11-02T00:00:00Z") + "&endDate=" + url.QueryEscape("2026-11-03T00:00:00.000Z")
+	// Days 1..2 inclusive: sessions 2..5 (an offset is converted to UTC).
+	q := "&startDate=" + url.QueryEscape("2026-11-02T01:00:00+01:00") + "&endDate=" + url.QueryEscape("2026-11-03T00:00:00.000Z")
 	if seen, total := walk(q); len(seen) != 4 || total != 4 || seen[0] != all[1] || seen[3] != all[4] {
 		t.Fatalf("date range = %v (%v)", seen, total)
 	}
 	if seen, total := walk("&audienceId=" + audiences[1]); len(seen) != 3 || total != 3 {
 		t.Fatalf("audience filter = %v (%v)", seen, total)
 	}
-	if seen, _ := walk("&audienceId=" + audiences[1] + "&startDate=2026-11-03"); len(seen) != 1 {
+	if seen, _ := walk("&audienceId=" + audiences[1] + "&startDate=" + url.QueryEscape("2026-11-03T00:00:00Z")); len(seen) != 1 {
 		t.Fatalf("audience and date = %v", seen)
 	}
 	if seen, total := walk("&audienceId=audience_unknown"); len(seen) != 0 || total != 0 {
@@ -269,62 +269,91 @@ func TestBadInput(t *testing.T) {
 		return b
 	}
 	sessions := "/v0/pages/" + pageID + "/audience_sessions"
+	form := func(f map[string]any) map[string]any { return ok(map[string]any{"formSubmission": f}) }
+	// Each case names the issues it must get, as field:code:path.
 	for name, tc := range map[string]struct {
 		method, path string
 		body         any
+		want         string
 	}{
-		"malformed JSON":         {"POST", sessions, apitest.Raw(`{"analyticsSessionId":`)},
-		"not an object":          {"POST", sessions, apitest.Raw(`[1]`)},
-		"empty body":             {"POST", sessions, nil},
-		"missing start":          {"POST", sessions, map[string]any{"analyticsSessionId": "a"}},
-		"missing analytics ID":   {"POST", sessions, map[string]any{"sessionStartedAt": "2026-11-20T10:00:00Z"}},
-		"empty analytics ID":     {"POST", sessions, ok(map[string]any{"analyticsSessionId": ""})},
-		"long analytics ID":      {"POST", sessions, ok(map[string]any{"analyticsSessionId": strings.Repeat("a", 256)})},
-		"unknown field":          {"POST", sessions, ok(map[string]any{"isBounce": true})},
-		"start not a date":       {"POST", sessions, ok(map[string]any{"sessionStartedAt": "yesterday"})},
-		"start a number":         {"POST", sessions, ok(map[string]any{"sessionStartedAt": 1700000000})},
-		"end before start":       {"POST", sessions, ok(map[string]any{"sessionEndedAt": "2026-11-20T09:00:00Z"})},
-		"negative clicks":        {"POST", sessions, ok(map[string]any{"totalClicksCount": -1})},
-		"fractional questions":   {"POST", sessions, ok(map[string]any{"questionsAskedCount": 1.5})},
-		"huge clicks":            {"POST", sessions, ok(map[string]any{"totalClicksCount": 1e300})},
-		"scroll over 100":        {"POST", sessions, ok(map[string]any{"maxScrollDepthPercentage": 101})},
-		"scroll a string":        {"POST", sessions, ok(map[string]any{"maxScrollDepthPercentage": "50"})},
-		"conversion a string":    {"POST", sessions, ok(map[string]any{"hasConversion": "yes"})},
-		"page URL not http":      {"POST", sessions, ok(map[string]any{"pageUrl": "ftp://x/y"})},
-		"empty audience":         {"POST", sessions, ok(map[string]any{"audienceId": ""})},
-		"long utm":               {"POST", sessions, ok(map[string]any{"utmSource": strings.Repeat("u", 501)})},
-		"form without identity":  {"POST", sessions, ok(map[string]any{"formSubmission": map[string]any{"name": "Ann"}})},
-		"form empty":             {"POST", sessions, ok(map[string]any{"formSubmission": map[string]any{}})},
-		"form null":              {"POST", sessions, ok(map[string]any{"formSubmission": nil})},
-		"form bad email":         {"POST", sessions, ok(map[string]any{"formSubmission": map[string]any{"email": "not-an-email"}})},
-		"form bad phone":         {"POST", sessions, ok(map[string]any{"formSubmission": map[string]any{"phone": "call me"}})},
-		"form short phone":       {"POST", sessions, ok(map[string]any{"formSubmission": map[string]any{"phone": "123"}})},
-		"form bad LinkedIn":      {"POST", sessions, ok(map[string]any{"formSubmission": map[string]any{"linkedinProfileUrl": "https://example.com/in/x"}})},
-		"form unknown key":       {"POST", sessions, ok(map[string]any{"formSubmission": map[string]any{"email": "a@b.co", "age": 3}})},
-		"form fields not object": {"POST", sessions, ok(map[string]any{"formSubmission": map[string]any{"email": "a@b.co", "fields": []int{1}}})},
-		"limit zero":             {"GET", sessions + "?limit=0", nil},
-		"limit 101":              {"GET", sessions + "?limit=101", nil},
-		"limit abc":              {"GET", sessions + "?limit=abc", nil},
-		"garbage cursor":         {"GET", sessions + "?cursor=abc", nil},
-		"startDate not a date":   {"GET", sessions + "?startDate=monday", nil},
-		"endDate not a date":     {"GET", sessions + "?endDate=2026-13-45", nil},
-		"end before start date":  {"GET", sessions + "?startDate=2026-11-20&endDate=2026-11-01", nil},
-		"repeated audienceId":    {"GET", sessions + "?audienceId=a&audienceId=b", nil},
-		"NUL in a body string":   {"POST", sessions, ok(map[string]any{"analyticsSessionId": "a\x00b"})},
-		"NUL in form fields":     {"POST", sessions, ok(map[string]any{"formSubmission": map[string]any{"email": "a@b.co", "fields": map[string]any{"k": "\x00"}}})},
-		"NUL in audienceId":      {"GET", sessions + "?audienceId=%00", nil},
-		"start before 1970":      {"POST", sessions, ok(map[string]any{"sessionStartedAt": "0000-01-01T00:00:00Z"})},
-		"start in year 10000":    {"POST", sessions, ok(map[string]any{"sessionStartedAt": "9999-12-31T23:59:59-23:59"})},
-		"end in year 10000":      {"POST", sessions, ok(map[string]any{"sessionEndedAt": "9999-12-31T23:00:00-02:00"})},
-		"form fields too deep": {"POST", sessions, ok(map[string]any{"formSubmission": map[string]any{"email": "a@b.co",
-			"fields": nested(pagesessions.MaxFieldsDepth + 1)}})},
-		"form fields too large": {"POST", sessions, ok(map[string]any{"formSubmission": map[string]any{"email": "a@b.co",
-			"fields": fieldsOfSize(pagesessions.MaxFieldsBytes + 1)}})},
+		"malformed JSON":         {"POST", sessions, apitest.Raw(`{"analyticsSessionId":`), "body:invalid_json:[]"},
+		"not an object":          {"POST", sessions, apitest.Raw(`[1]`), "body:invalid_type:[]"},
+		"empty body":             {"POST", sessions, nil, "body:invalid_type:[]"},
+		"only white space":       {"POST", sessions, apitest.Raw(" \n"), "body:invalid_json:[]"},
+		"missing start":          {"POST", sessions, map[string]any{"analyticsSessionId": "a"}, "body:invalid_type:[sessionStartedAt]"},
+		"missing analytics ID":   {"POST", sessions, map[string]any{"sessionStartedAt": "2026-11-20T10:00:00Z"}, "body:invalid_type:[analyticsSessionId]"},
+		"empty analytics ID":     {"POST", sessions, ok(map[string]any{"analyticsSessionId": ""}), "body:too_small:[analyticsSessionId]"},
+		"long analytics ID":      {"POST", sessions, ok(map[string]any{"analyticsSessionId": strings.Repeat("a", 256)}), "body:too_big:[analyticsSessionId]"},
+		"unknown field":          {"POST", sessions, ok(map[string]any{"isBounce": true}), "body:unrecognized_keys:[isBounce]"},
+		"start not a date":       {"POST", sessions, ok(map[string]any{"sessionStartedAt": "yesterday"}), "body:invalid_string:[sessionStartedAt]"},
+		"start a bare date":      {"POST", sessions, ok(map[string]any{"sessionStartedAt": "2026-11-20"}), "body:invalid_string:[sessionStartedAt]"},
+		"start a number":         {"POST", sessions, ok(map[string]any{"sessionStartedAt": 1700000000}), "body:invalid_type:[sessionStartedAt]"},
+		"end before start":       {"POST", sessions, ok(map[string]any{"sessionEndedAt": "2026-11-20T09:00:00Z"}), "body:custom:[sessionEndedAt]"},
+		"negative clicks":        {"POST", sessions, ok(map[string]any{"totalClicksCount": -1}), "body:too_small:[totalClicksCount]"},
+		"fractional questions":   {"POST", sessions, ok(map[string]any{"questionsAskedCount": 1.5}), "body:invalid_type:[questionsAskedCount]"},
+		"huge clicks":            {"POST", sessions, ok(map[string]any{"totalClicksCount": 1e300}), "body:too_big:[totalClicksCount]"},
+		"scroll over 100":        {"POST", sessions, ok(map[string]any{"maxScrollDepthPercentage": 101}), "body:too_big:[maxScrollDepthPercentage]"},
+		"scroll a string":        {"POST", sessions, ok(map[string]any{"maxScrollDepthPercentage": "50"}), "body:invalid_type:[maxScrollDepthPercentage]"},
+		"conversion a string":    {"POST", sessions, ok(map[string]any{"hasConversion": "yes"}), "body:invalid_type:[hasConversion]"},
+		"page URL not http":      {"POST", sessions, ok(map[string]any{"pageUrl": "ftp://x/y"}), "body:invalid_string:[pageUrl]"},
+		"page URL without host":  {"POST", sessions, ok(map[string]any{"pageUrl": "https:///path"}), "body:invalid_string:[pageUrl]"},
+		"page URL spaced host":   {"POST", sessions, ok(map[string]any{"pageUrl": "https://x .example/a"}), "body:invalid_string:[pageUrl]"},
+		"page URL control char":  {"POST", sessions, ok(map[string]any{"pageUrl": "https://x.example/a\x01"}), "body:invalid_string:[pageUrl]"},
+		"empty audience":         {"POST", sessions, ok(map[string]any{"audienceId": ""}), "body:too_small:[audienceId]"},
+		"long utm":               {"POST", sessions, ok(map[string]any{"utmSource": strings.Repeat("u", 501)}), "body:too_big:[utmSource]"},
+		"form without identity":  {"POST", sessions, form(map[string]any{"name": "Ann"}), "body:custom:[formSubmission]"},
+		"form empty":             {"POST", sessions, form(map[string]any{}), "body:custom:[formSubmission]"},
+		"form null identifiers":  {"POST", sessions, form(map[string]any{"email": nil, "phone": nil}), "body:custom:[formSubmission]"},
+		"form null":              {"POST", sessions, ok(map[string]any{"formSubmission": nil}), "body:invalid_type:[formSubmission]"},
+		"form bad email":         {"POST", sessions, form(map[string]any{"email": "not-an-email"}), "body:invalid_string:[formSubmission email]"},
+		"form email one label":   {"POST", sessions, form(map[string]any{"email": "ann@localhost"}), "body:invalid_string:[formSubmission email]"},
+		"form bad phone":         {"POST", sessions, form(map[string]any{"phone": "call me"}), "body:invalid_string:[formSubmission phone]"},
+		"form short phone":       {"POST", sessions, form(map[string]any{"phone": "123"}), "body:invalid_string:[formSubmission phone]"},
+		"form long phone":        {"POST", sessions, form(map[string]any{"phone": "1234567890123456"}), "body:invalid_string:[formSubmission phone]"},
+		"form inner plus":        {"POST", sessions, form(map[string]any{"phone": "+1+2345678"}), "body:invalid_string:[formSubmission phone]"},
+		"form bad LinkedIn":      {"POST", sessions, form(map[string]any{"linkedinProfileUrl": "https://example.com/in/x"}), "body:invalid_string:[formSubmission linkedinProfileUrl]"},
+		"form unknown key":       {"POST", sessions, form(map[string]any{"email": "a@b.co", "age": 3}), "body:unrecognized_keys:[formSubmission age]"},
+		"form fields not object": {"POST", sessions, form(map[string]any{"email": "a@b.co", "fields": []int{1}}), "body:invalid_type:[formSubmission fields]"},
+		"limit zero":             {"GET", sessions + "?limit=0", nil, "query:too_small:[limit]"},
+		"limit 101":              {"GET", sessions + "?limit=101", nil, "query:too_big:[limit]"},
+		"limit abc":              {"GET", sessions + "?limit=abc", nil, "query:invalid_type:[limit]"},
+		"garbage cursor":         {"GET", sessions + "?cursor=abc", nil, "query:invalid_cursor:[cursor]"},
+		"startDate not a date":   {"GET", sessions + "?startDate=monday", nil, "query:invalid_string:[startDate]"},
+		"startDate a bare date":  {"GET", sessions + "?startDate=2026-11-20", nil, "query:invalid_string:[startDate]"},
+		"endDate not a date":     {"GET", sessions + "?endDate=2026-13-45T00:00:00Z", nil, "query:invalid_string:[endDate]"},
+		"end before start date": {"GET", sessions + "?startDate=" + url.QueryEscape("2026-11-20T00:00:00Z") + "&endDate=" +
+			url.QueryEscape("2026-11-01T00:00:00Z"), nil, "query:custom:[endDate]"},
+		"long audienceId":      {"GET", sessions + "?audienceId=" + strings.Repeat("a", 256), nil, "query:too_big:[audienceId]"},
+		"repeated audienceId":  {"GET", sessions + "?audienceId=a&audienceId=b", nil, "query:invalid_type:[audienceId]"},
+		"NUL in a body string": {"POST", sessions, ok(map[string]any{"analyticsSessionId": "a\x00b"}), "body:invalid_string:[analyticsSessionId]"},
+		"NUL in form fields": {"POST", sessions, form(map[string]any{"email": "a@b.co", "fields": map[string]any{"k": "\x00"}}),
+			"body:invalid_string:[formSubmission fields k]"},
+		"NUL in audienceId":   {"GET", sessions + "?audienceId=%00", nil, "query:invalid_string:[audienceId]"},
+		"start before 1970":   {"POST", sessions, ok(map[string]any{"sessionStartedAt": "0000-01-01T00:00:00Z"}), "body:invalid_date:[sessionStartedAt]"},
+		"start in year 10000": {"POST", sessions, ok(map[string]any{"sessionStartedAt": "9999-12-31T23:59:59-23:59"}), "body:invalid_date:[sessionStartedAt]"},
+		"end in year 10000": {"POST", sessions, ok(map[string]any{"sessionEndedAt": "9999-12-31T23:00:00-02:00"}),
+			"body:invalid_date:[sessionEndedAt]"},
+		"form fields too deep": {"POST", sessions, form(map[string]any{"email": "a@b.co", "fields": nested(pagesessions.MaxFieldsDepth + 1)}),
+			"body:too_big:[formSubmission fields]"},
+		"form fields too large": {"POST", sessions, form(map[string]any{"email": "a@b.co", "fields": fieldsOfSize(pagesessions.MaxFieldsBytes + 1)}),
+			"body:too_big:[formSubmission fields]"},
+		"form fields too many keys": {"POST", sessions, form(map[string]any{"email": "a@b.co", "fields": manyKeys(101)}),
+			"body:too_big:[formSubmission fields]"},
 	} {
 		r := c.Do(tc.method, tc.path, tc.body)
-		if r.Status != 400 || r.Map()["code"] != "VALIDATION_ERROR" {
-			t.Errorf("%s: %s", name, r)
+		if r.Status != 400 || r.Map()["code"] != "VALIDATION_ERROR" || fmt.Sprint(apitest.IssueCodes(r)) != "["+tc.want+"]" {
+			t.Errorf("%s: %v, want [%s]: %s", name, apitest.IssueCodes(r), tc.want, r)
 		}
+	}
+	// A URL with a host is a page URL, whatever its path holds (as before the document
+	// stated the rule); user info may hold an @.
+	for i, u := range []string{"HTTPS://go.example/a b?q=1 2#f", "http://user@name@go.example:8080/x", "https://[::1]"} {
+		mustStatus(t, c.Do("POST", sessions, ok(map[string]any{"analyticsSessionId": fmt.Sprint("url-", i), "pageUrl": u})), 201)
+	}
+	// Phone numbers of 7 to 15 digits with the allowed punctuation are recorded.
+	for i, phone := range []string{"+1 (555) 010-9999", "5550109", "020.7946.0958", "+123456789012345"} {
+		mustStatus(t, c.Do("POST", sessions, ok(map[string]any{"analyticsSessionId": fmt.Sprint("phone-", i),
+			"formSubmission": map[string]any{"phone": phone}})), 201)
 	}
 	// The edges of the accepted ranges are recorded.
 	mustStatus(t, c.Do("POST", sessions, ok(map[string]any{"analyticsSessionId": "edge-late",
@@ -338,6 +367,15 @@ func TestBadInput(t *testing.T) {
 // fieldsOfSize returns form fields whose compact JSON is n bytes (n ≥ 8).
 func fieldsOfSize(n int) map[string]any {
 	return map[string]any{"k": strings.Repeat("a", n-len(`{"k":""}`))}
+}
+
+// manyKeys returns form fields with n keys.
+func manyKeys(n int) map[string]any {
+	m := map[string]any{}
+	for i := range n {
+		m[fmt.Sprint("k", i)] = i
+	}
+	return m
 }
 
 // nested returns a JSON object nested n levels deep (arrays and objects alternating).

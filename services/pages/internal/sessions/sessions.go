@@ -71,7 +71,7 @@ func Register(rt *service.Runtime, env *config.Env) error {
 	store := NewStore(rt.Pool, rt.Outbox)
 	w := &worker{store: store, metrics: s.Metrics, idle: s.Idle, log: rt.Log, wake: make(chan struct{}, 1),
 		counts: newCounters(rt.Registry)}
-	h := &handlers{store: store, validator: rt.Validator, cursors: rt.Cursors, computed: w.poke}
+	h := &handlers{store: store, cursors: rt.Cursors, computed: w.poke}
 	h.register(rt.API)
 	rt.Go(w.run)
 	return nil

@@ -32,11 +32,8 @@ var Migrations = []postgres.MigrationSet{migrations.Set}
 
 // Setup adds the persons routes and the form enrichment consumer to a runtime.
 func Setup(rt *service.Runtime, _ *config.Env) error {
-	if err := ports.RegisterRules(rt.Validator); err != nil {
-		return err
-	}
 	svc := &app.Service{Repo: adapters.NewStore(rt.Pool, rt.Outbox)}
-	h := &ports.Handlers{App: svc, Validator: rt.Validator, Cursors: rt.Cursors}
+	h := &ports.Handlers{App: svc, Cursors: rt.Cursors}
 	h.Register(rt.API)
 
 	ensureTopics(rt)

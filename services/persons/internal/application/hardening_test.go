@@ -50,7 +50,9 @@ func TestOddInputIsNever500(t *testing.T) {
 		"escaped NUL in log ID":         {"GET", plog + "/%00", nil, 404, `NOT_FOUND`},
 		"long log ID":                   {"GET", alog + "/" + strings.Repeat("y", 3000), nil, 404, `NOT_FOUND`},
 		"null body":                     {"POST", "/v0/accounts", apitest.Raw(`null`), 400, `VALIDATION_ERROR`},
-		"empty patch body":              {"PATCH", "/v0/persons/" + pid, apitest.Raw(``), 200, `"name":"Valid"`},
+		"no patch body":                 {"PATCH", "/v0/persons/" + pid, apitest.Raw(``), 400, `"code":"invalid_type"`},
+		"white-space patch body":        {"PATCH", "/v0/persons/" + pid, apitest.Raw("\t\r\n "), 400, `"code":"invalid_json"`},
+		"empty patch object":            {"PATCH", "/v0/persons/" + pid, apitest.Raw(`{}`), 200, `"name":"Valid"`},
 		"payload string":                {"POST", alog, logBody(`"x"`), 400, `payload`},
 	} {
 		r := c.Do(tc.method, tc.path, tc.body)

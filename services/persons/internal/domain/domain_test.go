@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -117,6 +118,26 @@ func TestCanonicalPayload(t *testing.T) {
 	}
 	for _, in := range []string{`null`, `[]`, `{`} {
 		if _, err := CanonicalPayload([]byte(in)); err == nil {
+			t.Errorf("%s: no error", in)
+		}
+	}
+}
+
+// A payload is measured as sent: at the limit it is stored, one byte over it is refused.
+func TestCheckPayload(t *testing.T) {
+	atLimit := `{"k":"` + strings.Repeat("a", MaxPayloadBytes-len(`{"k":""}`)) + `"}`
+	if got, err := CheckPayload([]byte(atLimit)); err != nil || len(got) != MaxPayloadBytes {
+		t.Fatalf("at the limit: %d bytes, %v", len(got), err)
+	}
+	over := `{"k":"` + strings.Repeat("a", MaxPayloadBytes-len(`{"k":""}`)+1) + `"}`
+	if _, err := CheckPayload([]byte(over)); !errors.Is(err, ErrPayloadTooBig) {
+		t.Fatalf("over the limit: %v", err)
+	}
+	if _, err := CheckPayload([]byte(`{"x":"\ud800","n":123456789012345678901234567890,"small":1e-400}`)); err != nil {
+		t.Fatalf("a payload jsonb stores after replacement: %v", err)
+	}
+	for _, in := range []string{`{"x":1e400}`, `{"x":[{"y":-1e309}]}`} {
+		if _, err := CheckPayload([]byte(in)); err == nil {
 			t.Errorf("%s: no error", in)
 		}
 	}

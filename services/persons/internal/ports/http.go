@@ -5,8 +5,6 @@ package ports
 import (
 	"encoding/json"
 	"errors"
-	"reflect"
-	"regexp"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -22,9 +20,8 @@ import (
 
 // Handlers serve the persons and accounts routes.
 type Handlers struct {
-	App       *app.Service
-	Validator *request.Validator
-	Cursors   *pagination.Codec
+	App     *app.Service
+	Cursors *pagination.Codec
 }
 
 // Register mounts the routes on the tenant-scoped /v0 router.
@@ -114,37 +111,38 @@ func viewLog(k adapters.LogKind, l domain.Log) map[string]any {
 		"updatedAt": timestamp.FormatPtr(l.UpdatedAt), "deletedAt": timestamp.FormatPtr(l.DeletedAt)}
 }
 
+// Request bodies. The document (api/openapi.yaml) states their rules and has judged the
+// body before a handler runs: types, required fields, lengths, the email, phone and URL
+// patterns, the log source and type pattern, unknown fields. What stays here is what it
+// cannot state: the normalisation of domains (a host name once normalised) and the
+// payload's size as sent and its storability (domain.CheckPayload).
+
 type personCreate struct {
-	Name               string                   `json:"name" validate:"required,max=255"`
-	Email              request.Nullable[string] `json:"email" validate:"omitnil,max=320,email"`
-	Domain             request.Nullable[string] `json:"domain" validate:"omitnil,min=1,max=253"`
-	PhoneNumber        request.Nullable[string] `json:"phoneNumber" validate:"omitnil,min=1,max=50,phone"`
-	LinkedinProfileURL request.Nullable[string] `json:"linkedinProfileUrl" validate:"omitnil,min=1,max=2048,httpurl"`
+	Name               string                   `json:"name"`
+	Email              request.Nullable[string] `json:"email"`
+	Domain             request.Nullable[string] `json:"domain"`
+	PhoneNumber        request.Nullable[string] `json:"phoneNumber"`
+	LinkedinProfileURL request.Nullable[string] `json:"linkedinProfileUrl"`
 }
 
 type personUpdate struct {
-	Name               *string                  `json:"name" validate:"omitnil,min=1,max=255"`
-	Email              request.Nullable[string] `json:"email" validate:"omitnil,max=320,email"`
-	Domain             request.Nullable[string] `json:"domain" validate:"omitnil,min=1,max=253"`
-	PhoneNumber        request.Nullable[string] `json:"phoneNumber" validate:"omitnil,min=1,max=50,phone"`
-	LinkedinProfileURL request.Nullable[string] `json:"linkedinProfileUrl" validate:"omitnil,min=1,max=2048,httpurl"`
+	Name               *string                  `json:"name"`
+	Email              request.Nullable[string] `json:"email"`
+	Domain             request.Nullable[string] `json:"domain"`
+	PhoneNumber        request.Nullable[string] `json:"phoneNumber"`
+	LinkedinProfileURL request.Nullable[string] `json:"linkedinProfileUrl"`
 }
 
 type accountCreate struct {
-	Domain string  `json:"domain" validate:"required,max=253"`
-	Name   *string `json:"name" validate:"omitnil,min=1,max=255"`
+	Domain string  `json:"domain"`
+	Name   *string `json:"name"`
 }
 
 type logCreate struct {
-	Source         string                   `json:"source" validate:"required,max=100,kebab"`
-	Type           string                   `json:"type" validate:"required,max=100,kebab"`
-	Payload        map[string]any           `json:"payload" validate:"required"`
-	IdempotencyKey request.Nullable[string] `json:"idempotencyKey" validate:"omitnil,min=1,max=255"`
-}
-
-// RegisterRules adds the persons context's validation rules (phone) to v.
-func RegisterRules(v *request.Validator) error {
-	return v.Register("phone", func(f reflect.Value) bool { return domain.ValidPhone(f.String()) })
+	Source         string                   `json:"source"`
+	Type           string                   `json:"type"`
+	Payload        json.RawMessage          `json:"payload"` // as sent: numbers stay exact
+	IdempotencyKey request.Nullable[string] `json:"idempotencyKey"`
 }
 
 // normalizeDomain normalises an optional domain from the body, failing on one that is
@@ -165,7 +163,7 @@ func normalizeDomain(n request.Nullable[string]) (*string, error) {
 
 func (h *Handlers) createPerson(c *fiber.Ctx) error {
 	var in personCreate
-	if err := h.Validator.Body(c, &in); err != nil {
+	if err := request.Decode(c, &in); err != nil {
 		return err
 	}
 	dom, err := normalizeDomain(in.Domain)
@@ -191,7 +189,7 @@ func (h *Handlers) getPerson(c *fiber.Ctx) error {
 
 func (h *Handlers) updatePerson(c *fiber.Ctx) error {
 	var in personUpdate
-	if err := h.Validator.Body(c, &in); err != nil {
+	if err := request.Decode(c, &in); err != nil {
 		return err
 	}
 	dom, err := normalizeDomain(in.Domain)
@@ -233,9 +231,6 @@ func (h *Handlers) page(c *fiber.Ctx, q *request.Query, scope ...string) (pagina
 func (h *Handlers) searchPersons(c *fiber.Ctx) error {
 	q := request.NewQuery(c)
 	query := q.String("query")
-	if len([]rune(query)) > domain.MaxSearchQueryLen {
-		q.Fail("query", "too_big", "String must contain at most 200 character(s)")
-	}
 	p, after := h.page(c, q, "persons_search", query)
 	if err := q.Err(); err != nil {
 		return err
@@ -253,21 +248,9 @@ func (h *Handlers) searchPersons(c *fiber.Ctx) error {
 
 // --- accounts
 
-var accountIDPattern = regexp.MustCompile(`^account_[a-z0-9]{26}$`)
-
-// accountID returns the account ID of the path, which must have the spec's format.
-func accountID(c *fiber.Ctx) (string, error) {
-	id := c.Params("account_id")
-	if !accountIDPattern.MatchString(id) {
-		return "", apierror.InvalidParam(apierror.FieldPath, "account_id", "invalid_string",
-			"Invalid: must match ^account_[a-z0-9]{26}$")
-	}
-	return id, nil
-}
-
 func (h *Handlers) createAccount(c *fiber.Ctx) error {
 	var in accountCreate
-	if err := h.Validator.Body(c, &in); err != nil {
+	if err := request.Decode(c, &in); err != nil {
 		return err
 	}
 	dom, err := normalizeDomain(request.Of(in.Domain))
@@ -282,10 +265,7 @@ func (h *Handlers) createAccount(c *fiber.Ctx) error {
 }
 
 func (h *Handlers) getAccount(c *fiber.Ctx) error {
-	id, err := accountID(c)
-	if err != nil {
-		return err
-	}
+	id := c.Params("account_id") // its format: the document's pattern
 	a, err := h.App.GetAccount(c.UserContext(), tenant.From(c), id)
 	if err != nil {
 		return mapError(err)
@@ -295,7 +275,7 @@ func (h *Handlers) getAccount(c *fiber.Ctx) error {
 
 func (h *Handlers) listAccounts(c *fiber.Ctx) error {
 	q := request.NewQuery(c)
-	emptyOnly := q.Bool("includeEmptyOnly")
+	emptyOnly := flag(q, "includeEmptyOnly")
 	p, after := h.page(c, q, "accounts", boolKey(emptyOnly))
 	if err := q.Err(); err != nil {
 		return err
@@ -311,6 +291,13 @@ func (h *Handlers) listAccounts(c *fiber.Ctx) error {
 	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v accountListItem) []string { return []string{v.AccountID} }))
 }
 
+// flag reads a boolean query parameter whose values the document enumerates ("true",
+// "false", "1", "0"; it refused any other): true for "true" and "1".
+func flag(q *request.Query, name string) bool {
+	v := q.String(name)
+	return v == "true" || v == "1"
+}
+
 func boolKey(b bool) string {
 	if b {
 		return "1"
@@ -320,38 +307,23 @@ func boolKey(b bool) string {
 
 // --- logs
 
-// owner returns the owner ID of a log route: a person ID (opaque) or an account ID
-// (checked against the spec's format).
-func owner(c *fiber.Ctx, param string) (string, error) {
-	if param == "account_id" {
-		return accountID(c)
-	}
-	return c.Params("person_id"), nil
-}
+// owner returns the owner ID of a log route: a person ID or an account ID (whose format
+// the document states for the path).
+func owner(c *fiber.Ctx, param string) string { return c.Params(param) }
 
 func (h *Handlers) createLog(k adapters.LogKind, param string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		ownerID, err := owner(c, param)
-		if err != nil {
-			return err
-		}
+		ownerID := owner(c, param)
 		var in logCreate
-		if err := h.Validator.Body(c, &in); err != nil {
+		if err := request.Decode(c, &in); err != nil {
 			return err
 		}
-		// The payload as sent (numbers exact), not as re-encoded from the map.
-		var raw struct {
-			Payload json.RawMessage `json:"payload"`
-		}
-		if err := json.Unmarshal(c.Body(), &raw); err != nil {
-			return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_json", Message: err.Error(), Path: []any{}})
-		}
-		if len(raw.Payload) > domain.MaxPayloadBytes {
+		payload, err := domain.CheckPayload(in.Payload)
+		switch {
+		case errors.Is(err, domain.ErrPayloadTooBig):
 			return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "too_big",
-				Message: "payload must be at most 65536 bytes of JSON", Path: []any{"payload"}})
-		}
-		payload, err := domain.CanonicalPayload(raw.Payload)
-		if err != nil {
+				Message: err.Error(), Path: []any{"payload"}})
+		case err != nil:
 			return invalidPayload(err.Error())
 		}
 		l, created, err := h.App.CreateLog(c.UserContext(), k, tenant.From(c), ownerID, app.NewLog{Source: in.Source,
@@ -369,10 +341,7 @@ func (h *Handlers) createLog(k adapters.LogKind, param string) fiber.Handler {
 
 func (h *Handlers) getLog(k adapters.LogKind, param string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		ownerID, err := owner(c, param)
-		if err != nil {
-			return err
-		}
+		ownerID := owner(c, param)
 		id := c.Params("log_id")
 		l, err := h.App.GetLog(c.UserContext(), k, tenant.From(c), ownerID, id)
 		if err != nil {
@@ -384,10 +353,7 @@ func (h *Handlers) getLog(k adapters.LogKind, param string) fiber.Handler {
 
 func (h *Handlers) deleteLog(k adapters.LogKind, param string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		ownerID, err := owner(c, param)
-		if err != nil {
-			return err
-		}
+		ownerID := owner(c, param)
 		id := c.Params("log_id")
 		if err := h.App.DeleteLog(c.UserContext(), k, tenant.From(c), ownerID, id); err != nil {
 			return mapError(err)
@@ -398,12 +364,9 @@ func (h *Handlers) deleteLog(k adapters.LogKind, param string) fiber.Handler {
 
 func (h *Handlers) listLogs(k adapters.LogKind, param string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		ownerID, err := owner(c, param)
-		if err != nil {
-			return err
-		}
+		ownerID := owner(c, param)
 		q := request.NewQuery(c)
-		includeDeleted := q.Bool("includeDeleted")
+		includeDeleted := flag(q, "includeDeleted")
 		p, before := h.page(c, q, "logs", param, ownerID, boolKey(includeDeleted))
 		if err := q.Err(); err != nil {
 			return err

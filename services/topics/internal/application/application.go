@@ -23,9 +23,8 @@ var Migrations = []postgres.MigrationSet{migrations.Set}
 // Setup adds the topics routes to a runtime.
 func Setup(rt *service.Runtime, _ *config.Env) error {
 	h := &ports.Handlers{
-		App:       &app.Service{Repo: adapters.NewStore(rt.Pool, rt.Outbox)},
-		Validator: rt.Validator,
-		Cursors:   rt.Cursors,
+		App:     &app.Service{Repo: adapters.NewStore(rt.Pool, rt.Outbox)},
+		Cursors: rt.Cursors,
 	}
 	h.Register(rt.API)
 	return nil

@@ -299,28 +299,40 @@ func TestBadInputIs400(t *testing.T) {
 		body         any
 		want         string
 	}{
-		"create: malformed":         {"POST", "/v0/topics", apitest.Raw(`{"title":`), "body:invalid_json:[]"},
-		"create: missing title":     {"POST", "/v0/topics", map[string]any{}, "body:invalid_type:[title]"},
-		"create: empty title":       {"POST", "/v0/topics", map[string]any{"title": ""}, "body:too_small:[title]"},
-		"create: long title":        {"POST", "/v0/topics", map[string]any{"title": long}, "body:too_big:[title]"},
-		"create: title type":        {"POST", "/v0/topics", map[string]any{"title": 5}, "body:invalid_type:[title]"},
-		"create: negative order":    {"POST", "/v0/topics", map[string]any{"title": "t", "sortOrder": -1}, "body:too_small:[sortOrder]"},
-		"create: fractional order":  {"POST", "/v0/topics", map[string]any{"title": "t", "sortOrder": 1.5}, "body:invalid_type:[sortOrder]"},
-		"create: huge order":        {"POST", "/v0/topics", map[string]any{"title": "t", "sortOrder": 9007199254740992}, "body:too_big:[sortOrder]"},
-		"create: unknown field":     {"POST", "/v0/topics", map[string]any{"title": "t", "color": "red"}, "body:unrecognized_keys:[color]"},
-		"create: array body":        {"POST", "/v0/topics", apitest.Raw(`[]`), "body:invalid_type:[]"},
-		"create: null title":        {"POST", "/v0/topics", map[string]any{"title": nil}, "body:invalid_type:[title]"},
-		"update: empty title":       {"PATCH", "/v0/topics/" + id, map[string]any{"title": ""}, "body:too_small:[title]"},
-		"update: null title":        {"PATCH", "/v0/topics/" + id, map[string]any{"title": nil}, "body:invalid_type:[title]"},
-		"update: default type":      {"PATCH", "/v0/topics/" + id, map[string]any{"isDefault": "yes"}, "body:invalid_type:[isDefault]"},
-		"update: unknown field":     {"PATCH", "/v0/topics/" + id, map[string]any{"topicId": "x"}, "body:unrecognized_keys:[topicId]"},
-		"entry: missing content":    {"POST", "/v0/topics/" + id + "/entries", map[string]any{}, "body:invalid_type:[content]"},
-		"entry: bad type":           {"POST", "/v0/topics/" + id + "/entries", map[string]any{"content": map[string]any{"type": "pdf", "content": "x"}}, "body:invalid_enum_value:[content type]"},
-		"entry: empty content":      {"POST", "/v0/topics/" + id + "/entries", map[string]any{"content": map[string]any{"type": "text", "content": ""}}, "body:too_small:[content content]"},
-		"entry: long content":       {"POST", "/v0/topics/" + id + "/entries", map[string]any{"content": map[string]any{"type": "text", "content": strings.Repeat("x", 20001)}}, "body:too_big:[content content]"},
-		"entry: nested unknown":     {"POST", "/v0/topics/" + id + "/entries", map[string]any{"content": map[string]any{"type": "text", "content": "x", "lang": "en"}}, "body:unrecognized_keys:[content lang]"},
-		"entry update: bad content": {"PATCH", "/v0/topics/" + id + "/entries/" + eid, map[string]any{"content": map[string]any{"type": "text"}}, "body:invalid_type:[content content]"},
-		"entry update: malformed":   {"PATCH", "/v0/topics/" + id + "/entries/" + eid, apitest.Raw(`{`), "body:invalid_json:[]"},
+		"create: malformed":          {"POST", "/v0/topics", apitest.Raw(`{"title":`), "body:invalid_json:[]"},
+		"create: missing title":      {"POST", "/v0/topics", map[string]any{}, "body:invalid_type:[title]"},
+		"create: empty title":        {"POST", "/v0/topics", map[string]any{"title": ""}, "body:too_small:[title]"},
+		"create: long title":         {"POST", "/v0/topics", map[string]any{"title": long}, "body:too_big:[title]"},
+		"create: title type":         {"POST", "/v0/topics", map[string]any{"title": 5}, "body:invalid_type:[title]"},
+		"create: negative order":     {"POST", "/v0/topics", map[string]any{"title": "t", "sortOrder": -1}, "body:too_small:[sortOrder]"},
+		"create: fractional order":   {"POST", "/v0/topics", map[string]any{"title": "t", "sortOrder": 1.5}, "body:invalid_type:[sortOrder]"},
+		"create: huge order":         {"POST", "/v0/topics", map[string]any{"title": "t", "sortOrder": 9007199254740992}, "body:too_big:[sortOrder]"},
+		"create: unknown field":      {"POST", "/v0/topics", map[string]any{"title": "t", "color": "red"}, "body:unrecognized_keys:[color]"},
+		"create: array body":         {"POST", "/v0/topics", apitest.Raw(`[]`), "body:invalid_type:[]"},
+		"create: null title":         {"POST", "/v0/topics", map[string]any{"title": nil}, "body:invalid_type:[title]"},
+		"update: empty title":        {"PATCH", "/v0/topics/" + id, map[string]any{"title": ""}, "body:too_small:[title]"},
+		"update: null title":         {"PATCH", "/v0/topics/" + id, map[string]any{"title": nil}, "body:invalid_type:[title]"},
+		"update: default type":       {"PATCH", "/v0/topics/" + id, map[string]any{"isDefault": "yes"}, "body:invalid_type:[isDefault]"},
+		"update: unknown field":      {"PATCH", "/v0/topics/" + id, map[string]any{"topicId": "x"}, "body:unrecognized_keys:[topicId]"},
+		"entry: missing content":     {"POST", "/v0/topics/" + id + "/entries", map[string]any{}, "body:invalid_type:[content]"},
+		"entry: bad type":            {"POST", "/v0/topics/" + id + "/entries", map[string]any{"content": map[string]any{"type": "pdf", "content": "x"}}, "body:invalid_enum_value:[content type]"},
+		"entry: empty content":       {"POST", "/v0/topics/" + id + "/entries", map[string]any{"content": map[string]any{"type": "text", "content": ""}}, "body:too_small:[content content]"},
+		"entry: long content":        {"POST", "/v0/topics/" + id + "/entries", map[string]any{"content": map[string]any{"type": "text", "content": strings.Repeat("x", 20001)}}, "body:too_big:[content content]"},
+		"entry: nested unknown":      {"POST", "/v0/topics/" + id + "/entries", map[string]any{"content": map[string]any{"type": "text", "content": "x", "lang": "en"}}, "body:unrecognized_keys:[content lang]"},
+		"entry update: bad content":  {"PATCH", "/v0/topics/" + id + "/entries/" + eid, map[string]any{"content": map[string]any{"type": "text"}}, "body:invalid_type:[content content]"},
+		"entry update: malformed":    {"PATCH", "/v0/topics/" + id + "/entries/" + eid, apitest.Raw(`{`), "body:invalid_json:[]"},
+		"entry update: no body":      {"PATCH", "/v0/topics/" + id + "/entries/" + eid, nil, "body:invalid_type:[]"},
+		"entry update: white space":  {"PATCH", "/v0/topics/" + id + "/entries/" + eid, apitest.Raw(" \n"), "body:invalid_json:[]"},
+		"entry update: null content": {"PATCH", "/v0/topics/" + id + "/entries/" + eid, map[string]any{"content": nil}, "body:invalid_type:[content]"},
+		"entry: no body":             {"POST", "/v0/topics/" + id + "/entries", nil, "body:invalid_type:[]"},
+		"entry: content type":        {"POST", "/v0/topics/" + id + "/entries", map[string]any{"content": "text"}, "body:invalid_type:[content]"},
+		"update: no body":            {"PATCH", "/v0/topics/" + id, nil, "body:invalid_type:[]"},
+		"update: white space":        {"PATCH", "/v0/topics/" + id, apitest.Raw("\t"), "body:invalid_json:[]"},
+		"update: long purpose":       {"PATCH", "/v0/topics/" + id, map[string]any{"purpose": strings.Repeat("p", 2001)}, "body:too_big:[purpose]"},
+		"update: negative order":     {"PATCH", "/v0/topics/" + id, map[string]any{"sortOrder": -1}, "body:too_small:[sortOrder]"},
+		"create: no body":            {"POST", "/v0/topics", nil, "body:invalid_type:[]"},
+		"create: white space":        {"POST", "/v0/topics", apitest.Raw("  "), "body:invalid_json:[]"},
+		"create: empty purpose":      {"POST", "/v0/topics", map[string]any{"title": "t", "purpose": ""}, "body:too_small:[purpose]"},
 	} {
 		r := c.Do(tc.method, tc.path, tc.body)
 		if r.Status != 400 || fmt.Sprint(issueCodes(r)) != "["+tc.want+"]" {
@@ -337,6 +349,11 @@ func TestBadInputIs400(t *testing.T) {
 	if r := c.Do("PUT", "/v0/topics/"+id, map[string]any{"title": "t"}); r.Status != 405 {
 		t.Errorf("PUT: %d", r.Status)
 	}
+	// The bounds themselves are accepted.
+	mustStatus(t, c.Do("POST", "/v0/topics", map[string]any{"title": strings.Repeat("a", 200),
+		"purpose": strings.Repeat("p", 2000), "sortOrder": 9007199254740991}), 201)
+	mustStatus(t, c.Do("POST", "/v0/topics/"+id+"/entries", map[string]any{
+		"content": map[string]any{"type": "html", "content": strings.Repeat("x", 20000)}}), 201)
 }
 
 // readEvents reads the topics.events topic from the start until n events are seen.

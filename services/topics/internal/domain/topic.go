@@ -7,16 +7,9 @@ import (
 	"time"
 )
 
-// Limits of the topics context (the spec leaves them open; docs/api.md records them).
-const (
-	MaxTitleLen        = 200
-	MaxPurposeLen      = 2000
-	MaxContentLen      = 20000
-	MaxEntriesPerTopic = 100
-)
-
-// ContentTypes are the allowed values of an entry's content.type.
-var ContentTypes = []string{"text", "markdown", "html", "url"}
+// MaxEntriesPerTopic is how many entries a topic holds (a rule about state, which the
+// document states in words; the bounds of the fields are the document's own).
+const MaxEntriesPerTopic = 100
 
 // Errors the application maps to API errors.
 var (

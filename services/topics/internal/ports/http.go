@@ -17,11 +17,11 @@ import (
 	"github.com/customerapi/platform/services/topics/internal/domain"
 )
 
-// Handlers serve the topics routes.
+// Handlers serve the topics routes. The OpenAPI document judged every request before it
+// gets here (request.Document): handlers decode bodies and check nothing it states.
 type Handlers struct {
-	App       *app.Service
-	Validator *request.Validator
-	Cursors   *pagination.Codec
+	App     *app.Service
+	Cursors *pagination.Codec
 }
 
 // Register mounts the routes on the tenant-scoped /v0 router.
@@ -41,8 +41,8 @@ func (h *Handlers) Register(r fiber.Router) {
 // --- shapes of the API
 
 type contentView struct {
-	Type    string `json:"type" validate:"required,oneof=text markdown html url"`
-	Content string `json:"content" validate:"required,max=20000"`
+	Type    string `json:"type"`
+	Content string `json:"content"`
 }
 
 type entryView struct {
@@ -80,35 +80,38 @@ func viewTopic(t domain.Topic) topicView {
 	return v
 }
 
+// The bodies, as the document's TopicCreate, TopicUpdate, TopicEntryCreate and
+// TopicEntryUpdate describe them (and judged them).
+
 type topicCreate struct {
-	Title     string                   `json:"title" validate:"required,max=200"`
-	SortOrder *int64                   `json:"sortOrder" validate:"omitempty,min=0,max=9007199254740991"`
-	Purpose   request.Nullable[string] `json:"purpose" validate:"omitnil,min=1,max=2000"`
+	Title     string                   `json:"title"`
+	SortOrder *int64                   `json:"sortOrder"`
+	Purpose   request.Nullable[string] `json:"purpose"`
 	IsDefault *bool                    `json:"isDefault"`
 }
 
 type topicUpdate struct {
-	Title     *string                  `json:"title" validate:"omitnil,min=1,max=200"`
-	SortOrder *int64                   `json:"sortOrder" validate:"omitnil,min=0,max=9007199254740991"`
-	Purpose   request.Nullable[string] `json:"purpose" validate:"omitnil,min=1,max=2000"`
+	Title     *string                  `json:"title"`
+	SortOrder *int64                   `json:"sortOrder"`
+	Purpose   request.Nullable[string] `json:"purpose"`
 	IsDefault *bool                    `json:"isDefault"`
 }
 
 type entryCreate struct {
-	Content   *contentView `json:"content" validate:"required"`
-	SortOrder *int64       `json:"sortOrder" validate:"omitempty,min=0,max=9007199254740991"`
+	Content   contentView `json:"content"`
+	SortOrder *int64      `json:"sortOrder"`
 }
 
 type entryUpdate struct {
 	Content   *contentView `json:"content"`
-	SortOrder *int64       `json:"sortOrder" validate:"omitnil,min=0,max=9007199254740991"`
+	SortOrder *int64       `json:"sortOrder"`
 }
 
 // --- handlers
 
 func (h *Handlers) createTopic(c *fiber.Ctx) error {
 	var in topicCreate
-	if err := h.Validator.Body(c, &in); err != nil {
+	if err := request.Decode(c, &in); err != nil {
 		return err
 	}
 	t, err := h.App.CreateTopic(c.UserContext(), tenant.From(c), app.NewTopic{
@@ -129,7 +132,7 @@ func (h *Handlers) getTopic(c *fiber.Ctx) error {
 
 func (h *Handlers) updateTopic(c *fiber.Ctx) error {
 	var in topicUpdate
-	if err := h.Validator.Body(c, &in); err != nil {
+	if err := request.Decode(c, &in); err != nil {
 		return err
 	}
 	t, err := h.App.UpdateTopic(c.UserContext(), tenant.From(c), c.Params("topic_id"), domain.TopicPatch{
@@ -180,7 +183,7 @@ func (h *Handlers) listTopics(c *fiber.Ctx) error {
 
 func (h *Handlers) createEntry(c *fiber.Ctx) error {
 	var in entryCreate
-	if err := h.Validator.Body(c, &in); err != nil {
+	if err := request.Decode(c, &in); err != nil {
 		return err
 	}
 	e, err := h.App.AddEntry(c.UserContext(), tenant.From(c), c.Params("topic_id"), app.NewEntry{
@@ -201,7 +204,7 @@ func (h *Handlers) getEntry(c *fiber.Ctx) error {
 
 func (h *Handlers) updateEntry(c *fiber.Ctx) error {
 	var in entryUpdate
-	if err := h.Validator.Body(c, &in); err != nil {
+	if err := request.Decode(c, &in); err != nil {
 		return err
 	}
 	p := domain.EntryPatch{SortOrder: in.SortOrder}

@@ -97,30 +97,92 @@ type Job struct {
 	Active bool
 }
 
-// claimSQL leases up to $1 due deliveries, at most $2 per subscription, none of the
-// subscriptions in $3, for $4 seconds. It looks at a bounded window of the earliest due
-// deliveries (so a claim costs the same however long the queue), ranks them per
-// subscription, and locks with SKIP LOCKED so replicas claiming at once never wait for
-// or double-claim a row. The update re-checks each row after locking. Deliveries are
-// only ever reached by primary key: joined to subscriptions directly, the planner may
-// walk a subscription's every delivery instead.
+// claimSQL leases due deliveries in turns across tenants (deficit round robin). $1 bounds
+// the deliveries, $2 those of one subscription, $3 lists subscriptions to skip, $4 is the
+// lease in seconds; $5 is the tenant after which the turn begins, $6 bounds the tenants
+// the turn explores, and each tenant may get up to its room: $8 for the tenants in $7,
+// $9 for the others.
+//
+//   - ring explores the tenants with pending deliveries in order, from the one after $5
+//     and round to it again, at most $6 of them: one probe of deliveries_tenant_due each
+//     (a skip scan), which also reads the tenant's earliest pending due time. visited
+//     adds the tenants of $7 with room (those the replica is busy with), however far the
+//     turn goes, so a busy tenant is never left out because many tenants wait for retries.
+//   - shares keeps the tenants with something due and room, in turn order from $5, and
+//     gives each an equal share of $1 (at most its room); candidates looks at a window of
+//     4 × share of each tenant's earliest due, unheld deliveries, by index in due order,
+//     so a claim costs the same however long any tenant's queue (the inner LIMIT only
+//     tells the planner so: share <= $1).
+//   - ranked keeps at most $2 per subscription and numbers each tenant's rows in due
+//     order; picked takes them round by round (every tenant's first, then every tenant's
+//     second, …) within each tenant's room, up to $1, locking with SKIP LOCKED, so
+//     replicas claiming at once never wait for or double-claim a row; claimed re-checks
+//     each row.
+//
+// Deliveries are only ever reached by tenant index or primary key: joined to
+// subscriptions directly, the planner may walk a subscription's every delivery instead.
+// After the claimed rows comes one summary row (summary true): the tenant after which the
+// next claim's turn should begin (the last one served in round order when $1 ran out,
+// else the last one the turn explored), the tenants explored, whether a tenant's window
+// came back full (it may have more due), and how many rows the claim meant to take.
 const claimSQL = `
-WITH candidates AS (
-	SELECT tenant_id, delivery_id, subscription_id, next_attempt_at, seq
-	FROM deliveries
-	WHERE status = 'pending' AND next_attempt_at <= now()
-	  AND (lease_expires_at IS NULL OR lease_expires_at <= now())
-	  AND subscription_id <> ALL ($3::text[])
-	ORDER BY next_attempt_at, seq
-	LIMIT $1 * 4
+WITH RECURSIVE ring (first, tenant_id, earliest, pos) AS (
+	SELECT t.tenant_id, t.tenant_id, t.next_attempt_at, 1
+	FROM ((SELECT tenant_id, next_attempt_at FROM deliveries WHERE status = 'pending' AND tenant_id > $5
+	       ORDER BY tenant_id, next_attempt_at, seq LIMIT 1)
+	      UNION ALL
+	      (SELECT tenant_id, next_attempt_at FROM deliveries WHERE status = 'pending'
+	       ORDER BY tenant_id, next_attempt_at, seq LIMIT 1)
+	      LIMIT 1) AS t
+	UNION ALL
+	SELECT r.first, t.tenant_id, t.next_attempt_at, r.pos + 1
+	FROM ring r CROSS JOIN LATERAL (
+		(SELECT d.tenant_id, d.next_attempt_at FROM deliveries d WHERE d.status = 'pending' AND d.tenant_id > r.tenant_id
+		 ORDER BY d.tenant_id, d.next_attempt_at, d.seq LIMIT 1)
+		UNION ALL
+		(SELECT d.tenant_id, d.next_attempt_at FROM deliveries d WHERE d.status = 'pending'
+		 ORDER BY d.tenant_id, d.next_attempt_at, d.seq LIMIT 1)
+		LIMIT 1) AS t
+	WHERE r.pos < $6 AND t.tenant_id <> r.first
+), rooms AS (
+	SELECT * FROM unnest($7::text[], $8::int[]) AS x(tenant_id, room)
+), visited AS (
+	SELECT DISTINCT ON (tenant_id) tenant_id, earliest
+	FROM (SELECT tenant_id, earliest FROM ring
+		UNION ALL
+		SELECT h.tenant_id, e.next_attempt_at FROM rooms h CROSS JOIN LATERAL (
+			SELECT d.next_attempt_at FROM deliveries d WHERE d.status = 'pending' AND d.tenant_id = h.tenant_id
+			ORDER BY d.next_attempt_at, d.seq LIMIT 1) AS e
+		WHERE h.room > 0) AS v
+	ORDER BY tenant_id
+), shares AS (
+	SELECT e.*, row_number() OVER (ORDER BY e.tenant_id <= $5, e.tenant_id) AS pos,
+		least(e.room, ($1 + count(*) OVER () - 1) / count(*) OVER ())::int AS share
+	FROM (SELECT v.tenant_id, coalesce(x.room, $9) AS room
+		FROM visited v LEFT JOIN rooms x ON x.tenant_id = v.tenant_id
+		WHERE v.earliest <= now() AND coalesce(x.room, $9) > 0) AS e
+), candidates AS (
+	SELECT c.*, sh.pos, sh.room, sh.share
+	FROM shares sh CROSS JOIN LATERAL (
+		SELECT * FROM (
+			SELECT d.tenant_id, d.delivery_id, d.subscription_id, d.next_attempt_at, d.seq
+			FROM deliveries d
+			WHERE d.tenant_id = sh.tenant_id AND d.status = 'pending' AND d.next_attempt_at <= now()
+			  AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= now())
+			  AND d.subscription_id <> ALL ($3::text[])
+			ORDER BY d.next_attempt_at, d.seq
+			LIMIT $1 * 4) AS w -- a bound the planner can see (share <= $1): its estimates stay small
+		LIMIT 4 * sh.share) AS c
 ), ranked AS (
-	SELECT *, row_number() OVER (PARTITION BY subscription_id ORDER BY next_attempt_at, seq) AS rn
-	FROM candidates
+	SELECT *, row_number() OVER (PARTITION BY tenant_id ORDER BY next_attempt_at, seq) AS turn
+	FROM (SELECT *, row_number() OVER (PARTITION BY subscription_id ORDER BY next_attempt_at, seq) AS rn
+		FROM candidates) AS c
+	WHERE rn <= $2
 ), picked AS (
-	SELECT d.tenant_id, d.delivery_id
-	FROM deliveries d JOIN ranked r ON r.tenant_id = d.tenant_id AND r.delivery_id = d.delivery_id
-	WHERE r.rn <= $2
-	ORDER BY r.next_attempt_at, r.seq
+	SELECT d.tenant_id, d.delivery_id, r.turn, r.pos
+	FROM (SELECT * FROM ranked WHERE turn <= room ORDER BY turn, pos LIMIT $1 * 4) AS r
+		JOIN deliveries d ON d.tenant_id = r.tenant_id AND d.delivery_id = r.delivery_id
+	ORDER BY r.turn, r.pos
 	LIMIT $1
 	FOR NO KEY UPDATE OF d SKIP LOCKED
 ), claimed AS (
@@ -134,49 +196,117 @@ WITH candidates AS (
 	RETURNING d.tenant_id, d.delivery_id, d.subscription_id, d.event_id, d.ordering_key, d.seq, d.body,
 		d.next_attempt_at, d.retry_step, d.attempt_count, d.lease_token
 )
-SELECT c.*, s.url, s.secret, CASE WHEN s.previous_secret_until > now() THEN s.previous_secret END, s.active
-FROM claimed c JOIN subscriptions s ON s.tenant_id = c.tenant_id AND s.subscription_id = c.subscription_id`
+SELECT false AS summary, c.*, s.url, s.secret, CASE WHEN s.previous_secret_until > now() THEN s.previous_secret END, s.active,
+	'' AS after, 0 AS visited, false AS more, 0 AS wanted
+FROM claimed c JOIN subscriptions s ON s.tenant_id = c.tenant_id AND s.subscription_id = c.subscription_id
+UNION ALL
+SELECT true, '', '', '', '', '', 0, NULL, now(), 0, 0, 0, '', '', NULL, false,
+	coalesce(CASE WHEN (SELECT count(*) FROM picked) >= $1
+		THEN (SELECT tenant_id FROM picked ORDER BY turn DESC, pos DESC LIMIT 1)
+		ELSE (SELECT tenant_id FROM ring ORDER BY pos DESC LIMIT 1) END, $5),
+	(SELECT count(*) FROM ring)::int,
+	EXISTS (SELECT 1 FROM candidates GROUP BY tenant_id, share HAVING count(*) = 4 * share),
+	least($1, (SELECT count(*) FROM ranked WHERE turn <= room))::int`
 
-// Claim leases up to limit due deliveries for an attempt each, at most perSubscription
-// of one subscription and none of the subscriptions in exclude, in due order.
-func (s *Store) Claim(ctx context.Context, limit, perSubscription int, exclude []string, lease time.Duration) ([]Job, error) {
-	if exclude == nil {
-		exclude = []string{}
-	}
-	rows, err := s.pool.Query(ctx, claimSQL, limit, perSubscription, exclude, lease.Seconds())
-	if err != nil {
-		return nil, fmt.Errorf("claim deliveries: %w", err)
-	}
-	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Job, error) {
-		var j Job
-		err := r.Scan(&j.TenantID, &j.DeliveryID, &j.SubscriptionID, &j.EventID, &j.OrderingKey, &j.Seq, &j.Body,
-			&j.DueAt, &j.RetryStep, &j.AttemptNo, &j.LeaseToken, &j.URL, &j.Secret, &j.PreviousSecret, &j.Active)
-		return j, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("claim deliveries: %w", err)
-	}
-	// RETURNING keeps no order; attempts start in due order.
-	slices.SortFunc(jobs, func(a, b Job) int {
-		return cmp.Or(a.DueAt.Compare(b.DueAt), cmp.Compare(a.Seq, b.Seq))
-	})
-	return jobs, nil
+// ClaimRequest says what one claim may take.
+type ClaimRequest struct {
+	// Limit bounds the deliveries claimed.
+	Limit int
+	// PerSubscription bounds the deliveries claimed of one subscription.
+	PerSubscription int
+	// Exclude lists subscriptions of which nothing is claimed.
+	Exclude []string
+	// After is the tenant after which the claim's turn across tenants begins: the previous
+	// claim's Claimed.After ("" begins with the first tenant).
+	After string
+	// Tenants bounds the tenants with pending deliveries the claim's turn explores; the
+	// tenants in Rooms with room are visited besides.
+	Tenants int
+	// Rooms bounds the deliveries claimed of each tenant listed (0: none); DefaultRoom
+	// bounds those of the others.
+	Rooms       map[string]int
+	DefaultRoom int
+	// Lease is how long the claimed deliveries are held.
+	Lease time.Duration
 }
 
-// NextDue returns how long until a delivery may be claimed: the earliest due time of an
-// unheld delivery outside exclude, or the earliest lease to run out. ok is false when
-// nothing is pending.
-func (s *Store) NextDue(ctx context.Context, exclude []string) (wait time.Duration, ok bool, err error) {
+// Claimed is what a claim took and where the next claim should look.
+type Claimed struct {
+	// Jobs are the claimed deliveries, in due order.
+	Jobs []Job
+	// After is where the next claim's turn across tenants should begin.
+	After string
+	// Unvisited reports that the turn stopped at the Tenants bound before coming round:
+	// tenants after After may have due deliveries.
+	Unvisited bool
+	// More reports that a tenant may have more due deliveries than the claim looked at.
+	More bool
+	// Locked counts the deliveries the claim meant to take but found held by another claim.
+	Locked int
+}
+
+// Claim leases due deliveries for an attempt each, in turns across tenants: every tenant
+// with due deliveries and room gets its earliest first, then every tenant its next, and so
+// on, within Limit, each tenant's room and PerSubscription, and none of the subscriptions
+// in Exclude. Within a tenant deliveries are taken in due order.
+func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claimed, error) {
+	exclude := req.Exclude
 	if exclude == nil {
 		exclude = []string{}
 	}
+	roomTenants, rooms := make([]string, 0, len(req.Rooms)), make([]int32, 0, len(req.Rooms))
+	for id, n := range req.Rooms {
+		roomTenants, rooms = append(roomTenants, id), append(rooms, int32(max(n, 0)))
+	}
+	rows, err := s.pool.Query(ctx, claimSQL, req.Limit, req.PerSubscription, exclude, req.Lease.Seconds(),
+		req.After, max(req.Tenants, 1), roomTenants, rooms, req.DefaultRoom)
+	if err != nil {
+		return Claimed{}, fmt.Errorf("claim deliveries: %w", err)
+	}
+	defer rows.Close()
+	var c Claimed
+	var visited, wanted int
+	for rows.Next() {
+		var (
+			summary bool
+			j       Job
+			after   string
+			more    bool
+			v, w    int
+		)
+		if err := rows.Scan(&summary, &j.TenantID, &j.DeliveryID, &j.SubscriptionID, &j.EventID, &j.OrderingKey, &j.Seq,
+			&j.Body, &j.DueAt, &j.RetryStep, &j.AttemptNo, &j.LeaseToken, &j.URL, &j.Secret, &j.PreviousSecret, &j.Active,
+			&after, &v, &more, &w); err != nil {
+			return Claimed{}, fmt.Errorf("claim deliveries: %w", err)
+		}
+		if summary {
+			c.After, visited, c.More, wanted = after, v, more, w
+			continue
+		}
+		c.Jobs = append(c.Jobs, j)
+	}
+	if err := rows.Err(); err != nil {
+		return Claimed{}, fmt.Errorf("claim deliveries: %w", err)
+	}
+	c.Unvisited = visited >= max(req.Tenants, 1)
+	c.Locked = max(wanted-len(c.Jobs), 0)
+	// RETURNING keeps no order; attempts start in due order.
+	slices.SortFunc(c.Jobs, func(a, b Job) int {
+		return cmp.Or(a.DueAt.Compare(b.DueAt), cmp.Compare(a.Seq, b.Seq))
+	})
+	return c, nil
+}
+
+// NextDue returns how long until a delivery not claimable now may be claimed: the
+// earliest due time still to come, or the earliest lease to run out. ok is false when
+// nothing of the kind is pending. Deliveries due already are the claims' business
+// (Claimed says when some were left).
+func (s *Store) NextDue(ctx context.Context) (wait time.Duration, ok bool, err error) {
 	var secs *float64
 	err = s.pool.QueryRow(ctx, `SELECT extract(epoch FROM least(
-		(SELECT next_attempt_at FROM deliveries
-			WHERE status = 'pending' AND lease_expires_at IS NULL AND subscription_id <> ALL ($1::text[])
+		(SELECT next_attempt_at FROM deliveries WHERE status = 'pending' AND next_attempt_at > now()
 			ORDER BY next_attempt_at, seq LIMIT 1),
-		(SELECT min(lease_expires_at) FROM deliveries WHERE lease_expires_at IS NOT NULL)) - now())::float8`,
-		exclude).Scan(&secs)
+		(SELECT min(lease_expires_at) FROM deliveries WHERE lease_expires_at > now())) - now())::float8`).Scan(&secs)
 	if err != nil {
 		return 0, false, fmt.Errorf("next due delivery: %w", err)
 	}

@@ -111,6 +111,18 @@ func fill(t testing.TB, s *adapters.Store, pool *pgxpool.Pool, subs []string, pe
 	}
 }
 
+// claim leases up to limit deliveries, at most perSub of a subscription, none of exclude,
+// with every tenant's room unbounded, and returns the claim.
+func claim(t testing.TB, s *adapters.Store, limit, perSub int, exclude []string, lease time.Duration) adapters.Claimed {
+	t.Helper()
+	c, err := s.Claim(context.Background(), adapters.ClaimRequest{Limit: limit, PerSubscription: perSub, Exclude: exclude,
+		Tenants: 100, DefaultRoom: 1 << 20, Lease: lease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // Replicas claiming at once never get the same delivery, and together get all of them.
 func TestClaimIsExclusiveUnderConcurrency(t *testing.T) {
 	s, pool := newStore(t)
@@ -123,11 +135,13 @@ func TestClaimIsExclusiveUnderConcurrency(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for {
-				jobs, err := s.Claim(context.Background(), 7, 1000, nil, time.Minute)
+				c, err := s.Claim(context.Background(), adapters.ClaimRequest{Limit: 7, PerSubscription: 1000,
+					Tenants: 100, DefaultRoom: 1000, Lease: time.Minute})
 				if err != nil {
 					t.Error(err)
 					return
 				}
+				jobs := c.Jobs
 				if len(jobs) == 0 {
 					return
 				}
@@ -153,10 +167,7 @@ func TestClaimIsExclusiveUnderConcurrency(t *testing.T) {
 func TestClaimLimitsPerSubscriptionAndHonoursExclusions(t *testing.T) {
 	s, pool := newStore(t)
 	fill(t, s, pool, []string{"whsub_a", "whsub_b"}, 10)
-	jobs, err := s.Claim(context.Background(), 100, 3, nil, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	jobs := claim(t, s, 100, 3, nil, time.Minute).Jobs
 	per := map[string]int{}
 	var lastSeq int64
 	for _, j := range jobs {
@@ -172,23 +183,20 @@ func TestClaimLimitsPerSubscriptionAndHonoursExclusions(t *testing.T) {
 	if per["whsub_a"] != 3 || per["whsub_b"] != 3 {
 		t.Fatalf("per subscription %v", per)
 	}
-	jobs, err = s.Claim(context.Background(), 100, 3, []string{"whsub_a"}, time.Minute)
-	if err != nil || len(jobs) != 3 {
-		t.Fatalf("%d jobs, %v", len(jobs), err)
+	jobs = claim(t, s, 100, 3, []string{"whsub_a"}, time.Minute).Jobs
+	if len(jobs) != 3 {
+		t.Fatalf("claimed %d deliveries of whsub_b, want its limit of 3", len(jobs))
 	}
 	for _, j := range jobs {
 		if j.SubscriptionID != "whsub_b" {
 			t.Fatalf("claimed %s despite the exclusion", j.SubscriptionID)
 		}
 	}
-	// Held deliveries are not claimed again while their lease runs.
-	wait, ok, err := s.NextDue(context.Background(), []string{"whsub_a", "whsub_b"})
-	if err != nil || !ok || wait < 50*time.Second {
-		t.Fatalf("next due in %s (%v, %v), want the lease's end", wait, ok, err)
-	}
-	wait, ok, err = s.NextDue(context.Background(), nil)
-	if err != nil || !ok || wait > 0 {
-		t.Fatalf("next due in %s (%v, %v), want now", wait, ok, err)
+	// Deliveries due now are the claims' business; held ones come back when their lease
+	// runs out, and NextDue says when.
+	wait, ok, err := s.NextDue(context.Background())
+	if err != nil || !ok || wait < 50*time.Second || wait > time.Minute {
+		t.Fatalf("next due in %s (%v, %v), want the lease's end in a minute", wait, ok, err)
 	}
 }
 
@@ -197,17 +205,17 @@ func TestClaimLimitsPerSubscriptionAndHonoursExclusions(t *testing.T) {
 func TestExpiredLeaseIsClaimedAgain(t *testing.T) {
 	s, pool := newStore(t)
 	fill(t, s, pool, []string{"whsub_a"}, 1)
-	first, err := s.Claim(context.Background(), 10, 10, nil, 100*time.Millisecond)
-	if err != nil || len(first) != 1 {
-		t.Fatalf("%v %v", first, err)
+	first := claim(t, s, 10, 10, nil, 100*time.Millisecond).Jobs
+	if len(first) != 1 {
+		t.Fatalf("%v", first)
 	}
-	if again, _ := s.Claim(context.Background(), 10, 10, nil, time.Minute); len(again) != 0 {
+	if again := claim(t, s, 10, 10, nil, time.Minute).Jobs; len(again) != 0 {
 		t.Fatal("claimed while leased")
 	}
 	time.Sleep(150 * time.Millisecond)
-	second, err := s.Claim(context.Background(), 10, 10, nil, time.Minute)
-	if err != nil || len(second) != 1 || second[0].DeliveryID != first[0].DeliveryID || second[0].AttemptNo != 2 {
-		t.Fatalf("%+v %v", second, err)
+	second := claim(t, s, 10, 10, nil, time.Minute).Jobs
+	if len(second) != 1 || second[0].DeliveryID != first[0].DeliveryID || second[0].AttemptNo != 2 {
+		t.Fatalf("%+v", second)
 	}
 	code := 500
 	at := time.Now().UTC().Truncate(time.Millisecond)
@@ -239,9 +247,9 @@ func TestExpiredLeaseIsClaimedAgain(t *testing.T) {
 func TestCompleteDisablesOnGone(t *testing.T) {
 	s, pool := newStore(t)
 	fill(t, s, pool, []string{"whsub_a"}, 3)
-	jobs, err := s.Claim(context.Background(), 2, 10, nil, time.Minute)
-	if err != nil || len(jobs) != 2 {
-		t.Fatal(jobs, err)
+	jobs := claim(t, s, 2, 10, nil, time.Minute).Jobs
+	if len(jobs) != 2 {
+		t.Fatal(jobs)
 	}
 	code, at := 410, time.Now().UTC().Truncate(time.Millisecond)
 	gone := adapters.Result{TenantID: "acme", DeliveryID: jobs[0].DeliveryID, SubscriptionID: "whsub_a",
@@ -263,7 +271,7 @@ func TestCompleteDisablesOnGone(t *testing.T) {
 	if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM deliveries WHERE status = 'pending'").Scan(&pending); err != nil || pending != 0 {
 		t.Fatalf("%d deliveries still pending (%v)", pending, err)
 	}
-	if _, ok, _ := s.NextDue(context.Background(), nil); ok {
+	if _, ok, _ := s.NextDue(context.Background()); ok {
 		t.Fatal("something is still due")
 	}
 }
@@ -279,7 +287,7 @@ func TestFailureStreakDisables(t *testing.T) {
 			AttemptNo: j.AttemptNo, Status: status, Delay: time.Hour, RetryStep: 1,
 			Attempt: &domain.Attempt{AttemptedAt: at, StatusCode: &code}}
 	}
-	jobs, _ := s.Claim(context.Background(), 4, 10, nil, time.Minute)
+	jobs := claim(t, s, 4, 10, nil, time.Minute).Jobs
 	// Failing for 3 days, then a success: the streak restarts.
 	d, err := s.Complete(context.Background(), []adapters.Result{
 		attempt(jobs[0], base, 500, domain.StatusPending),
@@ -300,7 +308,7 @@ func TestFailureStreakDisables(t *testing.T) {
 	if _, err := pool.Exec(context.Background(), "UPDATE deliveries SET next_attempt_at = now() WHERE status = 'pending'"); err != nil {
 		t.Fatal(err)
 	}
-	jobs, _ = s.Claim(context.Background(), 1, 10, nil, time.Minute)
+	jobs = claim(t, s, 1, 10, nil, time.Minute).Jobs
 	d, err = s.Complete(context.Background(), []adapters.Result{attempt(jobs[0], base.Add(217*time.Hour), 500, domain.StatusPending)}, 120*time.Hour)
 	if err != nil || len(d) != 1 || d[0].Gone {
 		t.Fatalf("not disabled after 121 hours: %+v %v", d, err)
@@ -345,7 +353,7 @@ func TestStatsAndRetention(t *testing.T) {
 		t.Fatalf("stats %+v %v", st, err)
 	}
 	// Finish two: one long ago, one just now.
-	jobs, _ := s.Claim(ctx, 2, 10, nil, time.Minute)
+	jobs := claim(t, s, 2, 10, nil, time.Minute).Jobs
 	code, at := 200, time.Now().UTC().Truncate(time.Millisecond)
 	var results []adapters.Result
 	for _, j := range jobs {
@@ -367,5 +375,125 @@ func TestStatsAndRetention(t *testing.T) {
 	if err := pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM deliveries), (SELECT count(*) FROM delivery_attempts)").Scan(&left, &attempts); err != nil ||
 		left != 2 || attempts != 1 {
 		t.Fatalf("%d deliveries and %d attempts left (%v)", left, attempts, err)
+	}
+}
+
+// backlog gives tenantID the subscriptions subs and records n events of it, each
+// delivered to every one of them.
+func backlog(t testing.TB, s *adapters.Store, pool *pgxpool.Pool, tenantID string, subs []string, n int) {
+	t.Helper()
+	for _, sub := range subs {
+		addSubscription(t, s, tenantID, sub, true, nil)
+	}
+	for i := 0; i < n; i++ {
+		record(t, s, pool, newEvent(t, tenantID, events.TypeFormSubmitted, fmt.Sprintf("form_%s_%d", tenantID, i)))
+	}
+}
+
+// countByTenant counts the jobs of each tenant.
+func countByTenant(jobs []adapters.Job) map[string]int {
+	n := map[string]int{}
+	for _, j := range jobs {
+		n[j.TenantID]++
+	}
+	return n
+}
+
+// The fair claim rule. A tenant never gets more than its room, even with the biggest
+// backlog; alone on the system it gets all of its room in one claim; and tenants take
+// turns: a claim gives each tenant with due deliveries an equal part, and claims of one
+// delivery each go round the tenants, although the first tenant's deliveries are all due
+// before the others'.
+func TestClaimTakesTenantsInTurn(t *testing.T) {
+	ctx := context.Background()
+	req := func(limit int, after string, rooms map[string]int, defaultRoom int) adapters.ClaimRequest {
+		return adapters.ClaimRequest{Limit: limit, PerSubscription: 100, After: after, Tenants: 100,
+			Rooms: rooms, DefaultRoom: defaultRoom, Lease: time.Minute}
+	}
+
+	// Alone, a tenant with a backlog gets its whole room, and never more.
+	s, pool := newStore(t)
+	backlog(t, s, pool, "acme", []string{"whsub_a1", "whsub_a2"}, 30) // 60 due
+	c, err := s.Claim(ctx, req(100, "", nil, 25))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Jobs) != 25 {
+		t.Fatalf("a tenant alone with 60 due deliveries and room for 25 got %d: alone it must get its whole room", len(c.Jobs))
+	}
+	c, err = s.Claim(ctx, req(100, c.After, map[string]int{"acme": 5}, 25))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Jobs) != 5 {
+		t.Fatalf("a tenant with room for 5 more got %d: a claim must never exceed a tenant's room", len(c.Jobs))
+	}
+	if c, err = s.Claim(ctx, req(100, c.After, map[string]int{"acme": 0}, 25)); err != nil || len(c.Jobs) != 0 {
+		t.Fatalf("a tenant without room got %d deliveries (%v): a claim must never exceed a tenant's room", len(c.Jobs), err)
+	}
+
+	// Three tenants; the first one's deliveries are all due before the others'.
+	s, pool = newStore(t)
+	backlog(t, s, pool, "acme", []string{"whsub_a1", "whsub_a2"}, 30)
+	backlog(t, s, pool, "globex", []string{"whsub_g"}, 10)
+	backlog(t, s, pool, "initech", []string{"whsub_i"}, 10)
+	c, err = s.Claim(ctx, req(9, "", nil, 100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countByTenant(c.Jobs); n["acme"] != 3 || n["globex"] != 3 || n["initech"] != 3 {
+		t.Fatalf("a claim of 9 gave %v: each of three tenants with due deliveries must get an equal part", n)
+	}
+	var turns []string
+	after := c.After
+	for range 6 {
+		c, err := s.Claim(ctx, req(1, after, nil, 100))
+		if err != nil || len(c.Jobs) != 1 {
+			t.Fatalf("claim of one: %v, %v", c.Jobs, err)
+		}
+		turns, after = append(turns, c.Jobs[0].TenantID), c.After
+	}
+	if fmt.Sprint(turns) != "[acme globex initech acme globex initech]" {
+		t.Fatalf("claims of one delivery went to %v: they must go round the tenants in turn", turns)
+	}
+	// Within a tenant, deliveries go in due order.
+	c, err = s.Claim(ctx, req(100, after, map[string]int{"globex": 0, "initech": 0}, 100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(c.Jobs); i++ {
+		if c.Jobs[i].Seq < c.Jobs[i-1].Seq {
+			t.Fatal("a tenant's deliveries were not claimed in due order")
+		}
+	}
+
+	// A claim visits at most Tenants tenants; the next goes on where it stopped.
+	s, pool = newStore(t)
+	for _, tenant := range []string{"t1", "t2", "t3"} {
+		backlog(t, s, pool, tenant, []string{"whsub_" + tenant}, 2)
+	}
+	r := req(100, "", nil, 100)
+	r.Tenants = 2
+	c, err = s.Claim(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countByTenant(c.Jobs); n["t1"] != 2 || n["t2"] != 2 || len(n) != 2 || !c.Unvisited || c.After != "t2" {
+		t.Fatalf("a claim bounded to 2 tenants got %v (unvisited %v, after %q): it must take the first two and say where it stopped",
+			n, c.Unvisited, c.After)
+	}
+	r.After = c.After
+	if c, err = s.Claim(ctx, r); err != nil || countByTenant(c.Jobs)["t3"] != 2 {
+		t.Fatalf("the next claim got %v (%v): it must go on with the tenant after the last one visited", countByTenant(c.Jobs), err)
+	}
+	// A tenant the replica is busy with (listed with room) is visited wherever the turn
+	// stands.
+	for _, tenant := range []string{"t1", "t2", "t3"} {
+		record(t, s, pool, newEvent(t, tenant, events.TypeFormSubmitted, "form_more_"+tenant))
+	}
+	r.Tenants, r.After, r.Rooms = 1, "t1", map[string]int{"t1": 5}
+	if c, err = s.Claim(ctx, r); err != nil || fmt.Sprint(countByTenant(c.Jobs)) != "map[t1:1 t2:1]" {
+		t.Fatalf("a claim exploring one tenant after t1 got %v (%v): it must take t2's and, as the replica is busy with t1, t1's",
+			countByTenant(c.Jobs), err)
 	}
 }

@@ -48,12 +48,17 @@ type Settings struct {
 	// AllowPrivate lets deliveries reach private, loopback and link-local addresses
 	// (WEBHOOK_ALLOW_PRIVATE_TARGETS; local development only).
 	AllowPrivate bool
-	// Workers and PerSubscription bound the deliveries a replica holds in all and per
-	// subscription (WEBHOOK_WORKERS, WEBHOOK_SUBSCRIPTION_CONCURRENCY).
-	Workers, PerSubscription int
+	// Workers, PerTenant and PerSubscription bound the attempts a replica makes in all,
+	// per tenant and per subscription (WEBHOOK_WORKERS, WEBHOOK_TENANT_CONCURRENCY,
+	// WEBHOOK_SUBSCRIPTION_CONCURRENCY).
+	Workers, PerTenant, PerSubscription int
 	// Retention is how long finished deliveries are kept (WEBHOOK_RETENTION, 0 = forever).
 	Retention time.Duration
 }
+
+// defaultTenantConcurrency is the default WEBHOOK_TENANT_CONCURRENCY, a quarter of the
+// default WEBHOOK_WORKERS; a replica with fewer workers defaults to all of them.
+const defaultTenantConcurrency = 64
 
 // SettingsFromEnv reads the settings, recording every problem on env.
 func SettingsFromEnv(env *config.Env) Settings {
@@ -71,6 +76,7 @@ func SettingsFromEnv(env *config.Env) Settings {
 		PerSubscription: env.Int("WEBHOOK_SUBSCRIPTION_CONCURRENCY", 8),
 		Retention:       env.Duration("WEBHOOK_RETENTION", 30*24*time.Hour),
 	}
+	s.PerTenant = env.Int("WEBHOOK_TENANT_CONCURRENCY", min(defaultTenantConcurrency, max(s.Workers, 1)))
 	for _, d := range s.Retry.Schedule {
 		if d <= 0 {
 			env.Fail("WEBHOOK_RETRY_SCHEDULE", "every wait must be positive")
@@ -94,6 +100,9 @@ func SettingsFromEnv(env *config.Env) Settings {
 	}
 	if s.PerSubscription < 1 || s.PerSubscription > s.Workers {
 		env.Fail("WEBHOOK_SUBSCRIPTION_CONCURRENCY", "must be from 1 to WEBHOOK_WORKERS")
+	}
+	if s.PerTenant < 1 || s.PerTenant > s.Workers {
+		env.Fail("WEBHOOK_TENANT_CONCURRENCY", "must be from 1 to WEBHOOK_WORKERS")
 	}
 	return s
 }
@@ -122,9 +131,8 @@ func SetupWith(o Options) func(*service.Runtime, *config.Env) error {
 		store := adapters.NewStore(rt.Pool)
 		guard := ssrf.NewGuard(ssrf.Policy{AllowPrivate: s.AllowPrivate}, o.Resolver, min(s.Timeout, 5*time.Second))
 		h := &ports.Handlers{
-			App:       &app.Service{Repo: store, URLs: guard},
-			Validator: rt.Validator,
-			Cursors:   rt.Cursors,
+			App:     &app.Service{Repo: store, URLs: guard},
+			Cursors: rt.Cursors,
 		}
 		h.Register(rt.API)
 
@@ -141,8 +149,9 @@ func SetupWith(o Options) func(*service.Runtime, *config.Env) error {
 
 		sender := dispatch.NewSender(guard, s.Timeout, s.PerSubscription*2)
 		engine := dispatch.New(dispatch.Config{
-			Workers:         s.Workers,
-			PerSubscription: s.PerSubscription,
+			Workers:           s.Workers,
+			TenantConcurrency: s.PerTenant,
+			PerSubscription:   s.PerSubscription,
 			// Long enough for the attempts ahead in its lane and its own.
 			Lease:         5*s.Timeout + 30*time.Second,
 			ClaimBatch:    100,

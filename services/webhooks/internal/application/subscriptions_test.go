@@ -185,7 +185,7 @@ func TestBadInputIs400(t *testing.T) {
 		"create: internal event":  {"POST", base, map[string]any{"url": "https://x.example.com", "events": []string{"topic.created"}}, "[body:invalid_enum_value:[events 0]]"},
 		"create: duplicate event": {"POST", base, map[string]any{"url": "https://x.example.com", "events": []string{"form.enriched", "form.enriched"}}, "[body:custom:[events]]"},
 		"create: events type":     {"POST", base, map[string]any{"url": "https://x.example.com", "events": "form.enriched"}, "[body:invalid_type:[events]]"},
-		"create: event type":      {"POST", base, map[string]any{"url": "https://x.example.com", "events": []any{1}}, "[body:invalid_type:[events 0]]"},
+		"create: event type":      {"POST", base, map[string]any{"url": "https://x.example.com", "events": []any{1}}, "[body:invalid_enum_value:[events 0]]"},
 		"create: active type":     {"POST", base, map[string]any{"url": "https://x.example.com", "events": nil, "active": "yes"}, "[body:invalid_type:[active]]"},
 		"create: unknown field":   {"POST", base, map[string]any{"url": "https://x.example.com", "events": nil, "secret": "mine"}, "[body:unrecognized_keys:[secret]]"},
 		"update: null url":        {"PATCH", base + "/" + id, map[string]any{"url": nil}, "[body:invalid_type:[url]]"},
@@ -194,8 +194,13 @@ func TestBadInputIs400(t *testing.T) {
 		"update: empty events":    {"PATCH", base + "/" + id, map[string]any{"events": []string{}}, "[body:too_small:[events]]"},
 		"update: unknown field":   {"PATCH", base + "/" + id, map[string]any{"subscriptionId": "x"}, "[body:unrecognized_keys:[subscriptionId]]"},
 		"update: malformed":       {"PATCH", base + "/" + id, apitest.Raw(`{`), "[body:invalid_json:[]]"},
+		"update: no body":         {"PATCH", base + "/" + id, nil, "[body:invalid_type:[]]"},
+		"update: white space":     {"PATCH", base + "/" + id, apitest.Raw(" \n\t "), "[body:invalid_json:[]]"},
+		"update: array body":      {"PATCH", base + "/" + id, apitest.Raw(`[]`), "[body:invalid_type:[]]"},
 		"rotate: a field":         {"POST", base + "/" + id + "/rotate_secret", map[string]any{"secret": "x"}, "[body:unrecognized_keys:[secret]]"},
+		"rotate: white space":     {"POST", base + "/" + id + "/rotate_secret", apitest.Raw("  "), "[body:invalid_json:[]]"},
 		"retry: a field":          {"POST", base + "/" + id + "/deliveries/delivery_x/retry", map[string]any{"now": true}, "[body:unrecognized_keys:[now]]"},
+		"retry: white space":      {"POST", base + "/" + id + "/deliveries/delivery_x/retry", apitest.Raw("\r\n"), "[body:invalid_json:[]]"},
 	} {
 		r := c.Do(tc.method, tc.path, tc.body)
 		if r.Status != 400 || fmt.Sprint(issueCodes(r)) != tc.want {

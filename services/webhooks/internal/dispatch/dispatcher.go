@@ -1,6 +1,8 @@
 // Package dispatch is the delivery engine: it claims due deliveries from PostgreSQL,
 // attempts them over HTTP with per-subscription concurrency limits and per-subject
-// ordering, and records each outcome with the next retry.
+// ordering, and records each outcome with the next retry. Tenants share the workers
+// fairly: each has a bounded share, claims take tenants in turn, and free workers go to
+// the tenants in turn, so one tenant's slow receivers or backlog never hold up another's.
 //
 // Deliveries are leased, not locked, during an attempt: a claim (FOR UPDATE SKIP LOCKED,
 // safe with any number of replicas) sets a lease and returns at once, so no transaction
@@ -26,8 +28,8 @@ import (
 
 // Queue is what the engine needs from storage.
 type Queue interface {
-	Claim(ctx context.Context, limit, perSubscription int, exclude []string, lease time.Duration) ([]adapters.Job, error)
-	NextDue(ctx context.Context, exclude []string) (time.Duration, bool, error)
+	Claim(ctx context.Context, req adapters.ClaimRequest) (adapters.Claimed, error)
+	NextDue(ctx context.Context) (time.Duration, bool, error)
 	Complete(ctx context.Context, results []adapters.Result, disableAfter time.Duration) ([]adapters.Disabled, error)
 }
 
@@ -42,8 +44,14 @@ type Config struct {
 	// subscription's lane holds up to laneDepth times as many claimed deliveries, so that
 	// a busy subscription is refilled by one claim per PerSubscription attempts.
 	PerSubscription int
+	// TenantConcurrency bounds the attempts in flight for one tenant, all its
+	// subscriptions together, so a tenant with many slow receivers occupies at most this
+	// many workers and the other tenants keep their pace; claims stop taking a tenant's
+	// deliveries while it holds laneDepth times as many. 0 means Workers.
+	TenantConcurrency int
 	// Lease is how long a claim holds a delivery; it must outlast the wait for a free
-	// slot of its subscription (up to 2×laneDepth-1 attempts ahead) and the attempt.
+	// slot of its subscription (up to 2×laneDepth-1 attempts ahead) or of its tenant (up
+	// to one round of its attempts) and the attempt.
 	Lease time.Duration
 	// ClaimBatch bounds the deliveries claimed in one query.
 	ClaimBatch int
@@ -58,7 +66,8 @@ type Config struct {
 	Idle time.Duration
 }
 
-// laneDepth is how many rounds of PerSubscription attempts a lane holds claimed.
+// laneDepth is how many rounds of PerSubscription (or TenantConcurrency) attempts a lane
+// (or a tenant) holds claimed.
 const laneDepth = 2
 
 // heldPerWorker bounds the claimed deliveries per worker: a lane holds fewer than
@@ -66,9 +75,19 @@ const laneDepth = 2
 // room before the workers are all busy.
 const heldPerWorker = 2 * laneDepth
 
-// contendedRetry is the wait after a claim found due deliveries it could not take:
-// another replica's claim held them locked for that moment.
+// contendedRetry is the wait after a claim left due deliveries it could have taken:
+// another replica's claim held them locked for that moment, or the claim's turn across
+// tenants stopped before reaching every tenant.
 const contendedRetry = 50 * time.Millisecond
+
+// claimTenants bounds the tenants with pending deliveries one claim's turn explores (one
+// index probe each); the next claim goes on where it stopped. The tenants the replica
+// holds deliveries of are visited by every claim besides.
+const claimTenants = 64
+
+// maxTurnHops bounds the claims in a row that go on to the next tenants because the
+// previous one stopped at claimTenants.
+const maxTurnHops = 4
 
 // Dispatcher runs the delivery engine of one replica.
 type Dispatcher struct {
@@ -83,27 +102,58 @@ type Dispatcher struct {
 	results chan adapters.Result
 	sends   sync.WaitGroup
 	sendCtx context.Context
+	after   string // where the next claim's turn across tenants begins (claim loop only)
 
 	mu       sync.Mutex
-	lanes    map[string]*lane // by subscription ID
-	held     int              // claimed deliveries in memory
-	inFlight int              // attempts being made
-	turns    []*lane          // lanes with a job ready to start, waiting for a worker, in turn
+	lanes    map[string]*lane   // by subscription ID
+	tenants  map[string]*tenant // by tenant ID, while the replica holds any of its deliveries
+	held     int                // claimed deliveries in memory
+	inFlight int                // attempts being made
+	ready    []*tenant          // tenants with a job ready to start and a free slot, waiting for a worker, in turn
 	stopping bool
+}
+
+// tenant is what the replica holds of one tenant's deliveries.
+type tenant struct {
+	held     int     // claimed deliveries in memory, attempts in flight included
+	inFlight int     // attempts being made
+	ready    []*lane // its lanes with a job ready to start, waiting for a slot, in turn
+	queued   bool    // in the dispatcher's ready tenants
 }
 
 // lane holds one subscription's claimed deliveries, in due order.
 type lane struct {
+	tenant   *tenant
 	waiting  []adapters.Job
 	inFlight int
 	keys     map[string]bool // ordering keys with an attempt in flight
-	queued   bool            // in the dispatcher's turns for a worker
+	queued   bool            // in its tenant's ready lanes
+}
+
+// next returns the index of the lane's first waiting job that may start now (the
+// subscription has a free slot and no attempt of the job's ordering key is in flight;
+// a job behind one of a busy key goes after that attempt, still before later jobs of its
+// key), or -1.
+func (l *lane) next(perSubscription int) int {
+	if l.inFlight >= perSubscription {
+		return -1
+	}
+	for i, j := range l.waiting {
+		if !l.keys[j.OrderingKey] {
+			return i
+		}
+	}
+	return -1
 }
 
 // New returns a Dispatcher. pool carries the LISTEN connection.
 func New(cfg Config, queue Queue, sender *Sender, pool *pgxpool.Pool, log *slog.Logger, m *Metrics) *Dispatcher {
+	if cfg.TenantConcurrency <= 0 {
+		cfg.TenantConcurrency = cfg.Workers
+	}
 	return &Dispatcher{cfg: cfg, queue: queue, sender: sender, pool: pool, log: log, metrics: m,
-		wake: make(chan struct{}, 1), results: make(chan adapters.Result, 2*cfg.Workers), lanes: map[string]*lane{}}
+		wake: make(chan struct{}, 1), results: make(chan adapters.Result, 2*cfg.Workers),
+		lanes: map[string]*lane{}, tenants: map[string]*tenant{}}
 }
 
 // Poke makes the engine look for due deliveries now. It never blocks.
@@ -153,26 +203,36 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 // fill claims due deliveries while the replica has room and returns how long to wait
 // before looking again (a notification or a finished attempt may come sooner).
 func (d *Dispatcher) fill(ctx context.Context) time.Duration {
-	for {
-		free, exclude := d.capacity()
+	for hops := 0; ; {
+		free, exclude, rooms := d.capacity()
 		if free <= 0 {
 			return d.cfg.Idle // a finishing attempt pokes
 		}
 		n := min(free, d.cfg.ClaimBatch)
-		jobs, err := d.claim(ctx, n, exclude)
+		c, err := d.claim(ctx, n, exclude, rooms)
 		if err != nil {
 			if ctx.Err() == nil {
 				d.log.Warn("claiming deliveries failed; retrying", slog.Any("error", err))
 			}
 			return time.Second
 		}
-		d.accept(jobs)
-		if len(jobs) < n || ctx.Err() != nil {
-			break // nothing more is due now, or shutdown began: claim no more
+		d.accept(c.Jobs)
+		d.after = c.After
+		got := len(c.Jobs)
+		switch {
+		case ctx.Err() != nil:
+			return d.cfg.Idle // shutdown began: claim no more
+		case got == n, got > 0 && c.More:
+			continue // more may be due now
+		case c.Unvisited && hops < maxTurnHops:
+			hops++
+			continue // the tenants after this claim's turn may have due deliveries
+		case c.Locked > 0, c.Unvisited:
+			return contendedRetry
 		}
+		break
 	}
-	_, exclude := d.capacity()
-	wait, ok, err := d.queue.NextDue(ctx, exclude)
+	wait, ok, err := d.queue.NextDue(ctx)
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
@@ -181,28 +241,34 @@ func (d *Dispatcher) fill(ctx context.Context) time.Duration {
 		return time.Second
 	case !ok:
 		return d.cfg.Idle
-	case wait <= 0:
-		return contendedRetry
 	}
-	return min(wait, d.cfg.Idle)
+	return min(max(wait, time.Millisecond), d.cfg.Idle)
 }
 
 // claimTimeout bounds one claim query.
 const claimTimeout = 10 * time.Second
 
-// claim leases up to n due deliveries. The query runs on a context that shutdown does
-// not cancel: a claim cancelled in flight may still have committed its leases on the
-// server, and deliveries the engine never saw would wait out the whole lease. A claim
-// that completes is accepted and then released by shutdown like any other.
-func (d *Dispatcher) claim(ctx context.Context, n int, exclude []string) ([]adapters.Job, error) {
+// claim leases up to n due deliveries, in turns across tenants, none of the
+// subscriptions in exclude, at most rooms[t] of a tenant t the replica holds deliveries
+// of and laneDepth × TenantConcurrency of another. The query runs on a context that
+// shutdown does not cancel: a claim cancelled in flight may still have committed its
+// leases on the server, and deliveries the engine never saw would wait out the whole
+// lease. A claim that completes is accepted and then released by shutdown like any other.
+func (d *Dispatcher) claim(ctx context.Context, n int, exclude []string, rooms map[string]int) (adapters.Claimed, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 	defer cancel()
-	return d.queue.Claim(ctx, n, laneDepth*d.cfg.PerSubscription, exclude, d.cfg.Lease)
+	return d.queue.Claim(ctx, adapters.ClaimRequest{Limit: n, PerSubscription: laneDepth * d.cfg.PerSubscription,
+		Exclude: exclude, After: d.after, Tenants: claimTenants, Rooms: rooms, DefaultRoom: d.tenantHeld(),
+		Lease: d.cfg.Lease})
 }
 
-// capacity returns how many more deliveries the replica may claim, and the
-// subscriptions whose lanes are full.
-func (d *Dispatcher) capacity() (int, []string) {
+// tenantHeld bounds the claimed deliveries of one tenant: its attempts in flight and as
+// many waiting.
+func (d *Dispatcher) tenantHeld() int { return laneDepth * d.cfg.TenantConcurrency }
+
+// capacity returns how many more deliveries the replica may claim, the subscriptions
+// whose lanes are full, and how many more of each tenant it holds deliveries of.
+func (d *Dispatcher) capacity() (int, []string, map[string]int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var full []string
@@ -211,71 +277,90 @@ func (d *Dispatcher) capacity() (int, []string) {
 			full = append(full, id)
 		}
 	}
-	return heldPerWorker*d.cfg.Workers - d.held, full
+	rooms := make(map[string]int, len(d.tenants))
+	for id, t := range d.tenants {
+		rooms[id] = max(d.tenantHeld()-t.held, 0)
+	}
+	return heldPerWorker*d.cfg.Workers - d.held, full, rooms
 }
 
 // accept queues claimed jobs in their lanes and starts what may start.
 func (d *Dispatcher) accept(jobs []adapters.Job) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	touched := map[*lane]bool{}
+	var touched []*lane
+	seen := map[*lane]bool{}
 	for _, j := range jobs {
+		t := d.tenants[j.TenantID]
+		if t == nil {
+			t = &tenant{}
+			d.tenants[j.TenantID] = t
+		}
 		l := d.lanes[j.SubscriptionID]
 		if l == nil {
-			l = &lane{keys: map[string]bool{}}
+			l = &lane{tenant: t, keys: map[string]bool{}}
 			d.lanes[j.SubscriptionID] = l
 		}
 		l.waiting = append(l.waiting, j)
+		t.held++
 		d.held++
-		touched[l] = true
+		if !seen[l] {
+			seen[l] = true
+			touched = append(touched, l)
+		}
 	}
-	for l := range touched {
-		d.startReady(l)
+	for _, l := range touched {
+		d.offer(l)
+	}
+	d.dispatch()
+}
+
+// offer puts a lane with a job ready to start in its tenant's turn, and the tenant, when
+// it has such a lane and a free slot, in the turn for a worker. Call with d.mu held.
+func (d *Dispatcher) offer(l *lane) {
+	t := l.tenant
+	if !l.queued && l.next(d.cfg.PerSubscription) >= 0 {
+		l.queued = true
+		t.ready = append(t.ready, l)
+	}
+	if !t.queued && len(t.ready) > 0 && t.inFlight < d.cfg.TenantConcurrency {
+		t.queued = true
+		d.ready = append(d.ready, t)
 	}
 }
 
-// startReady starts the lane's waiting jobs in order while the subscription has free
-// slots, skipping a job whose ordering key already has an attempt in flight (it goes
-// after that attempt ends, still before later jobs of its key). When every worker is
-// busy, the lane queues for the next free one. Call with d.mu held.
-func (d *Dispatcher) startReady(l *lane) {
-	for l.inFlight < d.cfg.PerSubscription && !d.stopping {
-		i := -1
-		for k, j := range l.waiting {
-			if !l.keys[j.OrderingKey] {
-				i = k
-				break
-			}
+// dispatch gives free workers to the tenants in turn, one attempt per turn, and a
+// tenant's turn to its ready lanes in turn, so a tenant with many subscriptions gets no
+// more than one with few when workers are scarce. Call with d.mu held.
+func (d *Dispatcher) dispatch() {
+	for len(d.ready) > 0 && d.inFlight < d.cfg.Workers && !d.stopping {
+		t := d.ready[0]
+		d.ready = d.ready[1:]
+		t.queued = false
+		if len(t.ready) == 0 || t.inFlight >= d.cfg.TenantConcurrency {
+			continue
 		}
-		if i < 0 {
-			return
-		}
-		if d.inFlight >= d.cfg.Workers {
-			if !l.queued {
-				l.queued = true
-				d.turns = append(d.turns, l)
-			}
-			return
-		}
-		j := l.waiting[i]
-		l.waiting = append(l.waiting[:i], l.waiting[i+1:]...)
-		l.inFlight++
-		l.keys[j.OrderingKey] = true
-		d.inFlight++
-		d.metrics.inFlight.Inc()
-		d.sends.Add(1)
-		go d.attempt(j)
-	}
-}
-
-// startQueued gives free workers to the queued lanes, in turn. Call with d.mu held.
-func (d *Dispatcher) startQueued() {
-	for len(d.turns) > 0 && d.inFlight < d.cfg.Workers {
-		l := d.turns[0]
-		d.turns = d.turns[1:]
+		l := t.ready[0]
+		t.ready = t.ready[1:]
 		l.queued = false
-		d.startReady(l)
+		if i := l.next(d.cfg.PerSubscription); i >= 0 {
+			d.start(l, i)
+		}
+		d.offer(l) // behind the tenant's other lanes, and the tenant behind the others
 	}
+}
+
+// start makes the attempt of the lane's waiting job i. Call with d.mu held.
+func (d *Dispatcher) start(l *lane, i int) {
+	j := l.waiting[i]
+	l.waiting = append(l.waiting[:i], l.waiting[i+1:]...)
+	l.inFlight++
+	l.keys[j.OrderingKey] = true
+	l.tenant.inFlight++
+	d.inFlight++
+	d.metrics.inFlight.Inc()
+	d.sends.Add(1)
+	go d.attempt(j)
 }
 
 // attempt sends one job and hands its result to the writer.
@@ -331,26 +416,30 @@ func (d *Dispatcher) decide(j adapters.Job, att domain.Attempt, out Outcome) ada
 	return r
 }
 
-// finish frees the job's slot and starts the lane's next job. It wakes the claim loop
-// when the lane runs low or the replica was full: otherwise the lane still has work and
-// claiming for it now would cost a query for a few rows.
+// finish frees the job's slot and worker and starts what may start now: tenants already
+// waiting for a worker go first, then this one. It wakes the claim loop when the lane
+// runs low or the replica or the tenant held all it may: otherwise the lane still has
+// work and claiming for it now would cost a query for a few rows.
 func (d *Dispatcher) finish(j adapters.Job) {
 	d.mu.Lock()
 	l := d.lanes[j.SubscriptionID]
+	t := l.tenant
 	l.inFlight--
 	delete(l.keys, j.OrderingKey)
-	wasFull := d.held == heldPerWorker*d.cfg.Workers
+	wasFull := d.held == heldPerWorker*d.cfg.Workers || t.held >= d.tenantHeld()
 	d.held--
+	t.held--
+	t.inFlight--
 	d.inFlight--
 	d.metrics.inFlight.Dec()
-	// Lanes already waiting for a worker go first; then this one, queueing if need be.
-	d.startQueued()
-	if !l.queued {
-		d.startReady(l)
-	}
+	d.offer(l)
+	d.dispatch()
 	low := l.inFlight+len(l.waiting) < d.cfg.PerSubscription
 	if l.inFlight == 0 && len(l.waiting) == 0 {
 		delete(d.lanes, j.SubscriptionID)
+	}
+	if t.held == 0 {
+		delete(d.tenants, j.TenantID)
 	}
 	d.mu.Unlock()
 	if low || wasFull {
@@ -363,14 +452,21 @@ func (d *Dispatcher) finish(j adapters.Job) {
 func (d *Dispatcher) shutdown(cancelSends context.CancelFunc) {
 	d.mu.Lock()
 	d.stopping = true
-	d.turns = nil
+	d.ready = nil
 	var waiting []adapters.Job
 	for id, l := range d.lanes {
 		waiting = append(waiting, l.waiting...)
 		d.held -= len(l.waiting)
-		l.waiting = nil
+		l.tenant.held -= len(l.waiting)
+		l.waiting, l.queued = nil, false
 		if l.inFlight == 0 {
 			delete(d.lanes, id)
+		}
+	}
+	for id, t := range d.tenants {
+		t.ready, t.queued = nil, false
+		if t.held == 0 {
+			delete(d.tenants, id)
 		}
 	}
 	d.mu.Unlock()

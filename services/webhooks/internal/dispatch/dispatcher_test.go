@@ -2,8 +2,13 @@ package dispatch
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,23 +34,23 @@ type shutdownQueue struct {
 	completed map[string]domain.Status
 }
 
-func (q *shutdownQueue) Claim(ctx context.Context, limit, _ int, _ []string, _ time.Duration) ([]adapters.Job, error) {
+func (q *shutdownQueue) Claim(ctx context.Context, req adapters.ClaimRequest) (adapters.Claimed, error) {
 	q.mu.Lock()
 	first := !q.claimed
 	q.claimed = true
 	q.mu.Unlock()
 	if !first {
-		return nil, nil
+		return adapters.Claimed{}, nil
 	}
 	close(q.entered)
 	<-q.stopping
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return adapters.Claimed{}, err
 	}
-	return q.jobs[:min(limit, len(q.jobs))], nil
+	return adapters.Claimed{Jobs: q.jobs[:min(req.Limit, len(q.jobs))]}, nil
 }
 
-func (q *shutdownQueue) NextDue(context.Context, []string) (time.Duration, bool, error) {
+func (q *shutdownQueue) NextDue(context.Context) (time.Duration, bool, error) {
 	return 0, false, nil
 }
 
@@ -101,4 +106,155 @@ func TestClaimInFlightAtShutdownIsReleased(t *testing.T) {
 			t.Errorf("%s was claimed but never completed or released (completed: %v)", j.DeliveryID, q.completed)
 		}
 	}
+}
+
+// listQueue hands out its jobs to the first claim and nothing after.
+type listQueue struct {
+	mu   sync.Mutex
+	jobs []adapters.Job
+}
+
+func (q *listQueue) Claim(_ context.Context, req adapters.ClaimRequest) (adapters.Claimed, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := min(req.Limit, len(q.jobs))
+	jobs := q.jobs[:n]
+	q.jobs = q.jobs[n:]
+	return adapters.Claimed{Jobs: jobs}, nil
+}
+
+func (q *listQueue) NextDue(context.Context) (time.Duration, bool, error) { return 0, false, nil }
+
+func (q *listQueue) Complete(context.Context, []adapters.Result, time.Duration) ([]adapters.Disabled, error) {
+	return nil, nil
+}
+
+// gate is a receiver on 127.0.0.1 that holds every request until the test lets it go.
+type gate struct {
+	*httptest.Server
+	arrived chan held
+}
+
+// held is a request the gate holds: its tenant (the URL's path) and what lets it go.
+type held struct {
+	tenant string
+	done   chan struct{}
+}
+
+func newGate(t *testing.T) *gate {
+	g := &gate{arrived: make(chan held, 100)}
+	g.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // then the server notices when the engine gives up
+		h := held{tenant: strings.TrimPrefix(r.URL.Path, "/"), done: make(chan struct{})}
+		g.arrived <- h
+		select {
+		case <-h.done:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(g.Close)
+	return g
+}
+
+// next waits for the next request.
+func (g *gate) next(t *testing.T) held {
+	t.Helper()
+	select {
+	case h := <-g.arrived:
+		return h
+	case <-time.After(10 * time.Second):
+		t.Fatal("no attempt arrived within 10 s")
+		return held{}
+	}
+}
+
+// jobsOf makes n jobs of a tenant, spread over its subscriptions, each with its own
+// subject, all to the gate.
+func jobsOf(t *testing.T, g *gate, tenantID string, subs, n int) []adapters.Job {
+	var jobs []adapters.Job
+	for i := range n {
+		j := job(t, g.URL+"/"+tenantID)
+		j.TenantID, j.SubscriptionID = tenantID, fmt.Sprintf("whsub_%s_%d", tenantID, i%subs)
+		j.DeliveryID, j.OrderingKey = fmt.Sprintf("dlv_%s_%d", tenantID, i), fmt.Sprintf("form_%d", i)
+		jobs = append(jobs, j)
+	}
+	return jobs
+}
+
+// runEngine runs a dispatcher on q until the test ends.
+func runEngine(t *testing.T, cfg Config, q Queue) *Dispatcher {
+	pool, err := pgxpool.New(context.Background(), "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.Lease, cfg.ClaimBatch, cfg.ShutdownGrace, cfg.Idle = time.Minute, 100, 100*time.Millisecond, time.Minute
+	d := New(cfg, q, newSender(10*time.Second), pool, log, NewMetrics(prometheus.NewRegistry(), nil, log))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return d
+}
+
+// The engine's side of the fair rule. A tenant alone gets its whole share of the workers
+// and no more, although it holds more deliveries over several subscriptions and workers
+// are free; and when workers are scarce they go to the tenants in turn, one attempt each,
+// however many subscriptions a tenant has.
+func TestTenantShareOfWorkersAndTurns(t *testing.T) {
+	t.Run("share", func(t *testing.T) {
+		g := newGate(t)
+		d := runEngine(t, Config{Workers: 4, TenantConcurrency: 2, PerSubscription: 8},
+			&listQueue{jobs: jobsOf(t, g, "acme", 3, 6)})
+		// Each arrival after the first two starts when an attempt finishes, in the same
+		// locked step: the count read after it is the share in use.
+		inFlight := []held{g.next(t), g.next(t)}
+		for arrived := 2; ; arrived++ {
+			d.mu.Lock()
+			n := d.inFlight
+			d.mu.Unlock()
+			if n != 2 {
+				t.Fatalf("a tenant alone with %d deliveries left had %d attempts in flight on 4 workers; its share is 2: "+
+					"it must get all of its share and never more", 6-arrived+2, n)
+			}
+			close(inFlight[0].done)
+			if arrived == 6 {
+				close(inFlight[1].done)
+				break
+			}
+			inFlight = append(inFlight[1:], g.next(t))
+		}
+	})
+	t.Run("turns", func(t *testing.T) {
+		g := newGate(t)
+		jobs := jobsOf(t, g, "acme", 2, 6) // due first, over two subscriptions
+		jobs = append(jobs, jobsOf(t, g, "globex", 1, 3)...)
+		jobs = append(jobs, jobsOf(t, g, "initech", 1, 3)...)
+		runEngine(t, Config{Workers: 3, PerSubscription: 8}, &listQueue{jobs: jobs})
+		// The first three go out at once, one of each tenant; then each worker set free
+		// goes to the next tenant's turn.
+		inFlight := []held{g.next(t), g.next(t), g.next(t)}
+		first := []string{inFlight[0].tenant, inFlight[1].tenant, inFlight[2].tenant}
+		if slices.Sort(first); fmt.Sprint(first) != "[acme globex initech]" {
+			t.Fatalf("the first three attempts on three workers went to %v: each of the three tenants must get one", first)
+		}
+		var turns []string
+		for range 9 {
+			close(inFlight[0].done)
+			h := g.next(t)
+			inFlight = append(inFlight[1:], h)
+			turns = append(turns, h.tenant)
+		}
+		for _, h := range inFlight {
+			close(h.done)
+		}
+		if want := "[acme globex initech acme globex initech acme acme acme]"; fmt.Sprint(turns) != want {
+			t.Fatalf("workers set free one at a time went to %v; they must go to the tenants in turn, one attempt each: %s",
+				turns, want)
+		}
+	})
 }

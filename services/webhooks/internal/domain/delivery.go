@@ -20,9 +20,6 @@ const (
 	StatusFailed    Status = "failed"
 )
 
-// Statuses lists the delivery states (the deliveries list's status filter).
-var Statuses = []string{string(StatusPending), string(StatusSucceeded), string(StatusFailed)}
-
 // Delivery is one event for one subscription, with its attempts.
 type Delivery struct {
 	ID             string

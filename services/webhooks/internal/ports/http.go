@@ -3,7 +3,6 @@
 package ports
 
 import (
-	"encoding/json"
 	"errors"
 
 	"github.com/gofiber/fiber/v2"
@@ -18,11 +17,12 @@ import (
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
 )
 
-// Handlers serve the webhooks routes.
+// Handlers serve the webhooks routes. The OpenAPI document judged every request before it
+// gets here (request.Document): handlers decode bodies and check only what it cannot
+// state (the URL's host and port, and whether its addresses are public).
 type Handlers struct {
-	App       *app.Service
-	Validator *request.Validator
-	Cursors   *pagination.Codec
+	App     *app.Service
+	Cursors *pagination.Codec
 }
 
 // Register mounts the routes on the tenant-scoped /v0 router.
@@ -96,20 +96,20 @@ func viewDelivery(d domain.Delivery) deliveryView {
 	return v
 }
 
+// The bodies, as the document's WebhookSubscriptionCreate and WebhookSubscriptionUpdate
+// describe them (and judged them).
+
 type subscriptionCreate struct {
-	URL    string                     `json:"url" validate:"required,max=2048,httpurl"`
-	Events request.Nullable[[]string] `json:"events" validate:"omitnil,min=1,max=6,unique,dive,oneof=page.version.created page.version.processed page.version.published form.submitted form.enriched form.enrichment_failed"`
+	URL    string                     `json:"url"`
+	Events request.Nullable[[]string] `json:"events"`
 	Active *bool                      `json:"active"`
 }
 
 type subscriptionUpdate struct {
-	URL    *string                    `json:"url" validate:"omitnil,min=1,max=2048,httpurl"`
-	Events request.Nullable[[]string] `json:"events" validate:"omitnil,min=1,max=6,unique,dive,oneof=page.version.created page.version.processed page.version.published form.submitted form.enriched form.enrichment_failed"`
+	URL    *string                    `json:"url"`
+	Events request.Nullable[[]string] `json:"events"`
 	Active *bool                      `json:"active"`
 }
-
-// empty is the body of the action endpoints: none, or an empty object.
-type empty struct{}
 
 func eventsOf(n request.Nullable[[]string]) []string {
 	if p := n.Ptr(); p != nil {
@@ -122,13 +122,7 @@ func eventsOf(n request.Nullable[[]string]) []string {
 
 func (h *Handlers) createSubscription(c *fiber.Ctx) error {
 	var in subscriptionCreate
-	err := h.Validator.Body(c, &in)
-	// events is required but may be null, which the validator cannot say: add the issue
-	// to the others, so that one answer lists every problem.
-	if !hasKey(c.Body(), "events") && !wholeBodyInvalid(err) {
-		err = withIssue(err, apierror.Issue{Code: "invalid_type", Message: "Required", Path: []any{"events"}})
-	}
-	if err != nil {
+	if err := request.Decode(c, &in); err != nil {
 		return err
 	}
 	if err := checkURL(&in.URL); err != nil {
@@ -146,39 +140,8 @@ func (h *Handlers) createSubscription(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusCreated).JSON(viewWithSecret(s))
 }
 
-// hasKey reports whether body is a JSON object with the key (even when its value is
-// invalid and decoding stopped early).
-func hasKey(body []byte, key string) bool {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(body, &m) != nil {
-		return false
-	}
-	_, ok := m[key]
-	return ok
-}
-
-// wholeBodyInvalid reports a body that could not be read as an object at all.
-func wholeBodyInvalid(err error) bool {
-	e := apierror.As(err)
-	if e == nil {
-		return false
-	}
-	d, ok := e.Details.([]apierror.FieldIssues)
-	if !ok {
-		return true
-	}
-	for _, f := range d {
-		for _, is := range f.Issues {
-			if len(is.Path) == 0 {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// checkURL applies the URL rules the validator's tags cannot say (domain.URLProblem) to
-// a body that is otherwise valid.
+// checkURL applies the URL rules the document states only in words (domain.URLProblem)
+// to a body that is otherwise valid.
 func checkURL(raw *string) error {
 	if raw == nil {
 		return nil
@@ -187,17 +150,6 @@ func checkURL(raw *string) error {
 		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_string", Message: "Invalid url: " + p, Path: []any{"url"}})
 	}
 	return nil
-}
-
-// withIssue adds a body issue to a validation error (or makes one).
-func withIssue(err error, is apierror.Issue) error {
-	var issues []apierror.Issue
-	if e := apierror.As(err); e != nil {
-		if d, ok := e.Details.([]apierror.FieldIssues); ok && len(d) == 1 {
-			issues = d[0].Issues
-		}
-	}
-	return apierror.Validation(apierror.FieldBody, append(issues, is)...)
 }
 
 func (h *Handlers) getSubscription(c *fiber.Ctx) error {
@@ -210,7 +162,7 @@ func (h *Handlers) getSubscription(c *fiber.Ctx) error {
 
 func (h *Handlers) updateSubscription(c *fiber.Ctx) error {
 	var in subscriptionUpdate
-	if err := h.Validator.Body(c, &in); err != nil {
+	if err := request.Decode(c, &in); err != nil {
 		return err
 	}
 	if err := checkURL(in.URL); err != nil {
@@ -231,10 +183,8 @@ func (h *Handlers) deleteSubscription(c *fiber.Ctx) error {
 	return c.SendStatus(fiber.StatusNoContent)
 }
 
+// rotateSecret and retryDelivery take no body or an empty object: the document judged it.
 func (h *Handlers) rotateSecret(c *fiber.Ctx) error {
-	if err := h.Validator.Body(c, &empty{}); err != nil {
-		return err
-	}
 	s, err := h.App.RotateSecret(c.UserContext(), tenant.From(c), c.Params("subscription_id"))
 	if err != nil {
 		return mapError(err)
@@ -277,7 +227,7 @@ func oneKey(q *request.Query, p pagination.Params) (string, error) {
 func (h *Handlers) listDeliveries(c *fiber.Ctx) error {
 	subID := c.Params("subscription_id")
 	q := request.NewQuery(c)
-	status := q.Enum("status", domain.Statuses...)
+	status := q.String("status")
 	p := h.Cursors.Parse(q, pagination.Scope(tenant.From(c), "deliveries", subID, status))
 	before, err := oneKey(q, p)
 	if err != nil {
@@ -304,9 +254,6 @@ func (h *Handlers) getDelivery(c *fiber.Ctx) error {
 }
 
 func (h *Handlers) retryDelivery(c *fiber.Ctx) error {
-	if err := h.Validator.Body(c, &empty{}); err != nil {
-		return err
-	}
 	d, err := h.App.RetryDelivery(c.UserContext(), tenant.From(c), c.Params("subscription_id"), c.Params("delivery_id"))
 	if err != nil {
 		return mapError(err)

@@ -1,20 +1,21 @@
 package ports
 
 import (
-	"reflect"
-	"strings"
+	"fmt"
 	"testing"
 
+	"github.com/customerapi/platform/api/apitest"
 	"github.com/customerapi/platform/libs/events"
 )
 
-// The events rule of both bodies names exactly the public event types.
-func TestEventsRuleListsThePublicTypes(t *testing.T) {
-	want := "oneof=" + strings.Join(events.PublicTypes, " ")
-	for _, v := range []any{subscriptionCreate{}, subscriptionUpdate{}} {
-		f, _ := reflect.TypeOf(v).FieldByName("Events")
-		if tag := f.Tag.Get("validate"); !strings.HasSuffix(tag, want) {
-			t.Errorf("%T events rule %q, want it to end in %q", v, tag, want)
-		}
+// The document judges the events of both bodies (WebhookEventType): its enumeration is
+// exactly the public event types, those the service delivers.
+func TestDocumentListsThePublicEventTypes(t *testing.T) {
+	s, err := apitest.StrictSchema("WebhookEventType")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(s.Enum), fmt.Sprint(events.PublicTypes); got != want {
+		t.Errorf("WebhookEventType enumerates %s, want %s", got, want)
 	}
 }
