@@ -190,7 +190,7 @@ tooldir           = $(patsubst %/,%,$(dir $@))
 $(KUBE_BIN):
 	@rm -rf $@.tmp && mkdir -p $@.tmp
 	cd tools/k8s && GOWORK=off CGO_ENABLED=0 $(GO) build -ldflags "$(K8S_LDFLAGS)" -o $@.tmp/ tool
-	@mv $@.tmp $@
+	@rm -rf $@ && mv $@.tmp $@
 
 $(ETCD):
 	@rm -rf $(tooldir).tmp && mkdir -p $(tooldir).tmp
@@ -221,6 +221,10 @@ skaffold: $(SKAFFOLD) ## Build skaffold into .cache/k8s (when missing; `make tes
 cluster-up: cluster-tools ## Start the local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok) on 127.0.0.1
 	deploy/cluster/cluster.sh up
 
+.PHONY: cluster-env
+cluster-env: cluster-tools helm ## Print the exports that point kubectl and helm at it (eval the output of make -s cluster-env)
+	@deploy/cluster/cluster.sh env
+
 .PHONY: cluster-down
 cluster-down: ## Stop the local control plane's processes (by PID) and wait for them to exit
 	deploy/cluster/cluster.sh down
@@ -229,5 +233,6 @@ cluster-down: ## Stop the local control plane's processes (by PID) and wait for 
 test-cluster: cluster-tools helm $(SKAFFOLD) ## The chart on the local control plane: server-side dry runs, install, test, upgrade, rollback, uninstall, break-it, skaffold render
 	@out=$$(gofmt -l tools/k8s tools/etcd deploy/chartcheck); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	cd tools/k8s && GOWORK=off $(GO) vet ./cmd/...
+	cd tools/etcd && GOWORK=off $(GO) vet .
 	@for m in tools/k8s tools/etcd tools/skaffold; do (cd $$m && GOWORK=off $(GO) mod tidy -diff >/dev/null) || { echo "go mod tidy would change $$m"; exit 1; }; done
 	deploy/cluster/test.sh

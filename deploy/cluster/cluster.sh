@@ -8,6 +8,7 @@
 #   cluster.sh up       start everything (a fresh etcd), wait until the node is Ready
 #   cluster.sh down     stop every process this script started, by PID, and wait for exit
 #   cluster.sh status   exit 0 when every process is running and the API server is ready
+#   cluster.sh env      print the exports that point kubectl and helm at it (for eval)
 #
 # The binaries come from the environment (the Makefile sets them):
 #   KUBE_BIN  directory with kube-apiserver, kube-controller-manager, kube-scheduler and
@@ -128,8 +129,10 @@ up() {
   for p in "$KUBE_APISERVER_PORT" "$ETCD_PORT" "$ETCD_PEER_PORT" "$KUBE_CONTROLLER_MANAGER_PORT" "$KUBE_SCHEDULER_PORT" "$KWOK_PORT"; do
     if port_in_use "$p"; then die "127.0.0.1:$p is in use (set the *_PORT variables of deploy/cluster/cluster.sh)"; fi
   done
+  case "$CLUSTER_DIR" in /*/*) ;; *) die "CLUSTER_DIR=$CLUSTER_DIR: an absolute directory two levels deep at least (it is emptied)" ;; esac
   rm -rf "$CLUSTER_DIR"
-  mkdir -p "$PKI" "$LOGS" "$PIDS" "$CLUSTER_DIR/etcd" "$CLUSTER_DIR/home"
+  mkdir -p "$PKI" "$LOGS" "$PIDS" "$CLUSTER_DIR/home"
+  mkdir -m 700 "$CLUSTER_DIR/etcd"
   local t0=$SECONDS
   "$CLUSTERCERTS" -dir "$PKI" -server "https://127.0.0.1:$KUBE_APISERVER_PORT" -service-ip 10.96.0.1
   cp "$PKI/admin.kubeconfig" "$KUBECONFIG_FILE"
@@ -221,9 +224,17 @@ down() {
   log "down ($stopped processes stopped; logs kept in $LOGS)"
 }
 
+print_env() {
+  need_bins
+  printf 'export KUBECONFIG=%q\n' "$KUBECONFIG_FILE"
+  # shellcheck disable=SC2016 # $PATH is for the eval, not expanded here
+  printf 'export PATH=%q:"$PATH"\n' "$KUBE_BIN${HELM:+:$(dirname "$HELM")}"
+}
+
 case "${1:-}" in
   up) up ;;
   down) down ;;
   status) status ;;
-  *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
+  env) print_env ;;
+  *) echo "usage: $0 up|down|status|env" >&2; exit 2 ;;
 esac
