@@ -220,15 +220,23 @@ func createTopic(base, key string) (string, error) {
 	return t.TopicID, nil
 }
 
-// expectStatus sends one GET with headers and checks the answer's status, before a run
-// whose numbers would mean nothing if the requests failed.
-func expectStatus(url string, headers []string, want int) error {
-	req, _ := http.NewRequest("GET", url, nil)
+// get sends one GET of url with headers ("Name: value").
+func get(url string, headers []string) (*http.Response, error) {
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		return nil, err
+	}
 	for _, h := range headers {
 		k, v, _ := strings.Cut(h, ": ")
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	return http.DefaultClient.Do(req)
+}
+
+// expectStatus sends one GET with headers and checks the answer's status, before a run
+// whose numbers would mean nothing if the requests failed.
+func expectStatus(url string, headers []string, want int) error {
+	resp, err := get(url, headers)
 	if err != nil {
 		return err
 	}
@@ -242,12 +250,7 @@ func expectStatus(url string, headers []string, want int) error {
 // expectRefusal sends one GET that must be refused as the gateway refuses it: 401 with
 // the error envelope, whose requestId is the X-Request-Id header.
 func expectRefusal(url string, headers []string) error {
-	req, _ := http.NewRequest("GET", url, nil)
-	for _, h := range headers {
-		k, v, _ := strings.Cut(h, ": ")
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := get(url, headers)
 	if err != nil {
 		return err
 	}
