@@ -36,6 +36,16 @@ type Migration struct {
 	NoTransaction bool
 }
 
+// EmbeddedMigrations is the migration set name whose files are the *.sql of folder dir
+// of an embedded file system (a package's `//go:embed dir/*.sql`).
+func EmbeddedMigrations(name string, files fs.FS, dir string) MigrationSet {
+	sub, err := fs.Sub(files, dir)
+	if err != nil {
+		panic(fmt.Sprintf("migrations %s: %v", name, err)) // unreachable for a valid folder name
+	}
+	return MigrationSet{Name: name, FS: sub}
+}
+
 // LoadMigrations reads the *.sql files of fsys (its root) in version order.
 func LoadMigrations(fsys fs.FS) ([]Migration, error) {
 	entries, err := fs.ReadDir(fsys, ".")
