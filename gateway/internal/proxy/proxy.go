@@ -25,7 +25,7 @@ import (
 type Options struct {
 	// Signer signs the internal headers of every forwarded request (INTERNAL_AUTH_SECRET);
 	// the services refuse requests it did not sign.
-	Signer *internalauth.Signer
+	Signer *Signer
 	// Timeout bounds one upstream exchange; past it the caller gets 503.
 	Timeout time.Duration
 	// DialTimeout bounds connecting to an upstream.
@@ -143,7 +143,7 @@ type Proxy struct {
 	timeout   time.Duration
 	transfer  time.Duration
 	maxUpload int64
-	signer    *internalauth.Signer
+	signer    *Signer
 }
 
 // New returns a Proxy over the given upstreams (by service name). A route whose service
@@ -344,14 +344,24 @@ func (c *capReader) Read(p []byte) (int, error) {
 }
 
 // sign adds the tenant and key ID (when not empty) and the signature over them and the
-// request ID, which prepare has set.
+// request ID, which prepare has set (internalauth.Stamp, without its allocations).
 func (p *Proxy) sign(c *fiber.Ctx, req *fasthttp.Request, tenantID, keyID string) {
 	if p.signer == nil {
 		return // the services refuse the request: INTERNAL_AUTH_SECRET is required
 	}
-	internalauth.Stamp(&req.Header, p.signer,
+	if tenantID != "" {
+		req.Header.Set(internalauth.TenantHeader, tenantID)
+	}
+	if keyID != "" {
+		req.Header.Set(internalauth.KeyHeader, keyID)
+	}
+	var buf [96]byte
+	sig := p.signer.AppendSignature(buf[:0],
 		internalauth.Claims{TenantID: tenantID, KeyID: keyID, RequestID: requestid.Ensure(c)}, time.Now())
+	req.Header.SetCanonical(signatureHeader, sig)
 }
+
+var signatureHeader = []byte(internalauth.SignatureHeader)
 
 // prepare rewrites the incoming request in place into the upstream request: client-sent
 // internal headers, hop-by-hop headers and the API key are dropped, the request ID and
