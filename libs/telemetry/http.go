@@ -48,7 +48,12 @@ func Middleware(tracer trace.Tracer, m *HTTPMetrics, log *slog.Logger, render ap
 		// a constant method name and a copy of the path.
 		method := MethodLabel(c.Method())
 		ctx := Propagator.Extract(c.UserContext(), HeaderCarrier{c})
-		ctx, span := tracer.Start(ctx, method, spanStart(method)...)
+		var span trace.Span
+		if u, ok := tracer.(unsampledTracer); ok {
+			ctx, span = u.startServer(ctx) // nothing samples: the IDs without the SDK's work
+		} else {
+			ctx, span = tracer.Start(ctx, method, spanStart(method)...)
+		}
 		recording := span.IsRecording()
 		if recording {
 			span.SetAttributes(semconv.URLPath(strings.Clone(c.Path())))
