@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"net/url"
 	"strings"
 	"syscall"
@@ -25,7 +26,7 @@ import (
 type Options struct {
 	// Signer signs the internal headers of every forwarded request (INTERNAL_AUTH_SECRET);
 	// the services refuse requests it did not sign.
-	Signer *internalauth.Signer
+	Signer *Signer
 	// Timeout bounds one upstream exchange; past it the caller gets 503.
 	Timeout time.Duration
 	// DialTimeout bounds connecting to an upstream.
@@ -143,7 +144,7 @@ type Proxy struct {
 	timeout   time.Duration
 	transfer  time.Duration
 	maxUpload int64
-	signer    *internalauth.Signer
+	signer    *Signer
 }
 
 // New returns a Proxy over the given upstreams (by service name). A route whose service
@@ -344,54 +345,114 @@ func (c *capReader) Read(p []byte) (int, error) {
 }
 
 // sign adds the tenant and key ID (when not empty) and the signature over them and the
-// request ID, which prepare has set.
+// request ID, which prepare has set (internalauth.Stamp, without its allocations).
 func (p *Proxy) sign(c *fiber.Ctx, req *fasthttp.Request, tenantID, keyID string) {
 	if p.signer == nil {
 		return // the services refuse the request: INTERNAL_AUTH_SECRET is required
 	}
-	internalauth.Stamp(&req.Header, p.signer,
+	if tenantID != "" {
+		req.Header.Set(internalauth.TenantHeader, tenantID)
+	}
+	if keyID != "" {
+		req.Header.Set(internalauth.KeyHeader, keyID)
+	}
+	var buf [96]byte
+	sig := p.signer.AppendSignature(buf[:0],
 		internalauth.Claims{TenantID: tenantID, KeyID: keyID, RequestID: requestid.Ensure(c)}, time.Now())
+	req.Header.SetCanonical(signatureHeader, sig)
 }
+
+var signatureHeader = []byte(internalauth.SignatureHeader)
 
 // prepare rewrites the incoming request in place into the upstream request: client-sent
 // internal headers, hop-by-hop headers and the API key are dropped, the request ID and
-// trace context are set. The caller adds the tenant when there is one.
+// trace context are set. The caller adds the tenant when there is one. It runs on every
+// request, so it works on the header bytes without allocating.
 func prepare(c *fiber.Ctx, req *fasthttp.Request, up *Upstream) {
 	// One pass finds what to drop: client-sent internal headers, hop-by-hop headers and
-	// the API key, which the services never need to see.
-	var drop []string
-	req.Header.VisitAll(func(k, _ []byte) {
-		name := string(k)
-		if tenant.IsInternal(name) || isHop(name) || strings.EqualFold(name, auth.HeaderAPIKey) {
-			drop = append(drop, name)
-		}
-	})
-	for _, k := range drop {
-		req.Header.Del(k)
-	}
-	req.Header.SetCanonical([]byte(requestid.Header), []byte(requestid.Ensure(c)))
-	if ip := c.IP(); ip != "" {
-		if prior := string(req.Header.Peek("X-Forwarded-For")); prior != "" {
-			req.Header.Set("X-Forwarded-For", prior+", "+ip)
-		} else {
-			req.Header.Set("X-Forwarded-For", ip)
+	// the API key, which the services never need to see. The names are copied (deleting
+	// moves the header's own bytes), into a stack buffer unless there are many.
+	var nameBuf [128]byte
+	var ends [8]int
+	names, drop := nameBuf[:0], ends[:0]
+	for k := range req.Header.All() {
+		if isInternal(k) || isHop(k) || equalFold(k, auth.HeaderAPIKey) {
+			names = append(names, k...)
+			drop = append(drop, len(names))
 		}
 	}
-	req.Header.Set("X-Forwarded-Proto", c.Protocol())
-	telemetry.Propagator.Inject(c.UserContext(), requestHeaderCarrier{&req.Header})
+	from := 0
+	for _, to := range drop {
+		req.Header.DelBytes(names[from:to])
+		from = to
+	}
+	req.Header.SetCanonical(requestIDHeader, []byte(requestid.Ensure(c)))
+	var buf [160]byte
+	// The client's address (c.IP(): the gateway trusts no forwarding header of its own
+	// clients) after any the client sent.
+	v := buf[:0]
+	if prior := req.Header.Peek("X-Forwarded-For"); len(prior) > 0 {
+		v = append(append(v, prior...), ", "...)
+	}
+	ip := c.Context().RemoteIP()
+	if a, ok := netip.AddrFromSlice(ip); ok {
+		v = a.Unmap().AppendTo(v)
+	} else {
+		v = append(v, ip.String()...)
+	}
+	req.Header.SetCanonical(forwardedForHeader, v)
+	req.Header.SetCanonical(forwardedProtoHeader, []byte(c.Protocol()))
+	ctx := c.UserContext()
+	if sc, simple := telemetry.InjectSimple(ctx); !simple {
+		telemetry.Propagator.Inject(ctx, requestHeaderCarrier{&req.Header})
+	} else if sc.IsValid() {
+		req.Header.SetBytesV(telemetry.TraceparentHeader, telemetry.AppendTraceparent(buf[:0], sc))
+	}
 	req.SetHost(up.URL.Host)
 	if up.URL.Path != "" && up.URL.Path != "/" {
 		req.SetRequestURI(strings.TrimRight(up.URL.Path, "/") + string(req.RequestURI()))
 	}
 }
 
-func isHop(name string) bool {
+var (
+	requestIDHeader      = []byte(requestid.Header)
+	forwardedForHeader   = []byte("X-Forwarded-For")
+	forwardedProtoHeader = []byte("X-Forwarded-Proto")
+)
+
+// isInternal reports whether a header name starts with the internal prefix, in any case
+// (tenant.IsInternal on bytes).
+func isInternal(name []byte) bool {
+	return len(name) >= len(tenant.InternalPrefix) && equalFold(name[:len(tenant.InternalPrefix)], tenant.InternalPrefix)
+}
+
+func isHop(name []byte) bool {
 	for _, h := range hopHeaders {
-		if strings.EqualFold(name, h) {
+		if equalFold(name, h) {
 			return true
 		}
 	}
 	return false
+}
+
+// equalFold is strings.EqualFold of ASCII header names, over bytes.
+func equalFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		x, y := b[i], s[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }
 
 func upstreamError(service string, err error) *apierror.Error {
