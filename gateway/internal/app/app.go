@@ -241,7 +241,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 		return fail(err)
 	}
 	tracer := tracing.Tracer("gateway")
-	if cfg.Proxy.Signer, err = proxy.NewSigner(cfg.InternalAuthSecret); err != nil {
+	if cfg.Proxy.Signer, err = internalauth.New(cfg.InternalAuthSecret); err != nil {
 		return fail(fmt.Errorf("INTERNAL_AUTH_SECRET: %w", err))
 	}
 	// /readyz on the public listener is open to anyone: it shows which checks fail but

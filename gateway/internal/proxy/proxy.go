@@ -26,7 +26,7 @@ import (
 type Options struct {
 	// Signer signs the internal headers of every forwarded request (INTERNAL_AUTH_SECRET);
 	// the services refuse requests it did not sign.
-	Signer *Signer
+	Signer *internalauth.Signer
 	// Timeout bounds one upstream exchange; past it the caller gets 503.
 	Timeout time.Duration
 	// DialTimeout bounds connecting to an upstream.
@@ -144,7 +144,7 @@ type Proxy struct {
 	timeout   time.Duration
 	transfer  time.Duration
 	maxUpload int64
-	signer    *Signer
+	signer    *internalauth.Signer
 }
 
 // New returns a Proxy over the given upstreams (by service name). A route whose service

@@ -16,6 +16,7 @@ import (
 	"github.com/customerapi/platform/gateway/internal/observe"
 	"github.com/customerapi/platform/gateway/internal/proxy"
 	"github.com/customerapi/platform/gateway/internal/ratelimit"
+	"github.com/customerapi/platform/libs/internalauth"
 	"github.com/customerapi/platform/libs/server"
 	"github.com/customerapi/platform/libs/telemetry"
 )
@@ -97,7 +98,7 @@ func benchGateway(b *testing.B) (fasthttp.RequestHandler, string) {
 	go func() { _ = up.Serve(ln) }()
 	b.Cleanup(func() { _ = up.Shutdown() })
 
-	signer, err := proxy.NewSigner([]byte(strings.Repeat("s", 32)))
+	signer, err := internalauth.New([]byte(strings.Repeat("s", 32)))
 	if err != nil {
 		b.Fatal(err)
 	}
