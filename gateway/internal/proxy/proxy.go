@@ -16,6 +16,7 @@ import (
 
 	"github.com/customerapi/platform/gateway/internal/auth"
 	"github.com/customerapi/platform/libs/apierror"
+	"github.com/customerapi/platform/libs/bodylimit"
 	"github.com/customerapi/platform/libs/internalauth"
 	"github.com/customerapi/platform/libs/requestid"
 	"github.com/customerapi/platform/libs/telemetry"
@@ -53,10 +54,6 @@ const DefaultMaxUploadBytes = 50 << 20
 // UploadOverhead is what a multipart upload may carry beyond its file: text fields, part
 // headers and boundaries.
 const UploadOverhead = 1 << 20
-
-// hardBodyLimit is the most of a non-upload body the gateway reads to answer it with a
-// 400: a larger one is refused at once and its connection closed.
-const hardBodyLimit = 4 * apierror.MaxBodyBytes
 
 // Upstream is one service with its connection pools.
 type Upstream struct {
@@ -182,21 +179,21 @@ func (p *Proxy) Handler() fiber.Handler {
 		}
 		req := c.Request()
 		client, timeout := up.client, p.timeout
-		var capped *capReader
+		var capped *bodylimit.Reader
 		if isUpload(c.Method(), c.Path()) {
 			var err error
 			if capped, err = p.admitUpload(c); err != nil {
 				return err
 			}
 			client, timeout = up.transfer, p.transfer
-		} else if err := bufferBody(c); err != nil {
+		} else if err := bodylimit.Buffer(c.Request()); err != nil {
 			return err
 		}
 		key := auth.Key(c)
 		prepare(c, req, up)
 		p.sign(c, req, key.TenantIDs[0], key.ID)
 		err := forward(c, client, timeout)
-		if err != nil && capped != nil && capped.over {
+		if err != nil && capped != nil && capped.Over() {
 			return uploadTooBig(p.maxUpload)
 		}
 		if err != nil {
@@ -265,49 +262,14 @@ func forward(c *fiber.Ctx, client *fasthttp.HostClient, timeout time.Duration) e
 	return nil
 }
 
-func tooBig(limit string) *apierror.Error {
-	return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "too_big", Path: []any{},
-		Message: "request body exceeds the limit of " + limit})
-}
-
 func uploadTooBig(maxUpload int64) *apierror.Error {
 	return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "too_big", Path: []any{"file"},
 		Message: fmt.Sprintf("the file exceeds the upload limit of %d bytes", maxUpload)})
 }
 
-// bufferBody reads a non-upload body whole, which must be at most 1 MiB. The server
-// streams every body (so uploads need not be buffered); here a body is read up to the
-// hard limit to answer it with a 400, and past that refused at once.
-func bufferBody(c *fiber.Ctx) error {
-	req := c.Request()
-	if !req.IsBodyStream() {
-		if len(req.Body()) > apierror.MaxBodyBytes {
-			return tooBig("1 MiB")
-		}
-		return nil
-	}
-	cl := req.Header.ContentLength()
-	if cl > hardBodyLimit {
-		return tooBig("1 MiB") // answered before reading; the server closes the connection
-	}
-	stream := req.BodyStream()
-	b, err := io.ReadAll(io.LimitReader(stream, apierror.MaxBodyBytes+1))
-	if err != nil {
-		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_json", Path: []any{},
-			Message: "the request body could not be read"})
-	}
-	if len(b) > apierror.MaxBodyBytes {
-		// Read the rest (bounded) so that the client gets the answer, not a reset.
-		_, _ = io.CopyN(io.Discard, stream, hardBodyLimit)
-		return tooBig("1 MiB")
-	}
-	req.SetBodyRaw(b)
-	return nil
-}
-
 // admitUpload lets an upload's body stream through: it refuses a declared size over the
 // limit, gives the transfer its own read deadline, and caps a body of unknown size.
-func (p *Proxy) admitUpload(c *fiber.Ctx) (*capReader, error) {
+func (p *Proxy) admitUpload(c *fiber.Ctx) (*bodylimit.Reader, error) {
 	req := c.Request()
 	limit := p.maxUpload + UploadOverhead
 	_ = c.Context().SetReadDeadline(time.Now().Add(p.transfer))
@@ -322,27 +284,13 @@ func (p *Proxy) admitUpload(c *fiber.Ctx) (*capReader, error) {
 	if cl >= 0 || !req.IsBodyStream() {
 		return nil, nil // a known length: the upstream gets exactly that many bytes
 	}
-	capped := &capReader{r: req.BodyStream(), left: limit}
+	capped := bodylimit.NewReader(req.BodyStream(), limit, errUploadTooLarge)
 	req.SetBodyStream(capped, -1)
 	return capped, nil
 }
 
-// capReader fails a chunked body once it exceeds its limit.
-type capReader struct {
-	r    io.Reader
-	left int64
-	over bool
-}
-
-func (c *capReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.left -= int64(n)
-	if c.left < 0 {
-		c.over = true
-		return n, errors.New("upload exceeds the limit")
-	}
-	return n, err
-}
+// errUploadTooLarge fails the upstream transfer of a chunked upload past the limit.
+var errUploadTooLarge = errors.New("upload exceeds the limit")
 
 // sign adds the tenant and key ID (when not empty) and the signature over them and the
 // request ID, which prepare has set (internalauth.Stamp, without its allocations).
