@@ -6,7 +6,6 @@ package service
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -87,10 +86,7 @@ func ConfigFromEnv(env *config.Env, name, defaultAddr string) Config {
 	c.Pprof = env.Bool("PPROF_ENABLED", false)
 	c.InternalAuthSecret = env.Secret("INTERNAL_AUTH_SECRET", internalauth.MinSecretBytes)
 	c.InternalAuthExtraSecret = env.Secret("INTERNAL_AUTH_EXTRA_SECRET", internalauth.MinSecretBytes)
-	if c.CursorSecret == nil {
-		c.CursorSecret = make([]byte, 32)
-		_, _ = rand.Read(c.CursorSecret)
-	}
+	c.CursorSecret = pagination.SecretOrRandom(c.CursorSecret)
 	if env.String("INTERNAL_AUTH_SECRET", "") == "" { // set but short: Secret said so
 		env.Fail("INTERNAL_AUTH_SECRET", "is required (at least 32 bytes, e.g. 64 hex digits; the same as the gateway's)")
 	}

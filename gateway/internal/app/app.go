@@ -4,7 +4,6 @@ package app
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -138,10 +137,7 @@ func ConfigFromEnv(env *config.Env) (Config, error) {
 	if c.KeyRefresh <= 0 || c.KeyRefresh > 2*time.Second {
 		env.Fail("KEY_CACHE_REFRESH", "must be between 1ms and 2s (revocation must show within 2 s)")
 	}
-	if c.CursorSecret == nil {
-		c.CursorSecret = make([]byte, 32)
-		_, _ = rand.Read(c.CursorSecret)
-	}
+	c.CursorSecret = pagination.SecretOrRandom(c.CursorSecret)
 	return c, env.Err()
 }
 
