@@ -21,7 +21,7 @@ deps: ## Make sure the PostgreSQL server binaries are installed
 .PHONY: build
 build: ## Build the gateway, every service and the local runner into bin/
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./gateway $(addprefix ./services/,$(SERVICES)) ./libs/cmd/devstack
+	$(GO) build -o $(BIN)/ ./gateway $(addprefix ./services/,$(SERVICES)) ./cmd/devstack
 
 .PHONY: run
 run: deps build ## Run the whole system locally (gateway on 127.0.0.1:25001)
