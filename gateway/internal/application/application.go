@@ -1,6 +1,6 @@
-// Package app wires the gateway: configuration, database, key cache, rate limiter,
+// Package application wires the gateway: configuration, database, key cache, rate limiter,
 // upstreams, and the public and admin servers.
-package app
+package application
 
 import (
 	"context"
