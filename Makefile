@@ -21,7 +21,7 @@ deps: ## Make sure the PostgreSQL server binaries are installed
 .PHONY: build
 build: ## Build the gateway, every service and the local runner into bin/
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./gateway $(addprefix ./services/,$(SERVICES)) ./libs/cmd/devstack
+	$(GO) build -o $(BIN)/ ./gateway $(addprefix ./services/,$(SERVICES)) ./cmd/devstack
 
 .PHONY: run
 run: deps build ## Run the whole system locally (gateway on 127.0.0.1:25001)
@@ -266,3 +266,83 @@ ops-check: helm ops-deps chart-docs-check ## The operations checks: alerts (prom
 	$(GO) test -count=1 -v ./e2e/observability/...
 
 test: ops-deps chart-docs-check
+
+# The chart on a real Kubernetes control plane, without Docker (docs/kubernetes.md, "On a
+# real API server"): etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
+# kwok (a fake node: pods are scheduled and marked Ready, no container runs), each a
+# process on 127.0.0.1 (deploy/cluster/cluster.sh). Everything is built from the Go module
+# proxy into .cache/k8s: the control plane and kubectl from tools/k8s (k8s.io/kubernetes
+# with its staging modules pinned), etcd from tools/etcd, skaffold from tools/skaffold
+# (each module's go.mod and go.sum are the pins; a directory's name carries their hash,
+# so a changed pin builds anew), kwok with go install. `make test-cluster` (after `make
+# test` in .ci/run) installs, tests, upgrades, rolls back and uninstalls the chart there.
+K8S_CACHE        := $(CURDIR)/.cache/k8s
+pins              = $(shell cat $(1)/go.mod $(1)/go.sum | sha256sum | cut -c1-12)
+K8S_VERSION      := $(shell grep -oE 'k8s\.io/kubernetes v[0-9][^ ]*' tools/k8s/go.mod | cut -d' ' -f2)
+K8S_MINOR        := $(word 2,$(subst ., ,$(K8S_VERSION)))
+KUBE_BIN         := $(K8S_CACHE)/kubernetes-$(K8S_VERSION)-$(call pins,tools/k8s)
+ETCD_VERSION     := $(shell grep -oE 'go\.etcd\.io/etcd/server/v3 v[0-9][^ ]*' tools/etcd/go.mod | cut -d' ' -f2)
+ETCD             := $(K8S_CACHE)/etcd-$(ETCD_VERSION)-$(call pins,tools/etcd)/etcd
+KWOK_VERSION     := v0.8.0
+KWOK             := $(K8S_CACHE)/kwok-$(KWOK_VERSION)/kwok
+SKAFFOLD_VERSION := $(shell grep -oE 'GoogleContainerTools/skaffold/v2 v[0-9][^ ]*' tools/skaffold/go.mod | cut -d' ' -f2)
+SKAFFOLD         := $(K8S_CACHE)/skaffold-$(SKAFFOLD_VERSION)-$(call pins,tools/skaffold)/skaffold
+CLUSTERCERTS     := $(K8S_CACHE)/clustercerts
+# The version stamps of a release build (hack/lib/version.sh): without them the API server
+# reports v0.0.0 and fails the chart's kubeVersion.
+K8S_LDFLAGS      := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
+	-X $(p).gitVersion=$(K8S_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=$(K8S_MINOR) -X $(p).gitTreeState=clean)
+export KUBE_BIN ETCD KWOK SKAFFOLD CLUSTERCERTS
+tooldir           = $(patsubst %/,%,$(dir $@))
+
+# Each tool is built into a temporary directory and moved into place whole, so an
+# interrupted build leaves nothing that looks finished.
+$(KUBE_BIN):
+	@rm -rf $@.tmp && mkdir -p $@.tmp
+	cd tools/k8s && GOWORK=off CGO_ENABLED=0 $(GO) build -ldflags "$(K8S_LDFLAGS)" -o $@.tmp/ tool
+	@rm -rf $@ && mv $@.tmp $@
+
+$(ETCD):
+	@rm -rf $(tooldir).tmp && mkdir -p $(tooldir).tmp
+	cd tools/etcd && GOWORK=off CGO_ENABLED=0 $(GO) build -ldflags "-s -w" -o $(tooldir).tmp/etcd .
+	@rm -rf $(tooldir) && mv $(tooldir).tmp $(tooldir)
+
+$(KWOK):
+	@rm -rf $(tooldir).tmp && mkdir -p $(tooldir).tmp
+	GOBIN=$(tooldir).tmp GOWORK=off CGO_ENABLED=0 $(GO) install -ldflags "-s -w" sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
+	@rm -rf $(tooldir) && mv $(tooldir).tmp $(tooldir)
+
+$(SKAFFOLD):
+	@rm -rf $(tooldir).tmp && mkdir -p $(tooldir).tmp
+	cd tools/skaffold && GOWORK=off CGO_ENABLED=0 $(GO) build -o $(tooldir).tmp/ -ldflags "-s -w \
+		-X github.com/GoogleContainerTools/skaffold/v2/pkg/skaffold/version.version=$(SKAFFOLD_VERSION)" tool
+	@rm -rf $(tooldir) && mv $(tooldir).tmp $(tooldir)
+
+$(CLUSTERCERTS): tools/k8s/cmd/clustercerts/main.go tools/k8s/go.mod
+	cd tools/k8s && GOWORK=off $(GO) build -o $@ ./cmd/clustercerts
+
+.PHONY: cluster-tools
+cluster-tools: $(KUBE_BIN) $(ETCD) $(KWOK) $(CLUSTERCERTS) ## Build the control plane, kubectl, etcd and kwok into .cache/k8s (when missing)
+
+.PHONY: skaffold
+skaffold: $(SKAFFOLD) ## Build skaffold into .cache/k8s (when missing; `make test-cluster` runs skaffold render)
+
+.PHONY: cluster-up
+cluster-up: cluster-tools ## Start the local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok) on 127.0.0.1
+	deploy/cluster/cluster.sh up
+
+.PHONY: cluster-env
+cluster-env: cluster-tools helm ## Print the exports that point kubectl and helm at it (eval the output of make -s cluster-env)
+	@deploy/cluster/cluster.sh env
+
+.PHONY: cluster-down
+cluster-down: ## Stop the local control plane's processes (by PID) and wait for them to exit
+	deploy/cluster/cluster.sh down
+
+.PHONY: test-cluster
+test-cluster: cluster-tools helm $(SKAFFOLD) ## The chart on the local control plane: server-side dry runs, install, test, upgrade, rollback, uninstall, break-it, skaffold render
+	@out=$$(gofmt -l tools/k8s tools/etcd deploy/chartcheck); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	cd tools/k8s && GOWORK=off $(GO) vet ./cmd/...
+	cd tools/etcd && GOWORK=off $(GO) vet .
+	@for m in tools/k8s tools/etcd tools/skaffold; do (cd $$m && GOWORK=off $(GO) mod tidy -diff >/dev/null) || { echo "go mod tidy would change $$m"; exit 1; }; done
+	deploy/cluster/test.sh

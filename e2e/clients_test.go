@@ -86,7 +86,7 @@ func TestGoClient(t *testing.T) {
 
 func goReceiverTest(t *testing.T, c *customerapi.API) {
 	ctx := context.Background()
-	root, err := repoRoot()
+	root, err := RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func (rc *receiverProc) waitForN(t *testing.T, prefix string, n int) {
 // (examples/webhook-receiver/node). It needs `make ts-client` first; without its build it
 // is skipped, unless E2E_REQUIRE_TS is set (make test sets it).
 func TestTypeScriptClient(t *testing.T) {
-	root, err := repoRoot()
+	root, err := RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

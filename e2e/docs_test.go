@@ -131,7 +131,7 @@ func TestDocsRenderEveryOperationInChromium(t *testing.T) {
 
 	dir := os.Getenv("E2E_ARTIFACTS")
 	if dir == "" {
-		root, err := repoRoot()
+		root, err := RepoRoot()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -54,7 +54,7 @@ func run(m *testing.M) int {
 
 // startLocal builds the binaries and starts the system on free ports.
 func startLocal() (*devstack.Stack, func(), error) {
-	root, err := repoRoot()
+	root, err := RepoRoot()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -119,18 +119,6 @@ func startLocal() (*devstack.Stack, func(), error) {
 		return nil, nil, err
 	}
 	return s, func() { s.Stop(); os.RemoveAll(dir) }, nil
-}
-
-func repoRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOWORK").Output()
-	if err != nil {
-		return "", err
-	}
-	w := strings.TrimSpace(string(out))
-	if w == "" || w == "off" {
-		return "", fmt.Errorf("e2e: run inside the repository's go.work")
-	}
-	return filepath.Dir(w), nil
 }
 
 // local skips tests that need to control processes.

@@ -83,7 +83,7 @@ func TestQuickstart(t *testing.T) {
 			l.Close()
 		}
 	}
-	root, err := repoRoot()
+	root, err := RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/customerapi/platform/gateway/internal/app"
+	"github.com/customerapi/platform/gateway/internal/application"
 	"github.com/customerapi/platform/libs/config"
 	"github.com/customerapi/platform/libs/telemetry"
 )
@@ -24,7 +24,7 @@ func main() {
 func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	cfg, err := app.ConfigFromEnv(config.FromOS())
+	cfg, err := application.ConfigFromEnv(config.FromOS())
 	if err != nil {
 		return err
 	}
@@ -33,7 +33,7 @@ func run() error {
 		return err
 	}
 	defer shutdown()
-	a, cleanup, err := app.New(ctx, cfg, log, tracing)
+	a, cleanup, err := application.New(ctx, cfg, log, tracing)
 	if err != nil {
 		return err
 	}

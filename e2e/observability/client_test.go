@@ -20,6 +20,19 @@ var client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 // call sends a JSON request and returns the status and the decoded object (nil if none).
 func call(t *testing.T, base, key, method, path string, body any) (int, map[string]any) {
 	t.Helper()
+	resp, err := client.Do(jsonRequest(base, key, method, path, body))
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&m)
+	return resp.StatusCode, m
+}
+
+// jsonRequest is a request of method to base+path with body as JSON (none when nil),
+// sent with the API key when key is not empty.
+func jsonRequest(base, key, method, path string, body any) *http.Request {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -32,14 +45,7 @@ func call(t *testing.T, base, key, method, path string, body any) (int, map[stri
 	if key != "" {
 		req.Header.Set("x-api-key", key)
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	var m map[string]any
-	_ = json.NewDecoder(resp.Body).Decode(&m)
-	return resp.StatusCode, m
+	return req
 }
 
 func must(t *testing.T, want int, status int, m map[string]any) map[string]any {

@@ -18,6 +18,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/customerapi/platform/e2e"
 	"github.com/customerapi/platform/libs/devstack"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 )
@@ -79,7 +80,7 @@ func setup() error {
 			return skipError(bin + " not found: `make ops-deps` installs Debian's prometheus and redis-server")
 		}
 	}
-	root, err := repoRoot()
+	root, err := e2e.RepoRoot()
 	if err != nil {
 		return err
 	}
@@ -173,18 +174,6 @@ func freePorts(n int) []int {
 		}
 	}
 	return out
-}
-
-func repoRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOWORK").Output()
-	if err != nil {
-		return "", err
-	}
-	w := strings.TrimSpace(string(out))
-	if w == "" || w == "off" {
-		return "", errors.New("run inside the repository's go.work")
-	}
-	return filepath.Dir(w), nil
 }
 
 // renderAlertRules renders the chart's PrometheusRule with helm and returns its groups as

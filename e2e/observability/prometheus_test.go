@@ -293,18 +293,7 @@ func send(req *http.Request, want int) (map[string]any, error) {
 
 // do sends a JSON request whose answer must have status want (0: any).
 func do(base, key, method, path string, body any, want int) (map[string]any, error) {
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, base+path, rd)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if key != "" {
-		req.Header.Set("x-api-key", key)
-	}
+	req := jsonRequest(base, key, method, path, body)
 	if want == 0 {
 		resp, err := client.Do(req)
 		if err == nil {

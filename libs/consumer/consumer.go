@@ -9,7 +9,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"time"
 
@@ -30,15 +29,7 @@ import (
 var migrationFS embed.FS
 
 // Migrations is the inbox's schema; every service that consumes events applies it.
-var Migrations = postgres.MigrationSet{Name: "inbox", FS: mustSub(migrationFS, "migrations")}
-
-func mustSub(f fs.FS, dir string) fs.FS {
-	s, err := fs.Sub(f, dir)
-	if err != nil {
-		panic(err) // unreachable: the directory is embedded above
-	}
-	return s
-}
+var Migrations = postgres.EmbeddedMigrations("inbox", migrationFS, "migrations")
 
 // Handler processes one event inside tx; the event counts as processed only if tx
 // commits. Return Permanent(err) for an event that can never succeed.

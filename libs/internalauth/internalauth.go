@@ -17,7 +17,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
 	"strconv"
 	"strings"
 	"time"
@@ -65,27 +64,61 @@ type Claims struct {
 // Signer makes signatures with one secret and accepts those of it and of any extra
 // secrets (a rotation in progress).
 type Signer struct {
-	secret []byte
-	accept [][]byte
+	sign   key
+	accept []key
+}
+
+// key is one secret's inner and outer HMAC pads (RFC 2104), prepared once: a MAC is
+// then two SHA-256 sums over stack buffers, the same bytes as crypto/hmac's, without
+// allocating (the gateway signs every request it forwards).
+type key struct {
+	ipad, opad [sha256.BlockSize]byte
+}
+
+func newKey(secret []byte) key {
+	if len(secret) > sha256.BlockSize { // RFC 2104: a long key is hashed first
+		sum := sha256.Sum256(secret)
+		secret = sum[:]
+	}
+	var k key
+	copy(k.ipad[:], secret)
+	copy(k.opad[:], secret)
+	for i := range k.ipad {
+		k.ipad[i] ^= 0x36
+		k.opad[i] ^= 0x5c
+	}
+	return k
 }
 
 // New returns a Signer that signs with secret and also accepts signatures made with any
 // of extra; each must be at least MinSecretBytes long.
 func New(secret []byte, extra ...[]byte) (*Signer, error) {
-	s := &Signer{secret: secret}
+	s := &Signer{}
 	for _, k := range append([][]byte{secret}, extra...) {
 		if len(k) < MinSecretBytes {
 			return nil, fmt.Errorf("internalauth: a secret must hold at least %d bytes", MinSecretBytes)
 		}
-		s.accept = append(s.accept, k)
+		s.accept = append(s.accept, newKey(k))
 	}
+	s.sign = s.accept[0]
 	return s, nil
 }
 
 // Sign returns the SignatureHeader value for c at time at.
 func (s *Signer) Sign(c Claims, at time.Time) string {
-	t := strconv.FormatInt(at.Unix(), 10)
-	return Version + ",t=" + t + "," + base64.StdEncoding.EncodeToString(mac(s.secret, t, c))
+	return string(s.AppendSignature(nil, c, at))
+}
+
+// AppendSignature appends the SignatureHeader value for c at time at to dst, without
+// allocating when dst has room.
+func (s *Signer) AppendSignature(dst []byte, c Claims, at time.Time) []byte {
+	var tb [20]byte
+	t := strconv.AppendInt(tb[:0], at.Unix(), 10)
+	sum := s.sign.mac(t, c)
+	dst = append(dst, Version+",t="...)
+	dst = append(dst, t...)
+	dst = append(dst, ',')
+	return base64.StdEncoding.AppendEncode(dst, sum[:])
 }
 
 // Verify checks a SignatureHeader value against c at time now; the error wraps one of
@@ -108,8 +141,8 @@ func (s *Signer) Verify(value string, c Claims, now time.Time) error {
 	} else if age < -MaxSkew {
 		return fmt.Errorf("%w: %s ahead", ErrFuture, (-age).Round(time.Second))
 	}
-	for _, k := range s.accept {
-		if hmac.Equal(got, mac(k, t, c)) {
+	for i := range s.accept {
+		if want := s.accept[i].mac([]byte(t), c); hmac.Equal(got, want[:]) {
 			return nil
 		}
 	}
@@ -117,17 +150,27 @@ func (s *Signer) Verify(value string, c Claims, now time.Time) error {
 }
 
 // mac is HMAC-SHA256 over the length-prefixed version, time and claims.
-func mac(secret []byte, t string, c Claims) []byte {
-	h := hmac.New(sha256.New, secret)
-	for _, f := range []string{Version, t, c.TenantID, c.KeyID, c.RequestID} {
-		writeField(h, f)
+func (k *key) mac(t []byte, c Claims) [sha256.Size]byte {
+	var buf [512]byte
+	n := sha256.BlockSize + 4*5 + len(Version) + len(t) + len(c.TenantID) + len(c.KeyID) + len(c.RequestID)
+	msg := buf[:0]
+	if n > len(buf) { // longer claims than any the platform makes
+		msg = make([]byte, 0, n)
 	}
-	return h.Sum(nil)
+	msg = append(msg, k.ipad[:]...)
+	msg = appendField(msg, Version)
+	msg = appendField(msg, string(t))
+	msg = appendField(msg, c.TenantID)
+	msg = appendField(msg, c.KeyID)
+	msg = appendField(msg, c.RequestID)
+	inner := sha256.Sum256(msg)
+	var outer [sha256.BlockSize + sha256.Size]byte
+	copy(outer[:], k.opad[:])
+	copy(outer[sha256.BlockSize:], inner[:])
+	return sha256.Sum256(outer[:])
 }
 
-func writeField(h hash.Hash, f string) {
-	var n [4]byte
-	binary.BigEndian.PutUint32(n[:], uint32(len(f)))
-	h.Write(n[:])
-	h.Write([]byte(f))
+func appendField(b []byte, f string) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(len(f)))
+	return append(b, f...)
 }

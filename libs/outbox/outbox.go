@@ -9,7 +9,6 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 
 	"github.com/jackc/pgx/v5"
 
@@ -21,15 +20,7 @@ import (
 var migrationFS embed.FS
 
 // Migrations is the outbox's schema; every service that writes events applies it.
-var Migrations = postgres.MigrationSet{Name: "outbox", FS: mustSub(migrationFS, "migrations")}
-
-func mustSub(f fs.FS, dir string) fs.FS {
-	s, err := fs.Sub(f, dir)
-	if err != nil {
-		panic(err) // unreachable: the directory is embedded above
-	}
-	return s
-}
+var Migrations = postgres.EmbeddedMigrations("outbox", migrationFS, "migrations")
 
 // Writer adds events to the outbox. It refuses, with an error matching
 // events.ErrTooLarge, an event whose Kafka message would exceed MaxMessageBytes, so that

@@ -4,6 +4,7 @@ package pagination
 
 import (
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -39,6 +40,18 @@ func NewCodec(secret []byte) (*Codec, error) {
 		return nil, errors.New("pagination: cursor secret must be at least 16 bytes")
 	}
 	return &Codec{key: append([]byte(nil), secret...)}, nil
+}
+
+// SecretOrRandom returns secret (CURSOR_SECRET), or when it is unset a random secret of
+// this process: cursors then break across replicas and restarts, which is fine for one
+// local process and why production sets it.
+func SecretOrRandom(secret []byte) []byte {
+	if secret != nil {
+		return secret
+	}
+	random := make([]byte, 32)
+	_, _ = rand.Read(random)
+	return random
 }
 
 // Scope names one list query: the list, the tenant and every filter that shapes it.

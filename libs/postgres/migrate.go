@@ -19,12 +19,31 @@ import (
 // migrationLockKey is the advisory lock that serialises migrations of one database.
 const migrationLockKey = 0x6d696772 // "migr"
 
+// noTransaction is the first line of a migration that must run outside a transaction
+// (CREATE INDEX CONCURRENTLY, which keeps writes flowing while a large index builds).
+const noTransaction = "-- migrate:no-transaction"
+
 // Migration is one versioned SQL file, named NNNN_description.sql.
 type Migration struct {
 	Version int64
 	Name    string
 	SQL     string
 	Sum     string
+	// NoTransaction is set by a first line "-- migrate:no-transaction": the statements
+	// run one by one outside a transaction, so the file must be safe to run again after
+	// a failure part way (e.g. DROP INDEX CONCURRENTLY IF EXISTS before CREATE INDEX
+	// CONCURRENTLY, which leaves an invalid index behind when it fails).
+	NoTransaction bool
+}
+
+// EmbeddedMigrations is the migration set name whose files are the *.sql of folder dir
+// of an embedded file system (a package's `//go:embed dir/*.sql`).
+func EmbeddedMigrations(name string, files fs.FS, dir string) MigrationSet {
+	sub, err := fs.Sub(files, dir)
+	if err != nil {
+		panic(fmt.Sprintf("migrations %s: %v", name, err)) // unreachable for a valid folder name
+	}
+	return MigrationSet{Name: name, FS: sub}
 }
 
 // LoadMigrations reads the *.sql files of fsys (its root) in version order.
@@ -53,7 +72,9 @@ func LoadMigrations(fsys fs.FS) ([]Migration, error) {
 			return nil, fmt.Errorf("migrations: %w", err)
 		}
 		sum := sha256.Sum256(b)
-		out = append(out, Migration{Version: v, Name: e.Name(), SQL: string(b), Sum: hex.EncodeToString(sum[:])})
+		first, _, _ := strings.Cut(string(b), "\n")
+		out = append(out, Migration{Version: v, Name: e.Name(), SQL: string(b), Sum: hex.EncodeToString(sum[:]),
+			NoTransaction: strings.TrimSpace(first) == noTransaction})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
 	return out, nil
@@ -67,7 +88,7 @@ type MigrationSet struct {
 }
 
 // Migrate applies the pending migrations of each set in order, each migration in its own
-// transaction. A session advisory lock makes replicas that start together take turns: the
+// transaction (or, marked no-transaction, statement by statement). A session advisory lock makes replicas that start together take turns: the
 // first applies, the others then find nothing to do. An applied migration whose file has
 // changed since is an error, not silently skipped.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, sets ...MigrationSet) error {
@@ -127,15 +148,7 @@ func applySet(ctx context.Context, conn *pgx.Conn, set MigrationSet, log *slog.L
 			}
 			continue
 		}
-		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, m.SQL); err != nil {
-				return err
-			}
-			_, err := tx.Exec(ctx, "INSERT INTO schema_migrations (set_name, version, name, checksum) VALUES ($1, $2, $3, $4)",
-				set.Name, m.Version, m.Name, m.Sum)
-			return err
-		})
-		if err != nil {
+		if err := apply(ctx, conn, set.Name, m); err != nil {
 			return fmt.Errorf("migrations: apply %s/%s: %w", set.Name, m.Name, err)
 		}
 		if log != nil {
@@ -143,4 +156,51 @@ func applySet(ctx context.Context, conn *pgx.Conn, set MigrationSet, log *slog.L
 		}
 	}
 	return nil
+}
+
+// apply runs one migration and records it: in one transaction, or, for a no-transaction
+// migration, statement by statement and then the record.
+func apply(ctx context.Context, conn *pgx.Conn, set string, m Migration) error {
+	const record = "INSERT INTO schema_migrations (set_name, version, name, checksum) VALUES ($1, $2, $3, $4)"
+	if !m.NoTransaction {
+		return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, record, set, m.Version, m.Name, m.Sum)
+			return err
+		})
+	}
+	for i, stmt := range statements(m.SQL) {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			return fmt.Errorf("statement %d: %w", i+1, err)
+		}
+	}
+	_, err := conn.Exec(ctx, record, set, m.Version, m.Name, m.Sum)
+	return err
+}
+
+// statements splits a no-transaction migration into its statements: each ends with a
+// semicolon at the end of a line (PostgreSQL runs a multi-statement string as one
+// transaction block, where CREATE INDEX CONCURRENTLY is refused). Comment lines and
+// blank lines between statements are dropped.
+func statements(sql string) []string {
+	var out []string
+	var cur strings.Builder
+	for _, line := range strings.Split(sql, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if cur.Len() == 0 && (trimmed == "" || strings.HasPrefix(trimmed, "--")) {
+			continue
+		}
+		cur.WriteString(line)
+		cur.WriteString("\n")
+		if strings.HasSuffix(trimmed, ";") {
+			out = append(out, strings.TrimSpace(cur.String()))
+			cur.Reset()
+		}
+	}
+	if rest := strings.TrimSpace(cur.String()); rest != "" {
+		out = append(out, rest)
+	}
+	return out
 }

@@ -84,6 +84,47 @@ func TestMigrateFailureIsAtomic(t *testing.T) {
 	}
 }
 
+// A no-transaction migration builds its index CONCURRENTLY (refused inside a
+// transaction). When the build fails part way it leaves an invalid index and records
+// nothing; once the cause is fixed, the same file runs again from the start and succeeds.
+func TestMigrateNoTransactionBuildsConcurrentlyAndRecovers(t *testing.T) {
+	pool := pgtest.NewPool(t)
+	ctx := context.Background()
+	migs := fstest.MapFS{
+		"0001_t.sql": {Data: []byte("CREATE TABLE t (v int NOT NULL);\nINSERT INTO t VALUES (1), (1), (2);\n")},
+		"0002_t_unique.sql": {Data: []byte(`-- migrate:no-transaction
+-- A failed build leaves an invalid index: drop it before building again.
+DROP INDEX CONCURRENTLY IF EXISTS t_v;
+CREATE UNIQUE INDEX CONCURRENTLY t_v
+    ON t (v);
+`)},
+	}
+	set := postgres.MigrationSet{Name: "notx", FS: migs}
+	if err := postgres.Migrate(ctx, pool, nil, set); err == nil {
+		t.Fatal("a unique index over duplicate values was built")
+	}
+	state := func() (recorded int, valid *bool) {
+		t.Helper()
+		if err := pool.QueryRow(ctx, "SELECT count(*) FROM schema_migrations WHERE set_name = 'notx'").Scan(&recorded); err != nil {
+			t.Fatal(err)
+		}
+		_ = pool.QueryRow(ctx, "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass('t_v')").Scan(&valid)
+		return recorded, valid
+	}
+	if n, valid := state(); n != 1 || valid == nil || *valid {
+		t.Fatalf("after the failed build: %d migrations recorded, index valid %v; want 1 recorded (the table) and an invalid index left", n, valid)
+	}
+	if _, err := pool.Exec(ctx, "DELETE FROM t WHERE ctid = (SELECT min(ctid) FROM t WHERE v = 1)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := postgres.Migrate(ctx, pool, nil, set); err != nil {
+		t.Fatalf("the fixed migration run again: %v", err)
+	}
+	if n, valid := state(); n != 2 || valid == nil || !*valid {
+		t.Fatalf("after the second run: %d migrations recorded, index valid %v; want 2 and a valid index", n, valid)
+	}
+}
+
 func TestLoadMigrationsRejectsBadNames(t *testing.T) {
 	for name, fsys := range map[string]fstest.MapFS{
 		"no number": {"init.sql": {Data: []byte("")}},

@@ -392,12 +392,6 @@ func schemaIssue(se *openapi3.SchemaError, at any, prefix []any, inBody bool) ap
 			msg = fmt.Sprintf("Unrecognized key: %q", k)
 		}
 	case "enum":
-		// kin-openapi checks the enum before the type: a value of the wrong kind is a
-		// wrong type, not an unknown member.
-		if !kindFits(se.Value, se.Schema) {
-			code, msg = "invalid_type", typeMessage(se)
-			break
-		}
 		code = "invalid_enum_value"
 		msg = "Invalid enum value. Expected " + enumList(se.Schema.Enum)
 	case "maxLength", "maxItems", "maximum", "exclusiveMaximum", "maxProperties":
@@ -464,21 +458,6 @@ func typeMessage(se *openapi3.SchemaError) string {
 		want = strings.Join(*se.Schema.Type, " or ")
 	}
 	return fmt.Sprintf("Expected %s, received %s", want, jsonKind(se.Value))
-}
-
-// kindFits reports whether v's JSON kind is one the schema's type allows (any, when it
-// names none).
-func kindFits(v any, schema *openapi3.Schema) bool {
-	if schema == nil || schema.Type == nil || len(*schema.Type) == 0 {
-		return true
-	}
-	kind := jsonKind(v)
-	for _, t := range *schema.Type {
-		if t == kind || (t == "integer" && kind == "number") || (v == nil && schema.Nullable) {
-			return true
-		}
-	}
-	return false
 }
 
 func enumList(values []any) string {

@@ -134,7 +134,6 @@ func TestRequestsAreJudgedByTheDocument(t *testing.T) {
 		{"missing required field", "POST", "/v0/things", `{"changes":[]}`, 400, "body", "invalid_type", []any{"title"}},
 		{"wrong type", "POST", "/v0/things", `{"title":5,"changes":[]}`, 400, "body", "invalid_type", []any{"title"}},
 		{"out of enum", "POST", "/v0/things", `{"title":"a","kind":"c","changes":[]}`, 400, "body", "invalid_enum_value", []any{"kind"}},
-		{"wrong type for an enum", "POST", "/v0/things", `{"title":"a","kind":5,"changes":[]}`, 400, "body", "invalid_type", []any{"kind"}},
 		{"over maxLength", "POST", "/v0/things", `{"title":"abcdef","changes":[]}`, 400, "body", "too_big", []any{"title"}},
 		{"under minimum", "POST", "/v0/things", `{"title":"a","count":-1,"changes":[]}`, 400, "body", "too_small", []any{"count"}},
 		{"not an integer", "POST", "/v0/things", `{"title":"a","count":1.5,"changes":[]}`, 400, "body", "invalid_type", []any{"count"}},

@@ -6,7 +6,6 @@ package service
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -87,10 +86,7 @@ func ConfigFromEnv(env *config.Env, name, defaultAddr string) Config {
 	c.Pprof = env.Bool("PPROF_ENABLED", false)
 	c.InternalAuthSecret = env.Secret("INTERNAL_AUTH_SECRET", internalauth.MinSecretBytes)
 	c.InternalAuthExtraSecret = env.Secret("INTERNAL_AUTH_EXTRA_SECRET", internalauth.MinSecretBytes)
-	if c.CursorSecret == nil {
-		c.CursorSecret = make([]byte, 32)
-		_, _ = rand.Read(c.CursorSecret)
-	}
+	c.CursorSecret = pagination.SecretOrRandom(c.CursorSecret)
 	if env.String("INTERNAL_AUTH_SECRET", "") == "" { // set but short: Secret said so
 		env.Fail("INTERNAL_AUTH_SECRET", "is required (at least 32 bytes, e.g. 64 hex digits; the same as the gateway's)")
 	}
@@ -222,8 +218,17 @@ func New(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.
 func (rt *Runtime) Go(task func(ctx context.Context) error) { rt.tasks = append(rt.tasks, task) }
 
 // Consume adds a Kafka consumer as a background task, with the runtime's database,
-// logger, tracer and metrics; its group's lag is read from the broker and exported.
+// logger, tracer and metrics; its group's lag is read from the broker and exported. Its
+// topics are created first when missing: a group that joins before a topic exists gets
+// no partitions of it until the next rebalance. A broker that is down now is logged, not
+// fatal (readiness treats Kafka as optional).
 func (rt *Runtime) Consume(c *consumer.Consumer) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	if err := rt.Config.Kafka.EnsureTopics(ctx, c.Topics...); err != nil {
+		rt.Log.Warn("consumed topics not ensured; the consumer may miss a topic created later until it rebalances",
+			slog.String("consumer", c.Name), slog.Any("error", err))
+	}
+	cancel()
 	if rt.consumerM == nil {
 		rt.consumerM = consumer.NewMetrics(rt.Registry)
 		rt.lag = consumer.NewLagMonitor(rt.Registry, rt.Config.Kafka, rt.Log)

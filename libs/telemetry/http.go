@@ -48,9 +48,14 @@ func Middleware(tracer trace.Tracer, m *HTTPMetrics, log *slog.Logger, render ap
 		// a constant method name and a copy of the path.
 		method := MethodLabel(c.Method())
 		ctx := Propagator.Extract(c.UserContext(), HeaderCarrier{c})
-		ctx, span := tracer.Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(semconv.HTTPRequestMethodKey.String(method)))
-		if span.IsRecording() {
+		var span trace.Span
+		if u, ok := tracer.(unsampledTracer); ok {
+			ctx, span = u.startServer(ctx) // nothing samples: the IDs without the SDK's work
+		} else {
+			ctx, span = tracer.Start(ctx, method, spanStart(method)...)
+		}
+		recording := span.IsRecording()
+		if recording {
 			span.SetAttributes(semconv.URLPath(strings.Clone(c.Path())))
 		}
 		defer span.End()
@@ -73,14 +78,17 @@ func Middleware(tracer trace.Tracer, m *HTTPMetrics, log *slog.Logger, render ap
 		if route == "" || route == "/" && c.Path() != "/" {
 			route = "unmatched"
 		}
-		span.SetName(method + " " + route)
-		span.SetAttributes(semconv.HTTPRoute(route), semconv.HTTPResponseStatusCode(status))
+		if recording { // a span that records nothing needs no name or attributes built
+			span.SetName(method + " " + route)
+			span.SetAttributes(semconv.HTTPRoute(route), semconv.HTTPResponseStatusCode(status))
+		}
 		if status >= 500 {
 			span.SetStatus(codes.Error, strconv.Itoa(status))
 		}
 		elapsed := time.Since(start)
-		m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
-		m.duration.WithLabelValues(method, route).Observe(elapsed.Seconds())
+		s := m.series(method, route, status)
+		s.requests.Inc()
+		s.duration.Observe(elapsed.Seconds())
 		// The handlers' context: it carries what they learnt (the caller's tenant and key).
 		if ctx := c.UserContext(); log.Enabled(ctx, slog.LevelInfo) {
 			log.LogAttrs(ctx, slog.LevelInfo, "request",
@@ -91,6 +99,20 @@ func Middleware(tracer trace.Tracer, m *HTTPMetrics, log *slog.Logger, render ap
 		return nil
 	}
 }
+
+// spanStarts are the options of a server span, by method label: built once, not per
+// request.
+var spanStarts = func() map[string][]trace.SpanStartOption {
+	out := map[string][]trace.SpanStartOption{}
+	for _, m := range []string{fiber.MethodGet, fiber.MethodHead, fiber.MethodPost, fiber.MethodPut,
+		fiber.MethodPatch, fiber.MethodDelete, fiber.MethodOptions, fiber.MethodConnect, fiber.MethodTrace, "OTHER"} {
+		out[m] = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(semconv.HTTPRequestMethodKey.String(m))}
+	}
+	return out
+}()
+
+func spanStart(method string) []trace.SpanStartOption { return spanStarts[method] }
 
 // MethodLabel is a request method as a constant string, for labels and attributes that
 // outlive the request: the standard methods by name, anything else "OTHER" (which also

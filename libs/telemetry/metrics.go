@@ -1,6 +1,10 @@
 package telemetry
 
 import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -35,6 +39,51 @@ type HTTPMetrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	inflight prometheus.Gauge
+
+	// children holds the series of each (method, route, status) seen, resolved once:
+	// read without a lock, copied on write (a new combination is rare after warm-up).
+	mu       sync.Mutex
+	children atomic.Pointer[map[seriesKey]series]
+}
+
+type seriesKey struct {
+	method, route string
+	status        int
+}
+
+type series struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
+}
+
+// series returns the request counter and duration histogram of one combination of
+// labels, without WithLabelValues' hashing and lookup on every request. The method and
+// route must outlive the request (constants, or strings the app holds).
+func (m *HTTPMetrics) series(method, route string, status int) series {
+	k := seriesKey{method, route, status}
+	if cur := m.children.Load(); cur != nil {
+		if s, ok := (*cur)[k]; ok {
+			return s
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var cur map[seriesKey]series
+	if p := m.children.Load(); p != nil {
+		cur = *p
+	}
+	if s, ok := cur[k]; ok {
+		return s
+	}
+	s := series{requests: m.requests.WithLabelValues(method, route, strconv.Itoa(status)),
+		duration: m.duration.WithLabelValues(method, route)}
+	next := make(map[seriesKey]series, len(cur)+1)
+	for key, v := range cur {
+		next[key] = v
+	}
+	next[k] = s
+	m.children.Store(&next)
+	return s
 }
 
 // NewHTTPMetrics registers the metrics of the named HTTP server on r (a process with two

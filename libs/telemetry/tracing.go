@@ -5,8 +5,10 @@ package telemetry
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"time"
@@ -28,10 +30,44 @@ var Propagator propagation.TextMapPropagator = propagation.NewCompositeTextMapPr
 // Tracing holds the process's tracer provider.
 type Tracing struct {
 	Provider *sdktrace.TracerProvider
+	// unsampled: SetupTracing chose NeverSample (nothing exports, no sampler asked for).
+	unsampled bool
 }
 
-// Tracer returns a named tracer of the provider.
-func (t *Tracing) Tracer(name string) trace.Tracer { return t.Provider.Tracer(name) }
+// Tracer returns a named tracer of the provider. When nothing samples, it is marked so
+// that the HTTP middleware makes its server spans without the SDK (see unsampledTracer);
+// every other span still starts through the SDK.
+func (t *Tracing) Tracer(name string) trace.Tracer {
+	tr := t.Provider.Tracer(name)
+	if t.unsampled {
+		return unsampledTracer{tr}
+	}
+	return tr
+}
+
+// unsampledTracer is a tracer of a provider that samples nothing. Its Start is the SDK's;
+// startServer makes the span the SDK would make under NeverSample, without its work: the
+// parent's trace ID (or a new one), a new span ID, the parent's flags without "sampled",
+// the parent's trace state, recording nothing. Logs carry its IDs and the traceparent
+// sent on continues it, as before.
+type unsampledTracer struct{ trace.Tracer }
+
+func (unsampledTracer) startServer(ctx context.Context) (context.Context, trace.Span) {
+	psc := trace.SpanContextFromContext(ctx)
+	tid := psc.TraceID()
+	for !tid.IsValid() {
+		binary.NativeEndian.PutUint64(tid[:8], rand.Uint64())
+		binary.NativeEndian.PutUint64(tid[8:], rand.Uint64())
+	}
+	var sid trace.SpanID
+	for !sid.IsValid() {
+		binary.NativeEndian.PutUint64(sid[:], rand.Uint64())
+	}
+	ctx = trace.ContextWithSpanContext(ctx, trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: tid, SpanID: sid, TraceFlags: psc.TraceFlags() &^ trace.FlagsSampled, TraceState: psc.TraceState(),
+	}))
+	return ctx, trace.SpanFromContext(ctx)
+}
 
 // Shutdown flushes pending spans; call it on exit.
 func (t *Tracing) Shutdown(ctx context.Context) error { return t.Provider.Shutdown(ctx) }
@@ -69,7 +105,7 @@ func SetupTracing(ctx context.Context, service string) (*Tracing, error) {
 	tp := sdktrace.NewTracerProvider(opts...)
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(Propagator)
-	return &Tracing{Provider: tp}, nil
+	return &Tracing{Provider: tp, unsampled: exp == nil && os.Getenv("OTEL_TRACES_SAMPLER") == ""}, nil
 }
 
 // Setup prepares a process's logs and traces: a JSON logger at the given level and the

@@ -1,16 +1,21 @@
 // Command loadbench measures the platform on this machine, side by side in one run, and
 // writes the results as Markdown: an authenticated, rate-limited GET of a stored resource
-// sent straight to the service, through the gateway and through nginx; and writes through
-// the gateway against pgbench single-row INSERTs on the same PostgreSQL cluster.
+// sent straight to the service, through the gateway, through a plain nginx proxy and
+// through nginx doing the gateway's job; and creates through the gateway against pgbench
+// single-row INSERTs on the same PostgreSQL cluster. Every configuration runs once per
+// round, in turn, for several rounds; each run records requests per second, latency and
+// the CPU each process used per request (from /proc).
+//
+// With -baseline-bin it also starts a second whole system from another build's binaries
+// and runs the gateway's read and write configurations against it in the same rounds,
+// so one run answers whether a change made things better or worse.
 //
 // It needs the built binaries (make build), wrk, nginx and pgbench; `make bench` provides
-// them. Usage: loadbench -bin bin -out docs/benchmarks.md
+// them. Usage: loadbench -bin bin -out docs/benchmarks.md [-rounds 3] [-baseline-bin DIR]
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -18,17 +23,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"runtime"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/customerapi/platform/libs/devstack"
 	"github.com/customerapi/platform/libs/internalauth"
 	"github.com/customerapi/platform/libs/pgcluster"
-	"github.com/customerapi/platform/libs/postgres/pgtest"
 )
 
 func main() {
@@ -38,23 +37,65 @@ func main() {
 	}
 }
 
-type result struct {
-	name     string
-	rps      float64
-	p50, p99 string
-	non2xx   int
+// config is one row of the results: a path or a write, against one system.
+type config struct {
+	name string
+	sys  *system
+	// proxyRole names the process group of the proxy in front of the service (reads).
+	proxyRole string
+	// ref is the configuration whose rate this one's share is of (reads: the same
+	// system's direct run; writes: pgbench).
+	ref *config
+	// start prepares one run (e.g. starts nginx with fresh signatures) and returns it.
+	start func() (*runPlan, error)
+	// profile: -profile captures the gateway's and the service's CPU profiles during
+	// this configuration's first run.
+	profile bool
+	samples []sample
+}
+
+func (c *config) label() string {
+	if c.sys != nil && c.sys.label == "baseline" {
+		return c.name + ", *baseline*"
+	}
+	return c.name
+}
+
+// runPlan is one prepared run.
+type runPlan struct {
+	load func() (loadResult, error)
+	// extra are process groups measured besides the system's own (nginx).
+	extra []group
+	// drain, when set, runs after the load and before the CPU is read again.
+	drain func() (time.Duration, error)
+	stop  func()
+}
+
+type options struct {
+	rounds            int
+	readDur, writeDur time.Duration
+	conns, writeConns int
+	pause             time.Duration
+	profile           string
 }
 
 func run() error {
 	bin := flag.String("bin", "bin", "directory of the built binaries")
+	baselineBin := flag.String("baseline-bin", "", "directory of a second build's binaries (e.g. of an older commit): "+
+		"also run the gateway's read and write configurations against a whole system started from it")
 	out := flag.String("out", "", "Markdown file to write the results section into (stdout when empty)")
-	dur := flag.Duration("duration", 10*time.Second, "duration of each load run")
-	conns := flag.Int("conns", 64, "connections for the read runs")
-	writeConns := flag.Int("write-conns", 16, "connections/clients for the write runs")
-	profile := flag.String("profile", "", "directory to save CPU profiles of the gateway and the service during the gateway runs")
+	var o options
+	flag.IntVar(&o.rounds, "rounds", 3, "rounds; each runs every configuration once, in turn")
+	flag.DurationVar(&o.readDur, "duration", 8*time.Second, "duration of each read run (and of each write run when -write-duration is not given)")
+	flag.DurationVar(&o.writeDur, "write-duration", 10*time.Second, "duration of each write run")
+	flag.IntVar(&o.conns, "conns", 64, "connections for the read runs")
+	flag.IntVar(&o.writeConns, "write-conns", 16, "connections/clients for the write runs")
+	flag.DurationVar(&o.pause, "pause", time.Second, "pause before each run, for the previous one's aftermath to settle")
+	flag.StringVar(&o.profile, "profile", "", "directory to save CPU profiles of the gateway and the service during the first round's gateway runs "+
+		"(profiling costs CPU: those runs' figures come out a little higher)")
 	var extraEnv envFlag
-	flag.Var(&extraEnv, "env", "extra process setting NAME=value or process:NAME=value (repeatable)")
-	goBench := flag.String("go-bench", "", "write this file of `go test -bench` output into the \"go\" section of -out and exit")
+	flag.Var(&extraEnv, "env", "extra process setting NAME=value or process:NAME=value (repeatable; both systems)")
+	goBench := flag.String("go-bench", "", "write this file of go test -bench output into the \"go\" section of -out and exit")
 	flag.Parse()
 	if *goBench != "" {
 		b, err := os.ReadFile(*goBench)
@@ -63,7 +104,32 @@ func run() error {
 		}
 		return replaceSection(*out, "go", "```\n"+strings.TrimSpace(string(b))+"\n```\n")
 	}
-	binDir, _ := filepath.Abs(*bin)
+	explicit := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+	if explicit["duration"] && !explicit["write-duration"] {
+		o.writeDur = o.readDur
+	}
+	if o.rounds < 1 {
+		return fmt.Errorf("-rounds must be at least 1")
+	}
+	// The direct and nginx runs send a signature made just before the run, which the
+	// service accepts for internalauth.MaxSkew.
+	if o.readDur > internalauth.MaxSkew-10*time.Second {
+		return fmt.Errorf("-duration %s: read runs must be shorter than %s (the precomputed signatures expire)",
+			o.readDur, internalauth.MaxSkew-10*time.Second)
+	}
+	// Fail before the minute it takes to start a system, not after.
+	for _, tool := range []string{"wrk", "nginx"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%s is needed (make bench installs it on Debian): %w", tool, err)
+		}
+	}
+	if _, err := pgcluster.BinDir(); err != nil {
+		return err
+	}
+	command := "go run ./e2e/cmd/loadbench " + strings.Join(os.Args[1:], " ")
+	machine := machineDescription()
+	started := time.Now()
 
 	dir, err := os.MkdirTemp("", "loadbench-")
 	if err != nil {
@@ -71,98 +137,25 @@ func run() error {
 	}
 	defer os.RemoveAll(dir)
 	_ = os.Chmod(dir, 0o755)
-	opts := devstack.Options{Dir: filepath.Join(dir, "data"), BinDir: binDir, ServicePorts: map[string]int{},
-		Env: map[string]string{"LOG_LEVEL": "warn"}}
-	if *profile != "" {
-		opts.Env["PPROF_ENABLED"] = "true" // on the internal listeners only
-	}
-	for k, v := range extraEnv {
-		opts.Env[k] = v
-	}
-	for _, p := range []*int{&opts.GatewayPort, &opts.AdminPort, &opts.PostgresPort, &opts.KafkaPort} {
-		*p, _ = pgtest.FreePort()
-	}
-	for _, s := range devstack.Services {
-		opts.ServicePorts[s.Name], _ = pgtest.FreePort()
-	}
 	ctx := context.Background()
-	var stops []func()
-	defer func() {
-		for _, stop := range stops {
-			stop()
-		}
-	}()
-	fmt.Fprintln(os.Stderr, "starting the system...")
-	s, err := devstack.Start(ctx, opts)
+
+	binDir, _ := filepath.Abs(*bin)
+	cur, err := startSystem(ctx, "current", binDir, dir, extraEnv, o.profile != "")
 	if err != nil {
 		return err
 	}
-	defer s.Stop()
-	key, err := s.CreateKey(ctx, []string{"bench"}, map[string]int{"limit": 1000000, "windowMs": 1000})
-	if err != nil {
-		return err
-	}
-	topicID, err := createTopic(s.GatewayURL, key)
-	if err != nil {
-		return err
-	}
-	direct := s.ServiceURL("topics")
-	signer, err := internalauth.New(s.InternalAuthSecret())
-	if err != nil {
-		return err
-	}
-	// The service accepts a signature for 60 s: each direct run gets a fresh one, and
-	// runs longer than that are refused (non-2xx) once it has gone stale.
-	signed := func() []string {
-		h := http.Header{}
-		internalauth.Stamp(h, signer, internalauth.Claims{TenantID: "bench", RequestID: "bench"}, time.Now())
-		out := []string{"X-Request-Id: bench"}
-		for k := range h {
-			out = append(out, k+": "+h.Get(k))
-		}
-		return out
-	}
-	path := "/v0/topics/" + topicID
-	var reads []result
-	for _, tc := range []struct {
-		name string
-		// target gives the URL and headers just before the run (fresh signatures).
-		target func() (string, []string, error)
-	}{
-		{"service directly (Fiber)", func() (string, []string, error) { return direct + path, signed(), nil }},
-		{"through the gateway (key check, rate limit, proxy)", func() (string, []string, error) {
-			return s.GatewayURL + path, []string{"x-api-key: " + key}, nil
-		}},
-		{"through nginx (keep-alive upstream)", func() (string, []string, error) {
-			nginxURL, stopNginx, err := startNginx(dir, strings.TrimPrefix(direct, "http://"), signed())
-			if err != nil {
-				return "", nil, err
-			}
-			stops = append(stops, stopNginx)
-			return nginxURL + path, nil, nil
-		}},
-	} {
-		fmt.Fprintln(os.Stderr, "read:", tc.name)
-		url, headers, err := tc.target()
+	defer cur.stop()
+	systems := []*system{cur}
+	if *baselineBin != "" {
+		baseDir, _ := filepath.Abs(*baselineBin)
+		base, err := startSystem(ctx, "baseline", baseDir, dir, extraEnv, false)
 		if err != nil {
 			return err
 		}
-		if *profile != "" && strings.HasPrefix(url, s.GatewayURL) {
-			go captureProfiles(*profile, "read", *dur, s.AdminURL, s.MetricsURL("topics"))
-		}
-		r, err := wrk(tc.name, url, *conns, *dur, headers, "")
-		if err != nil {
-			return err
-		}
-		reads = append(reads, r)
+		defer base.stop()
+		systems = append(systems, base)
 	}
 
-	fmt.Fprintln(os.Stderr, "write: pgbench")
-	pg, err := pgbench(ctx, opts.PostgresPort, *writeConns, *dur)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(os.Stderr, "write: topics through the gateway")
 	lua := filepath.Join(dir, "post.lua")
 	script := `wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
@@ -171,188 +164,199 @@ wrk.body = '{"title":"bench topic"}'
 	if err := os.WriteFile(lua, []byte(script), 0o644); err != nil {
 		return err
 	}
-	writes := []result{pg}
-	if *profile != "" {
-		go captureProfiles(*profile, "write", *dur, s.AdminURL, s.MetricsURL("topics"))
-	}
-	w, err := wrk("POST /v0/topics through the gateway", s.GatewayURL+"/v0/topics", *writeConns, *dur, []string{"x-api-key: " + key}, lua)
+	pg, err := newPgbench(ctx, cur.opts.PostgresPort, dir)
 	if err != nil {
 		return err
 	}
-	writes = append(writes, w)
 
-	md := report(reads, writes, *conns, *writeConns, *dur)
+	reads := readConfigs(cur, systems, dir, o)
+	pgConf, writes := writeConfigs(ctx, cur, systems, pg, lua, o)
+
+	for round := range o.rounds {
+		for _, c := range reads {
+			if err := measure(c, round, "read", o); err != nil {
+				return err
+			}
+		}
+	}
+	for round := range o.rounds {
+		for _, c := range writes {
+			if err := measure(c, round, "write", o); err != nil {
+				return err
+			}
+		}
+	}
+
+	md := report(reportInput{command: command, started: started, machine: machine, rounds: o.rounds,
+		readDur: o.readDur, writeDur: o.writeDur, conns: o.conns, writeConns: o.writeConns,
+		baselineBin: *baselineBin, reads: reads, writes: writes, pgbenchConf: pgConf})
 	if *out == "" {
 		fmt.Print(md)
 		return nil
 	}
+	fmt.Fprint(os.Stderr, md)
 	return replaceSection(*out, "gateway", md)
 }
 
-func createTopic(base, key string) (string, error) {
-	req, _ := http.NewRequest("POST", base+"/v0/topics", strings.NewReader(`{"title":"benchmark"}`))
-	req.Header.Set("x-api-key", key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
+// readConfigs are the GET configurations: the service directly, the gateway, nginx
+// plain and nginx doing the gateway's job against the current system, then the service
+// directly and the gateway of the baseline system. Each row's share is of its own
+// system's direct run.
+func readConfigs(cur *system, systems []*system, dir string, o options) []*config {
+	path := func(s *system) string { return "/v0/topics/" + s.topicID }
+	keyHeader := func(s *system) []string { return []string{"x-api-key: " + s.key} }
+	wrkRun := func(url string, headers []string) func() (loadResult, error) {
+		return func() (loadResult, error) { return runWrk(url, o.conns, o.readDur, headers, "") }
 	}
-	defer resp.Body.Close()
-	var t struct {
-		TopicID string `json:"topicId"`
+	direct := func(s *system) *config {
+		return &config{name: "service directly (Fiber)", sys: s, start: func() (*runPlan, error) {
+			url, headers := s.stack.ServiceURL("topics")+path(s), s.signedHeaders()
+			if err := expectStatus(url, headers, 200); err != nil {
+				return nil, err
+			}
+			return &runPlan{load: wrkRun(url, headers)}, nil
+		}}
 	}
-	if resp.StatusCode != 201 || json.NewDecoder(resp.Body).Decode(&t) != nil {
-		return "", fmt.Errorf("create topic: %d", resp.StatusCode)
+	gateway := func(s *system, ref *config) *config {
+		return &config{name: "through the gateway (key check, rate limit, proxy)", sys: s, proxyRole: roleGateway,
+			ref: ref, profile: s == cur, start: func() (*runPlan, error) {
+				url := s.stack.GatewayURL + path(s)
+				if err := expectStatus(url, keyHeader(s), 200); err != nil {
+					return nil, err
+				}
+				return &runPlan{load: wrkRun(url, keyHeader(s))}, nil
+			}}
 	}
-	return t.TopicID, nil
+	upstream := strings.TrimPrefix(cur.stack.ServiceURL("topics"), "http://")
+	curDirect := direct(cur)
+	curDirect.ref = curDirect
+	all := []*config{curDirect, gateway(cur, curDirect),
+		{name: "nginx, plain keep-alive proxy", sys: cur, proxyRole: roleNginx, ref: curDirect, start: func() (*runPlan, error) {
+			n, err := nginxPlain(dir, upstream, cur.signedHeaders())
+			if err != nil {
+				return nil, err
+			}
+			if err := expectStatus(n.url+path(cur), nil, 200); err != nil {
+				n.stop()
+				return nil, fmt.Errorf("nginx plain: %w", err)
+			}
+			return &runPlan{load: wrkRun(n.url+path(cur), nil), stop: n.stop,
+				extra: []group{{label: roleNginx, roots: []int{n.cmd.Process.Pid}}}}, nil
+		}},
+		{name: "nginx doing the gateway's job (key map, per-key limit_req, request ID; see below)",
+			sys: cur, proxyRole: roleNginx, ref: curDirect, start: func() (*runPlan, error) {
+				sig := cur.signer.Sign(internalauth.Claims{TenantID: benchTenant, KeyID: cur.keyID, RequestID: benchRequestID}, time.Now())
+				n, err := nginxGateway(dir, upstream, cur.stack.GatewayURL, cur.key, cur.keyID, sig)
+				if err != nil {
+					return nil, err
+				}
+				url := n.url + path(cur)
+				err = expectStatus(url, keyHeader(cur), 200)
+				if err == nil {
+					err = expectRefusal(url, nil)
+				}
+				if err == nil {
+					err = expectRefusal(url, []string{"x-api-key: not-a-key"})
+				}
+				if err != nil {
+					n.stop()
+					return nil, fmt.Errorf("nginx doing the gateway's job: %w", err)
+				}
+				return &runPlan{load: wrkRun(url, keyHeader(cur)), stop: n.stop,
+					extra: []group{{label: roleNginx, roots: []int{n.cmd.Process.Pid}}}}, nil
+			}},
+	}
+	for _, s := range systems[1:] {
+		d := direct(s)
+		d.ref = d
+		all = append(all, d, gateway(s, d))
+	}
+	return all
 }
 
-var (
-	rpsRe    = regexp.MustCompile(`Requests/sec:\s+([\d.]+)`)
-	p50Re    = regexp.MustCompile(`\n\s+50%\s+(\S+)`)
-	p99Re    = regexp.MustCompile(`\n\s+99%\s+(\S+)`)
-	non2xxRe = regexp.MustCompile(`Non-2xx or 3xx responses: (\d+)`)
-)
-
-func wrk(name, url string, conns int, dur time.Duration, headers []string, script string) (result, error) {
-	args := []string{"-t", strconv.Itoa(min(conns, 2)), "-c", strconv.Itoa(conns), "-d", dur.String(), "--latency"}
-	for _, h := range headers {
-		args = append(args, "-H", h)
+// writeConfigs are pgbench on the current system's cluster and a create through the
+// gateway of every system.
+func writeConfigs(ctx context.Context, cur *system, systems []*system, pg *pgbench, lua string, o options) (*config, []*config) {
+	pgConf := &config{name: fmt.Sprintf("pgbench single-row INSERT, %d clients", o.writeConns), sys: cur,
+		start: func() (*runPlan, error) {
+			return &runPlan{load: func() (loadResult, error) { return pg.run(o.writeConns, o.writeDur) }}, nil
+		}}
+	pgConf.ref = pgConf
+	all := []*config{pgConf}
+	for _, s := range systems {
+		all = append(all, &config{name: "POST /v0/topics through the gateway", sys: s, ref: pgConf, profile: s == cur, start: func() (*runPlan, error) {
+			// Leftovers of an earlier run would otherwise be drained on this run's account.
+			if _, err := s.drainOutbox(ctx, time.Minute); err != nil {
+				return nil, err
+			}
+			return &runPlan{
+				load: func() (loadResult, error) {
+					return runWrk(s.stack.GatewayURL+"/v0/topics", o.writeConns, o.writeDur, []string{"x-api-key: " + s.key}, lua)
+				},
+				drain: func() (time.Duration, error) { return s.drainOutbox(ctx, time.Minute) },
+			}, nil
+		}})
 	}
-	if script != "" {
-		args = append(args, "-s", script)
-	}
-	out, err := exec.Command("wrk", append(args, url)...).CombinedOutput()
-	if err != nil {
-		return result{}, fmt.Errorf("wrk %s: %w: %s", name, err, out)
-	}
-	r := result{name: name}
-	if m := rpsRe.FindSubmatch(out); m != nil {
-		r.rps, _ = strconv.ParseFloat(string(m[1]), 64)
-	}
-	if m := p50Re.FindSubmatch(out); m != nil {
-		r.p50 = string(m[1])
-	}
-	if m := p99Re.FindSubmatch(out); m != nil {
-		r.p99 = string(m[1])
-	}
-	if m := non2xxRe.FindSubmatch(out); m != nil {
-		r.non2xx, _ = strconv.Atoi(string(m[1]))
-	}
-	return r, nil
+	return pgConf, all
 }
 
-// startNginx proxies to upstream, adding headers ("Name: value") to every request.
-func startNginx(dir, upstream string, headers []string) (string, func(), error) {
-	port, err := pgtest.FreePort()
+// measure runs one configuration once and records its sample.
+func measure(c *config, round int, kind string, o options) error {
+	fmt.Fprintf(os.Stderr, "round %d/%d %s: %s: ", round+1, o.rounds, kind, c.label())
+	plan, err := c.start()
 	if err != nil {
-		return "", nil, err
+		return fmt.Errorf("%s: %w", c.label(), err)
 	}
-	ndir := filepath.Join(dir, "nginx")
-	_ = os.MkdirAll(filepath.Join(ndir, "tmp"), 0o755)
-	conf := fmt.Sprintf(`worker_processes auto;
-pid %[1]s/nginx.pid;
-error_log %[1]s/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path %[1]s/tmp; proxy_temp_path %[1]s/tmp; fastcgi_temp_path %[1]s/tmp;
-  uwsgi_temp_path %[1]s/tmp; scgi_temp_path %[1]s/tmp;
-  upstream svc { server %[2]s; keepalive 128; }
-  server {
-    listen 127.0.0.1:%[3]d;
-    location / {
-      proxy_pass http://svc;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-%[4]s    }
-  }
-}
-`, ndir, upstream, port, nginxHeaders(headers))
-	confPath := filepath.Join(ndir, "nginx.conf")
-	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
-		return "", nil, err
+	if plan.stop != nil {
+		defer plan.stop()
 	}
-	cmd := exec.Command("nginx", "-p", ndir, "-c", confPath, "-g", "daemon off;")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		return "", nil, fmt.Errorf("nginx: %w", err)
+	groups, err := c.sys.groups()
+	if err != nil {
+		return err
 	}
-	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	for i := 0; i < 100; i++ {
-		if resp, err := http.Get(url + "/healthz"); err == nil {
-			resp.Body.Close()
-			// SIGQUIT is nginx's graceful stop; its workers exit with the master.
-			return url, func() { _ = cmd.Process.Signal(syscall.SIGQUIT); _ = cmd.Wait() }, nil
+	groups = append(groups, plan.extra...)
+	time.Sleep(o.pause)
+	if o.profile != "" && round == 0 && c.profile {
+		dur := o.readDur
+		if kind == "write" {
+			dur = o.writeDur
 		}
-		time.Sleep(50 * time.Millisecond)
+		go captureProfiles(o.profile, kind, dur, c.sys.stack.AdminURL, c.sys.stack.MetricsURL("topics"))
 	}
-	_ = cmd.Process.Kill()
-	return "", nil, fmt.Errorf("nginx did not start: %s", stderr.String())
-}
-
-func nginxHeaders(headers []string) string {
-	var b strings.Builder
-	for _, h := range headers {
-		name, value, _ := strings.Cut(h, ": ")
-		fmt.Fprintf(&b, "      proxy_set_header %s %q;\n", name, value)
-	}
-	return b.String()
-}
-
-// pgbench runs single-row INSERTs (fsync on) with the given clients on the cluster.
-func pgbench(ctx context.Context, port, clients int, dur time.Duration) (result, error) {
-	admin := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
-	if err := pgcluster.CreateDatabase(ctx, admin, "pgbench"); err != nil {
-		return result{}, err
-	}
-	bindir, err := pgcluster.BinDir()
+	before, err := takeSnapshot(groups)
 	if err != nil {
-		return result{}, err
+		return err
 	}
-	psql := exec.Command(filepath.Join(bindir, "psql"), "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "postgres",
-		"-d", "pgbench", "-c", "CREATE TABLE IF NOT EXISTS bench (id bigserial PRIMARY KEY, v text NOT NULL)")
-	if out, err := psql.CombinedOutput(); err != nil {
-		return result{}, fmt.Errorf("psql: %w: %s", err, out)
-	}
-	script := filepath.Join(os.TempDir(), "pgbench-insert.sql")
-	if err := os.WriteFile(script, []byte("INSERT INTO bench (v) VALUES ('x');\n"), 0o644); err != nil {
-		return result{}, err
-	}
-	cmd := exec.Command(filepath.Join(bindir, "pgbench"), "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "postgres",
-		"-n", "-c", strconv.Itoa(clients), "-j", "2", "-T", strconv.Itoa(int(dur.Seconds())), "-f", script,
-		"-r", "pgbench")
-	out, err := cmd.CombinedOutput()
+	res, err := plan.load()
 	if err != nil {
-		return result{}, fmt.Errorf("pgbench: %w: %s", err, out)
+		return fmt.Errorf("%s: %w", c.label(), err)
 	}
-	r := result{name: fmt.Sprintf("pgbench single-row INSERT, %d clients", clients)}
-	if m := regexp.MustCompile(`tps = ([\d.]+)`).FindSubmatch(out); m != nil {
-		r.rps, _ = strconv.ParseFloat(string(m[1]), 64)
+	var drain time.Duration
+	if plan.drain != nil {
+		if drain, err = plan.drain(); err != nil {
+			return fmt.Errorf("%s: %w", c.label(), err)
+		}
 	}
-	if m := regexp.MustCompile(`latency average = ([\d.]+ ms)`).FindSubmatch(out); m != nil {
-		r.p50 = "avg " + string(m[1])
+	after, err := takeSnapshot(groups)
+	if err != nil {
+		return err
 	}
-	r.p99 = "n/a"
-	return r, nil
-}
-
-func report(reads, writes []result, conns, writeConns int, dur time.Duration) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Measured %s on %s (%d cores, load generator on the same cores), %s per run, one run each.\n\n",
-		time.Now().UTC().Format("2006-01-02"), runtime.GOOS+"/"+runtime.GOARCH, runtime.NumCPU(), dur)
-	fmt.Fprintf(&b, "Reads: `GET /v0/topics/{id}` of a stored topic, wrk with %d connections.\n\n", conns)
-	b.WriteString("| path | requests/s | p50 | p99 | non-2xx | share of direct |\n|---|---|---|---|---|---|\n")
-	for _, r := range reads {
-		fmt.Fprintf(&b, "| %s | %.0f | %s | %s | %d | %.0f%% |\n", r.name, r.rps, r.p50, r.p99, r.non2xx, 100*r.rps/reads[0].rps)
+	cpu, machine := after.since(before)
+	s := sample{load: res, cpu: cpu, machine: machine, window: after.at.Sub(before.at), drain: drain}
+	c.samples = append(c.samples, s)
+	fmt.Fprintf(os.Stderr, "%d in %s, %.0f/s, p99 %s, %d errors, CPU µs/op:", res.requests,
+		s.window.Round(time.Millisecond), res.rps, res.p99, res.errors)
+	for _, g := range groups {
+		if v := s.perOp(cpu[g.label]); v >= 0.05 {
+			fmt.Fprintf(os.Stderr, " %s %.1f,", g.label, v)
+		}
 	}
-	fmt.Fprintf(&b, "\nWrites: %d connections/clients.\n\n", writeConns)
-	b.WriteString("| write | per second | p50 | p99 | non-2xx | share of pgbench |\n|---|---|---|---|---|---|\n")
-	for _, r := range writes {
-		fmt.Fprintf(&b, "| %s | %.0f | %s | %s | %d | %.0f%% |\n", r.name, r.rps, r.p50, r.p99, r.non2xx, 100*r.rps/writes[0].rps)
+	fmt.Fprintf(os.Stderr, " load generator %.1f, machine %.1f", s.perOp(res.cpu), s.perOp(machine))
+	if plan.drain != nil {
+		fmt.Fprintf(os.Stderr, " (outbox drained %s after the load)", drain.Round(time.Millisecond))
 	}
-	return b.String()
+	fmt.Fprintln(os.Stderr)
+	return nil
 }
 
 // replaceSection writes md between the markers <!-- bench:name:start --> and

@@ -46,9 +46,9 @@ func (m *Middleware) Handler() fiber.Handler {
 			m.Refusals.Inc(observe.ConflictingKeys)
 			return apierror.Unauthorized()
 		}
-		key := m.Cache.Lookup(presented)
+		key := m.Cache.LookupBytes(presented)
 		if key == nil {
-			if presented == "" {
+			if len(presented) == 0 {
 				m.Refusals.Inc(observe.MissingKey)
 			} else {
 				m.Refusals.Inc(observe.UnknownKey)
@@ -90,18 +90,19 @@ func (m *Middleware) Handler() fiber.Handler {
 // apiKey returns the key the request presents. A key sent in several x-api-key headers
 // counts only when every copy is the same: credentials that disagree (a valid key beside
 // another tenant's, or beside garbage) are refused rather than resolved by order, which
-// proxies and clients do not agree on.
-func apiKey(c *fiber.Ctx) (string, bool) {
+// proxies and clients do not agree on. The key returned is the request's own bytes, valid
+// while the request is.
+func apiKey(c *fiber.Ctx) ([]byte, bool) {
 	all := c.Request().Header.PeekAll(HeaderAPIKey)
 	if len(all) == 0 {
-		return "", true // no key: the cache finds none and the caller gets 401
+		return nil, true // no key: the cache finds none and the caller gets 401
 	}
 	for _, v := range all[1:] {
 		if string(v) != string(all[0]) {
-			return "", false
+			return nil, false
 		}
 	}
-	return string(all[0]), true
+	return all[0], true
 }
 
 // Key returns the authenticated key of the request.

@@ -53,7 +53,18 @@ func (c *Cache) Lookup(presented string) *Key {
 	if !WellFormed(presented) {
 		return nil
 	}
-	h := c.memo.hash(presented, c.hasher)
+	return c.find(c.memo.hash(presented, c.hasher))
+}
+
+// LookupBytes is Lookup of a key held in a request's buffer, without copying it.
+func (c *Cache) LookupBytes(presented []byte) *Key {
+	if !wellFormed(presented) {
+		return nil
+	}
+	return c.find(c.memo.hashBytes(presented, c.hasher))
+}
+
+func (c *Cache) find(h [32]byte) *Key {
 	k := (*c.byHash.Load())[h]
 	if k == nil {
 		return nil

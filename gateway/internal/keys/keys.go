@@ -77,8 +77,10 @@ func Generate() (string, error) {
 }
 
 // WellFormed reports whether s has the shape of a key (cheap pre-check before hashing).
-func WellFormed(s string) bool {
-	if len(s) != len(Prefix)+secretLen || s[:len(Prefix)] != Prefix {
+func WellFormed(s string) bool { return wellFormed(s) }
+
+func wellFormed[S string | []byte](s S) bool {
+	if len(s) != len(Prefix)+secretLen || string(s[:len(Prefix)]) != Prefix {
 		return false
 	}
 	for i := len(Prefix); i < len(s); i++ {

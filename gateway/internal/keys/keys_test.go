@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestGenerateAndWellFormed(t *testing.T) {
@@ -52,5 +53,34 @@ func TestCacheLookup(t *testing.T) {
 	c.Remove(h.Hash(key))
 	if c.Lookup(key) != nil {
 		t.Fatal("removed key still found")
+	}
+}
+
+// A key found from the request's bytes is the key found from its string, memoised or not.
+func TestLookupBytes(t *testing.T) {
+	h, err := NewHasher([]byte(strings.Repeat("p", 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewCache(nil, h, time.Second, nil, nil)
+	key, _ := Generate()
+	c.Put(Key{ID: "key_1", Hash: h.Hash(key), TenantIDs: []string{"acme"}})
+	for i := 0; i < 2; i++ { // the second time from the memo
+		if k := c.LookupBytes([]byte(key)); k == nil || k.ID != "key_1" {
+			t.Fatalf("LookupBytes #%d = %v", i, k)
+		}
+		if k := c.Lookup(key); k == nil || k.ID != "key_1" {
+			t.Fatalf("Lookup #%d = %v", i, k)
+		}
+	}
+	other, _ := Generate()
+	for _, b := range [][]byte{nil, []byte("hello"), []byte(other), []byte(key[:len(key)-1] + "!")} {
+		if k := c.LookupBytes(b); k != nil {
+			t.Errorf("LookupBytes(%q) = %v", b, k)
+		}
+	}
+	b := []byte(key)
+	if n := testing.AllocsPerRun(100, func() { c.LookupBytes(b) }); n != 0 {
+		t.Errorf("a memoised LookupBytes allocates %v times", n)
 	}
 }

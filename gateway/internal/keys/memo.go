@@ -34,7 +34,25 @@ func (m *hashMemo) hash(key string, h *Hasher) [32]byte {
 	if ok {
 		return sum
 	}
-	sum = h.Hash(key)
+	return s.put(key, h)
+}
+
+// hashBytes is hash of a key held in a request's buffer: a hit copies nothing (the
+// map lookup of string(key) does not allocate; maphash.Bytes and maphash.String agree).
+func (m *hashMemo) hashBytes(key []byte, h *Hasher) [32]byte {
+	m.once.Do(func() { m.seed = maphash.MakeSeed() })
+	s := &m.shards[maphash.Bytes(m.seed, key)%memoShards]
+	s.mu.Lock()
+	sum, ok := s.m[string(key)]
+	s.mu.Unlock()
+	if ok {
+		return sum
+	}
+	return s.put(string(key), h)
+}
+
+func (s *memoShard) put(key string, h *Hasher) [32]byte {
+	sum := h.Hash(key)
 	s.mu.Lock()
 	if s.m == nil || len(s.m) >= memoPerShard {
 		s.m = make(map[string][32]byte, memoPerShard)

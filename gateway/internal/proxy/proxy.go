@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"net/url"
 	"strings"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/customerapi/platform/gateway/internal/auth"
 	"github.com/customerapi/platform/libs/apierror"
+	"github.com/customerapi/platform/libs/bodylimit"
 	"github.com/customerapi/platform/libs/internalauth"
 	"github.com/customerapi/platform/libs/requestid"
 	"github.com/customerapi/platform/libs/telemetry"
@@ -52,10 +54,6 @@ const DefaultMaxUploadBytes = 50 << 20
 // UploadOverhead is what a multipart upload may carry beyond its file: text fields, part
 // headers and boundaries.
 const UploadOverhead = 1 << 20
-
-// hardBodyLimit is the most of a non-upload body the gateway reads to answer it with a
-// 400: a larger one is refused at once and its connection closed.
-const hardBodyLimit = 4 * apierror.MaxBodyBytes
 
 // Upstream is one service with its connection pools.
 type Upstream struct {
@@ -181,21 +179,21 @@ func (p *Proxy) Handler() fiber.Handler {
 		}
 		req := c.Request()
 		client, timeout := up.client, p.timeout
-		var capped *capReader
+		var capped *bodylimit.Reader
 		if isUpload(c.Method(), c.Path()) {
 			var err error
 			if capped, err = p.admitUpload(c); err != nil {
 				return err
 			}
 			client, timeout = up.transfer, p.transfer
-		} else if err := bufferBody(c); err != nil {
+		} else if err := bodylimit.Buffer(c.Request()); err != nil {
 			return err
 		}
 		key := auth.Key(c)
 		prepare(c, req, up)
 		p.sign(c, req, key.TenantIDs[0], key.ID)
 		err := forward(c, client, timeout)
-		if err != nil && capped != nil && capped.over {
+		if err != nil && capped != nil && capped.Over() {
 			return uploadTooBig(p.maxUpload)
 		}
 		if err != nil {
@@ -264,49 +262,14 @@ func forward(c *fiber.Ctx, client *fasthttp.HostClient, timeout time.Duration) e
 	return nil
 }
 
-func tooBig(limit string) *apierror.Error {
-	return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "too_big", Path: []any{},
-		Message: "request body exceeds the limit of " + limit})
-}
-
 func uploadTooBig(maxUpload int64) *apierror.Error {
 	return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "too_big", Path: []any{"file"},
 		Message: fmt.Sprintf("the file exceeds the upload limit of %d bytes", maxUpload)})
 }
 
-// bufferBody reads a non-upload body whole, which must be at most 1 MiB. The server
-// streams every body (so uploads need not be buffered); here a body is read up to the
-// hard limit to answer it with a 400, and past that refused at once.
-func bufferBody(c *fiber.Ctx) error {
-	req := c.Request()
-	if !req.IsBodyStream() {
-		if len(req.Body()) > apierror.MaxBodyBytes {
-			return tooBig("1 MiB")
-		}
-		return nil
-	}
-	cl := req.Header.ContentLength()
-	if cl > hardBodyLimit {
-		return tooBig("1 MiB") // answered before reading; the server closes the connection
-	}
-	stream := req.BodyStream()
-	b, err := io.ReadAll(io.LimitReader(stream, apierror.MaxBodyBytes+1))
-	if err != nil {
-		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_json", Path: []any{},
-			Message: "the request body could not be read"})
-	}
-	if len(b) > apierror.MaxBodyBytes {
-		// Read the rest (bounded) so that the client gets the answer, not a reset.
-		_, _ = io.CopyN(io.Discard, stream, hardBodyLimit)
-		return tooBig("1 MiB")
-	}
-	req.SetBodyRaw(b)
-	return nil
-}
-
 // admitUpload lets an upload's body stream through: it refuses a declared size over the
 // limit, gives the transfer its own read deadline, and caps a body of unknown size.
-func (p *Proxy) admitUpload(c *fiber.Ctx) (*capReader, error) {
+func (p *Proxy) admitUpload(c *fiber.Ctx) (*bodylimit.Reader, error) {
 	req := c.Request()
 	limit := p.maxUpload + UploadOverhead
 	_ = c.Context().SetReadDeadline(time.Now().Add(p.transfer))
@@ -321,77 +284,123 @@ func (p *Proxy) admitUpload(c *fiber.Ctx) (*capReader, error) {
 	if cl >= 0 || !req.IsBodyStream() {
 		return nil, nil // a known length: the upstream gets exactly that many bytes
 	}
-	capped := &capReader{r: req.BodyStream(), left: limit}
+	capped := bodylimit.NewReader(req.BodyStream(), limit, errUploadTooLarge)
 	req.SetBodyStream(capped, -1)
 	return capped, nil
 }
 
-// capReader fails a chunked body once it exceeds its limit.
-type capReader struct {
-	r    io.Reader
-	left int64
-	over bool
-}
-
-func (c *capReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.left -= int64(n)
-	if c.left < 0 {
-		c.over = true
-		return n, errors.New("upload exceeds the limit")
-	}
-	return n, err
-}
+// errUploadTooLarge fails the upstream transfer of a chunked upload past the limit.
+var errUploadTooLarge = errors.New("upload exceeds the limit")
 
 // sign adds the tenant and key ID (when not empty) and the signature over them and the
-// request ID, which prepare has set.
+// request ID, which prepare has set (internalauth.Stamp, without its allocations).
 func (p *Proxy) sign(c *fiber.Ctx, req *fasthttp.Request, tenantID, keyID string) {
 	if p.signer == nil {
 		return // the services refuse the request: INTERNAL_AUTH_SECRET is required
 	}
-	internalauth.Stamp(&req.Header, p.signer,
+	if tenantID != "" {
+		req.Header.Set(internalauth.TenantHeader, tenantID)
+	}
+	if keyID != "" {
+		req.Header.Set(internalauth.KeyHeader, keyID)
+	}
+	var buf [96]byte
+	sig := p.signer.AppendSignature(buf[:0],
 		internalauth.Claims{TenantID: tenantID, KeyID: keyID, RequestID: requestid.Ensure(c)}, time.Now())
+	req.Header.SetCanonical(signatureHeader, sig)
 }
+
+var signatureHeader = []byte(internalauth.SignatureHeader)
 
 // prepare rewrites the incoming request in place into the upstream request: client-sent
 // internal headers, hop-by-hop headers and the API key are dropped, the request ID and
-// trace context are set. The caller adds the tenant when there is one.
+// trace context are set. The caller adds the tenant when there is one. It runs on every
+// request, so it works on the header bytes without allocating.
 func prepare(c *fiber.Ctx, req *fasthttp.Request, up *Upstream) {
 	// One pass finds what to drop: client-sent internal headers, hop-by-hop headers and
-	// the API key, which the services never need to see.
-	var drop []string
-	req.Header.VisitAll(func(k, _ []byte) {
-		name := string(k)
-		if tenant.IsInternal(name) || isHop(name) || strings.EqualFold(name, auth.HeaderAPIKey) {
-			drop = append(drop, name)
-		}
-	})
-	for _, k := range drop {
-		req.Header.Del(k)
-	}
-	req.Header.SetCanonical([]byte(requestid.Header), []byte(requestid.Ensure(c)))
-	if ip := c.IP(); ip != "" {
-		if prior := string(req.Header.Peek("X-Forwarded-For")); prior != "" {
-			req.Header.Set("X-Forwarded-For", prior+", "+ip)
-		} else {
-			req.Header.Set("X-Forwarded-For", ip)
+	// the API key, which the services never need to see. The names are copied (deleting
+	// moves the header's own bytes), into a stack buffer unless there are many.
+	var nameBuf [128]byte
+	var ends [8]int
+	names, drop := nameBuf[:0], ends[:0]
+	for k := range req.Header.All() {
+		if isInternal(k) || isHop(k) || equalFold(k, auth.HeaderAPIKey) {
+			names = append(names, k...)
+			drop = append(drop, len(names))
 		}
 	}
-	req.Header.Set("X-Forwarded-Proto", c.Protocol())
-	telemetry.Propagator.Inject(c.UserContext(), requestHeaderCarrier{&req.Header})
+	from := 0
+	for _, to := range drop {
+		req.Header.DelBytes(names[from:to])
+		from = to
+	}
+	req.Header.SetCanonical(requestIDHeader, []byte(requestid.Ensure(c)))
+	var buf [160]byte
+	// The client's address (c.IP(): the gateway trusts no forwarding header of its own
+	// clients) after any the client sent.
+	v := buf[:0]
+	if prior := req.Header.Peek("X-Forwarded-For"); len(prior) > 0 {
+		v = append(append(v, prior...), ", "...)
+	}
+	ip := c.Context().RemoteIP()
+	if a, ok := netip.AddrFromSlice(ip); ok {
+		v = a.Unmap().AppendTo(v)
+	} else {
+		v = append(v, ip.String()...)
+	}
+	req.Header.SetCanonical(forwardedForHeader, v)
+	req.Header.SetCanonical(forwardedProtoHeader, []byte(c.Protocol()))
+	ctx := c.UserContext()
+	if sc, simple := telemetry.InjectSimple(ctx); !simple {
+		telemetry.Propagator.Inject(ctx, requestHeaderCarrier{&req.Header})
+	} else if sc.IsValid() {
+		req.Header.SetBytesV(telemetry.TraceparentHeader, telemetry.AppendTraceparent(buf[:0], sc))
+	}
 	req.SetHost(up.URL.Host)
 	if up.URL.Path != "" && up.URL.Path != "/" {
 		req.SetRequestURI(strings.TrimRight(up.URL.Path, "/") + string(req.RequestURI()))
 	}
 }
 
-func isHop(name string) bool {
+var (
+	requestIDHeader      = []byte(requestid.Header)
+	forwardedForHeader   = []byte("X-Forwarded-For")
+	forwardedProtoHeader = []byte("X-Forwarded-Proto")
+)
+
+// isInternal reports whether a header name starts with the internal prefix, in any case
+// (tenant.IsInternal on bytes).
+func isInternal(name []byte) bool {
+	return len(name) >= len(tenant.InternalPrefix) && equalFold(name[:len(tenant.InternalPrefix)], tenant.InternalPrefix)
+}
+
+func isHop(name []byte) bool {
 	for _, h := range hopHeaders {
-		if strings.EqualFold(name, h) {
+		if equalFold(name, h) {
 			return true
 		}
 	}
 	return false
+}
+
+// equalFold is strings.EqualFold of ASCII header names, over bytes.
+func equalFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		x, y := b[i], s[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }
 
 func upstreamError(service string, err error) *apierror.Error {

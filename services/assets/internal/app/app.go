@@ -18,6 +18,7 @@ import (
 
 	"github.com/gabriel-vasile/mimetype"
 
+	"github.com/customerapi/platform/libs/bodylimit"
 	"github.com/customerapi/platform/libs/ids"
 	"github.com/customerapi/platform/libs/timestamp"
 	"github.com/customerapi/platform/services/assets/internal/adapters"
@@ -121,11 +122,11 @@ func (s *Service) Stage(ctx context.Context, tenantID string, r io.Reader, decla
 	}
 	media := mimetype.Detect(head).String()
 	h := sha256.New()
-	lr := &limitReader{r: io.MultiReader(bytes.NewReader(head), r), left: s.MaxUploadBytes}
+	lr := bodylimit.NewReader(io.MultiReader(bytes.NewReader(head), r), s.MaxUploadBytes, ErrTooLarge)
 	size, err := s.Storage.Put(ctx, key, io.TeeReader(lr, h), media)
 	if err != nil {
 		s.release(ctx, key)
-		if lr.over {
+		if lr.Over() {
 			return nil, ErrTooLarge
 		}
 		return nil, fmt.Errorf("store upload: %w", err)
@@ -199,23 +200,6 @@ func contains(list []string, s string) bool {
 }
 
 func objectKey(tenantID, fileID string) string { return "t/" + tenantID + "/" + fileID }
-
-// limitReader fails once more than left bytes were read.
-type limitReader struct {
-	r    io.Reader
-	left int64
-	over bool
-}
-
-func (l *limitReader) Read(p []byte) (int, error) {
-	n, err := l.r.Read(p)
-	l.left -= int64(n)
-	if l.left < 0 {
-		l.over = true
-		return n, ErrTooLarge
-	}
-	return n, err
-}
 
 // NewAsset is the input of Create besides the staged file.
 type NewAsset struct {

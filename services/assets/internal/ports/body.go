@@ -6,38 +6,20 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/customerapi/platform/libs/apierror"
+	"github.com/customerapi/platform/libs/bodylimit"
 )
 
 // The service streams request bodies (uploads must not be buffered). The document
 // middleware reads the JSON bodies it judges (trash, restore) no further than 1 MiB; a
-// route with no body to judge (DELETE) takes what is sent through bufferJSON, which reads
-// at most 1 MiB too.
-
-func tooBig(limit string) *apierror.Error {
-	return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "too_big", Path: []any{},
-		Message: "request body exceeds the limit of " + limit})
-}
+// route with no body to judge (DELETE) takes what is sent through bufferJSON
+// (bodylimit.Buffer), which keeps at most 1 MiB too.
 
 // bufferJSON replaces a streamed body of at most 1 MiB by its bytes; a larger one is a
-// 400 without reading it all.
+// 400 without reading more than bodylimit.HardLimit of it.
 func bufferJSON(c *fiber.Ctx) error {
-	req := c.Request()
-	if !req.IsBodyStream() {
-		return c.Next()
+	if err := bodylimit.Buffer(c.Request()); err != nil {
+		return err
 	}
-	if req.Header.ContentLength() > apierror.MaxBodyBytes {
-		return tooBig("1 MiB")
-	}
-	b, err := io.ReadAll(io.LimitReader(req.BodyStream(), apierror.MaxBodyBytes+1))
-	if err != nil {
-		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_json", Path: []any{},
-			Message: "the request body could not be read"})
-	}
-	if len(b) > apierror.MaxBodyBytes {
-		return tooBig("1 MiB")
-	}
-	req.SetBodyRaw(b)
 	return c.Next()
 }
 

@@ -1,11 +1,9 @@
-// Package sessions records audience sessions (analytics of one visit, with an optional
-// form submission that emits form.submitted), lists and reads them, and computes their
-// derived metrics (bounce, time spent) in a background worker.
+// Package pagelinks serves the pages service's page links: paths on a tenant's domains
+// that point at a page, an audience or page routing, with their own migration set.
 package pagelinks
 
 import (
 	"embed"
-	"io/fs"
 
 	"github.com/customerapi/platform/libs/config"
 	"github.com/customerapi/platform/libs/postgres"
@@ -16,15 +14,7 @@ import (
 var migrationFS embed.FS
 
 // Migrations is the page links schema; it runs after the pages set.
-var Migrations = postgres.MigrationSet{Name: "pages-pagelinks", FS: mustSub(migrationFS, "migrations")}
-
-func mustSub(f fs.FS, dir string) fs.FS {
-	s, err := fs.Sub(f, dir)
-	if err != nil {
-		panic(err) // unreachable: the directory is embedded above
-	}
-	return s
-}
+var Migrations = postgres.EmbeddedMigrations("pages-pagelinks", migrationFS, "migrations")
 
 // Register mounts the page link routes on rt.API. Page links have no settings.
 func Register(rt *service.Runtime, _ *config.Env) error {

@@ -14,6 +14,9 @@ import (
 // it cannot state are the domain's: unique action IDs and a headerActionId that names an
 // action (domain.Page.Check), and what a message change may propose (domain.CheckChange).
 
+// metadataIn is the metadata object of a page and an audience's metadataOverride; the
+// document's PagesMetadataOverride leaves out the image URL and file ID fields, and has
+// refused them before the handler runs.
 type metadataIn struct {
 	Title              *string  `json:"title"`
 	Description        *string  `json:"description"`
@@ -48,39 +51,6 @@ func (m *metadataIn) domain() *domain.Metadata {
 		OgURL: m.OgURL, TwitterTitle: m.TwitterTitle, TwitterDescription: m.TwitterDescription,
 		TwitterImageURL: m.TwitterImageURL, TwitterImageFileID: m.TwitterImageFileID, TwitterImageAlt: m.TwitterImageAlt,
 		TwitterSite: m.TwitterSite, TwitterCreator: m.TwitterCreator, ThemeColor: m.ThemeColor}
-}
-
-// metadataOverrideIn is the metadata object of the create-audience body: the spec leaves
-// out the image URL and file ID fields there.
-type metadataOverrideIn struct {
-	Title              *string  `json:"title"`
-	Description        *string  `json:"description"`
-	Keywords           []string `json:"keywords"`
-	Author             *string  `json:"author"`
-	Robots             []string `json:"robots"`
-	CanonicalURL       *string  `json:"canonicalUrl"`
-	OgTitle            *string  `json:"ogTitle"`
-	OgDescription      *string  `json:"ogDescription"`
-	OgImageAlt         *string  `json:"ogImageAlt"`
-	OgSiteName         *string  `json:"ogSiteName"`
-	OgURL              *string  `json:"ogUrl"`
-	TwitterTitle       *string  `json:"twitterTitle"`
-	TwitterDescription *string  `json:"twitterDescription"`
-	TwitterImageAlt    *string  `json:"twitterImageAlt"`
-	TwitterSite        *string  `json:"twitterSite"`
-	TwitterCreator     *string  `json:"twitterCreator"`
-	ThemeColor         *string  `json:"themeColor"`
-}
-
-func (m *metadataOverrideIn) domain() *domain.Metadata {
-	if m == nil {
-		return nil
-	}
-	return &domain.Metadata{Title: m.Title, Description: m.Description, Keywords: m.Keywords, Author: m.Author,
-		Robots: m.Robots, CanonicalURL: m.CanonicalURL, OgTitle: m.OgTitle, OgDescription: m.OgDescription,
-		OgImageAlt: m.OgImageAlt, OgSiteName: m.OgSiteName, OgURL: m.OgURL, TwitterTitle: m.TwitterTitle,
-		TwitterDescription: m.TwitterDescription, TwitterImageAlt: m.TwitterImageAlt, TwitterSite: m.TwitterSite,
-		TwitterCreator: m.TwitterCreator, ThemeColor: m.ThemeColor}
 }
 
 type actionIn struct {
@@ -262,23 +232,23 @@ func (in *pageUpdate) domain() domain.PagePatch {
 }
 
 type audienceCreate struct {
-	PublishBehavior                *string             `json:"publishBehavior"`
-	ActionFormIDOverride           *string             `json:"actionFormIdOverride"`
-	ActionFormInstructionsOverride *string             `json:"actionFormInstructionsOverride"`
-	ActionURLOverride              *string             `json:"actionUrlOverride"`
-	CustomName                     *string             `json:"customName"`
-	MetadataOverride               *metadataOverrideIn `json:"metadataOverride"`
-	SupplementaryContext           *string             `json:"supplementaryContext"`
+	PublishBehavior                *string     `json:"publishBehavior"`
+	ActionFormIDOverride           *string     `json:"actionFormIdOverride"`
+	ActionFormInstructionsOverride *string     `json:"actionFormInstructionsOverride"`
+	ActionURLOverride              *string     `json:"actionUrlOverride"`
+	CustomName                     *string     `json:"customName"`
+	MetadataOverride               *metadataIn `json:"metadataOverride"`
+	SupplementaryContext           *string     `json:"supplementaryContext"`
 }
 
 type audienceUpdate struct {
-	PublishBehavior                *string                              `json:"publishBehavior"`
-	ActionFormIDOverride           request.Nullable[string]             `json:"actionFormIdOverride"`
-	ActionFormInstructionsOverride request.Nullable[string]             `json:"actionFormInstructionsOverride"`
-	ActionURLOverride              request.Nullable[string]             `json:"actionUrlOverride"`
-	CustomName                     request.Nullable[string]             `json:"customName"`
-	MetadataOverride               request.Nullable[metadataOverrideIn] `json:"metadataOverride"`
-	SupplementaryContext           request.Nullable[string]             `json:"supplementaryContext"`
+	PublishBehavior                *string                      `json:"publishBehavior"`
+	ActionFormIDOverride           request.Nullable[string]     `json:"actionFormIdOverride"`
+	ActionFormInstructionsOverride request.Nullable[string]     `json:"actionFormInstructionsOverride"`
+	ActionURLOverride              request.Nullable[string]     `json:"actionUrlOverride"`
+	CustomName                     request.Nullable[string]     `json:"customName"`
+	MetadataOverride               request.Nullable[metadataIn] `json:"metadataOverride"`
+	SupplementaryContext           request.Nullable[string]     `json:"supplementaryContext"`
 }
 
 func (in *audienceUpdate) domain() domain.AudiencePatch {

@@ -6,7 +6,6 @@ package sessions
 import (
 	"context"
 	"embed"
-	"io/fs"
 	"log/slog"
 	"time"
 
@@ -21,15 +20,7 @@ import (
 var migrationFS embed.FS
 
 // Migrations is the sessions schema; it runs after the pages set (it references pages).
-var Migrations = postgres.MigrationSet{Name: "pages-sessions", FS: mustSub(migrationFS, "migrations")}
-
-func mustSub(f fs.FS, dir string) fs.FS {
-	s, err := fs.Sub(f, dir)
-	if err != nil {
-		panic(err) // unreachable: the directory is embedded above
-	}
-	return s
-}
+var Migrations = postgres.EmbeddedMigrations("pages-sessions", migrationFS, "migrations")
 
 // Settings are the sessions' own settings (docs/architecture.md lists them).
 type Settings struct {

@@ -62,32 +62,14 @@ func scanSession(r pgx.Row) (Session, error) {
 	return s, nil
 }
 
-// FormSubmittedPayload is the payload of form.submitted (FormSubmittedEventPayload in
-// the OpenAPI document); type comes first, as the webhooks intake requires.
-type FormSubmittedPayload struct {
-	Type               string         `json:"type"`
-	PageID             string         `json:"pageId"`
-	AudienceID         *string        `json:"audienceId"`
-	AudienceSessionID  string         `json:"audienceSessionId"`
-	FormSubmissionID   string         `json:"formSubmissionId"`
-	Identifier         string         `json:"identifier"`
-	IdentifierType     string         `json:"identifierType"`
-	Email              *string        `json:"email"`
-	Phone              *string        `json:"phone"`
-	LinkedInProfileURL *string        `json:"linkedinProfileUrl"`
-	Name               *string        `json:"name"`
-	Fields             map[string]any `json:"fields"`
-	SubmittedAt        string         `json:"submittedAt"`
-}
-
 // formSubmitted builds the event of a session's form submission. Its subject (the Kafka
 // key) is the audience, so a session's event is ordered with its audience's version
 // events; a session without an audience is keyed by its page.
 func formSubmitted(s Session) (events.Envelope, error) {
 	f := s.Form
-	p := FormSubmittedPayload{Type: events.TypeFormSubmitted, PageID: s.PageID, AudienceID: s.AudienceID,
+	p := events.FormSubmitted{Type: events.TypeFormSubmitted, PageID: s.PageID, AudienceID: s.AudienceID,
 		AudienceSessionID: s.ID, FormSubmissionID: f.ID, Identifier: f.Identifier, IdentifierType: f.IdentifierType,
-		Email: f.Email, Phone: f.Phone, LinkedInProfileURL: f.LinkedInURL, Name: f.Name, Fields: f.Fields,
+		Email: f.Email, Phone: f.Phone, LinkedinProfileURL: f.LinkedInURL, Name: f.Name, Fields: f.Fields,
 		SubmittedAt: timestamp.Format(f.SubmittedAt)}
 	subject := s.PageID
 	if s.AudienceID != nil {

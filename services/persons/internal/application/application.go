@@ -3,10 +3,6 @@
 package application
 
 import (
-	"context"
-	"log/slog"
-	"time"
-
 	"github.com/customerapi/platform/libs/config"
 	"github.com/customerapi/platform/libs/consumer"
 	"github.com/customerapi/platform/libs/events"
@@ -36,7 +32,6 @@ func Setup(rt *service.Runtime, _ *config.Env) error {
 	h := &ports.Handlers{App: svc, Cursors: rt.Cursors}
 	h.Register(rt.API)
 
-	ensureTopics(rt)
 	rt.Consume(&consumer.Consumer{
 		Name:    EnrichmentConsumer,
 		Topics:  []string{events.TopicPages},
@@ -44,15 +39,4 @@ func Setup(rt *service.Runtime, _ *config.Env) error {
 		Handler: svc.HandleFormSubmitted,
 	})
 	return nil
-}
-
-// ensureTopics creates the consumed topic if it does not exist yet (a group that joins
-// before its topic exists gets no partitions until the next rebalance) and the produced
-// one. A broker that is down now is logged, not fatal.
-func ensureTopics(rt *service.Runtime) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := rt.Config.Kafka.EnsureTopics(ctx, events.TopicPages, events.TopicPersons); err != nil {
-		rt.Log.Warn("topics not ensured; the enrichment may miss form.submitted until it rebalances", slog.Any("error", err))
-	}
 }

@@ -3,26 +3,15 @@ package domain
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/customerapi/platform/libs/events"
 )
 
-// FormSubmitted is the payload of a form.submitted event, read tolerantly: the LinkedIn
-// URL may come as linkedinProfileUrl or linkedinUrl, and identifierType as email, phone
-// or tel, linkedin or linkedin_url.
-type FormSubmitted struct {
-	Type               string  `json:"type"`
-	PageID             string  `json:"pageId"`
-	AudienceID         *string `json:"audienceId"`
-	AudienceSessionID  string  `json:"audienceSessionId"`
-	FormSubmissionID   string  `json:"formSubmissionId"`
-	Identifier         string  `json:"identifier"`
-	IdentifierType     string  `json:"identifierType"`
-	Email              *string `json:"email"`
-	Phone              *string `json:"phone"`
-	LinkedinProfileURL *string `json:"linkedinProfileUrl"`
-	LinkedinURL        *string `json:"linkedinUrl"`
-	Name               *string `json:"name"`
-	SubmittedAt        string  `json:"submittedAt"`
-}
+// FormSubmitted is the payload of a form.submitted event (events.FormSubmitted, the
+// shape the pages service writes) with the enrichment's rules. It is read tolerantly:
+// the LinkedIn URL may come as linkedinProfileUrl or linkedinUrl, and identifierType as
+// email, phone or tel, linkedin or linkedin_url.
+type FormSubmitted events.FormSubmitted
 
 // ParseFormSubmitted decodes a form.submitted payload.
 func ParseFormSubmitted(b []byte) (FormSubmitted, error) {

@@ -136,7 +136,6 @@ func SetupWith(o Options) func(*service.Runtime, *config.Env) error {
 		}
 		h.Register(rt.API)
 
-		ensureTopics(rt)
 		rt.Consume(&consumer.Consumer{
 			Name:   IntakeConsumer,
 			Topics: []string{events.TopicPages, events.TopicPersons},
@@ -169,18 +168,6 @@ func SetupWith(o Options) func(*service.Runtime, *config.Env) error {
 			rt.Go(func(ctx context.Context) error { purge(ctx, store, s.Retention, rt.Log); return nil })
 		}
 		return nil
-	}
-}
-
-// ensureTopics creates the intake's topics if they do not exist yet: a consumer group
-// that joins before a topic exists gets no partitions of it until the next rebalance. A
-// broker that is down now is logged, not fatal (readiness treats Kafka as optional).
-func ensureTopics(rt *service.Runtime) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := rt.Config.Kafka.EnsureTopics(ctx, events.TopicPages, events.TopicPersons); err != nil {
-		rt.Log.Warn("intake topics not ensured; the intake may miss a topic created later until it rebalances",
-			slog.Any("error", err))
 	}
 }
 

@@ -1,10 +1,9 @@
-// Package app wires the gateway: configuration, database, key cache, rate limiter,
+// Package application wires the gateway: configuration, database, key cache, rate limiter,
 // upstreams, and the public and admin servers.
-package app
+package application
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,18 +13,16 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/gofiber/fiber/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/customerapi/platform/api"
 	"github.com/customerapi/platform/gateway/internal/admin"
-	"github.com/customerapi/platform/gateway/internal/auth"
-	"github.com/customerapi/platform/gateway/internal/docs"
 	"github.com/customerapi/platform/gateway/internal/keys"
 	"github.com/customerapi/platform/gateway/internal/observe"
 	"github.com/customerapi/platform/gateway/internal/proxy"
+	publicsrv "github.com/customerapi/platform/gateway/internal/public"
 	"github.com/customerapi/platform/gateway/internal/ratelimit"
 	"github.com/customerapi/platform/gateway/migrations"
 	"github.com/customerapi/platform/libs/config"
@@ -140,10 +137,7 @@ func ConfigFromEnv(env *config.Env) (Config, error) {
 	if c.KeyRefresh <= 0 || c.KeyRefresh > 2*time.Second {
 		env.Fail("KEY_CACHE_REFRESH", "must be between 1ms and 2s (revocation must show within 2 s)")
 	}
-	if c.CursorSecret == nil {
-		c.CursorSecret = make([]byte, 32)
-		_, _ = rand.Read(c.CursorSecret)
-	}
+	c.CursorSecret = pagination.SecretOrRandom(c.CursorSecret)
 	return c, env.Err()
 }
 
@@ -243,44 +237,22 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 		return fail(err)
 	}
 	tracer := tracing.Tracer("gateway")
-	// Requests counted by upstream and by the document's route templates; the generic
-	// request metrics and the spans take their route names from it too.
-	requests := observe.New(reg, routes, proxy.ServiceOf)
-	refusals := observe.NewRefusals(reg)
-	// /readyz on the public listener is open to anyone: it shows which checks fail but
-	// their error texts only to a caller with the admin token.
-	public := server.New(server.Config{Name: "gateway", Addr: cfg.HTTPAddr, BaseURL: cfg.PublicBaseURL,
-		ShutdownTimeout: cfg.ShutdownTimeout, ReadyDetailsToken: cfg.AdminToken, RouteName: observe.RouteName},
-		server.Deps{Log: log, Tracer: tracer, Registry: reg, Checks: checks})
-	// After the probes (not counted here), before everything the gateway serves.
-	public.App.Use(requests.Middleware(public.Render))
-	// Request bodies stream: an upload passes through to its service as it arrives instead
-	// of being buffered whole (and multipart forms are not pre-parsed into memory or
-	// temporary files); every other route reads its body under the 1 MiB limit.
-	srv := public.App.Server()
-	srv.StreamRequestBody = true
-	srv.DisablePreParseMultipartForm = true
 	if cfg.Proxy.Signer, err = internalauth.New(cfg.InternalAuthSecret); err != nil {
 		return fail(fmt.Errorf("INTERNAL_AUTH_SECRET: %w", err))
 	}
-	px := proxy.New(upstreams, cfg.Proxy)
-	public.App.Get("/v0/openapi.json", func(c *fiber.Ctx) error {
-		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-		return c.Send(openapiJSON)
+	// /readyz on the public listener is open to anyone: it shows which checks fail but
+	// their error texts only to a caller with the admin token.
+	public, downloads, err := publicsrv.New(publicsrv.Config{
+		Server: server.Config{Name: "gateway", Addr: cfg.HTTPAddr, BaseURL: cfg.PublicBaseURL,
+			ShutdownTimeout: cfg.ShutdownTimeout, ReadyDetailsToken: cfg.AdminToken},
+		Log: log, Tracer: tracer, Registry: reg, Checks: checks,
+		Cache: cache, Limiter: limiter, Default: cfg.DefaultLimit,
+		Upstreams: upstreams, Proxy: cfg.Proxy, Downloads: cfg.Downloads,
+		OpenAPI: openapiJSON, Routes: routes,
 	})
-	// The reference and the error type pages are public, like the document itself.
-	if err := docs.Register(public.App, cfg.PublicBaseURL); err != nil {
+	if err != nil {
 		return fail(err)
 	}
-	// Signed downloads need no key (the signature is the authorisation); GET and HEAD
-	// only: any other method on the path goes through authentication like every route.
-	// Without a key there is no key's rate limit: caps per link and per client instead.
-	downloads := proxy.NewDownloads(cfg.Downloads)
-	downloads.Refusals = refusals
-	public.App.Get(proxy.FilesRoute, px.Files(downloads))
-	public.App.Use((&auth.Middleware{Cache: cache, Limiter: limiter, Default: cfg.DefaultLimit,
-		Refusals: refusals}).Handler())
-	public.App.All("/*", px.Handler())
 
 	validator := request.NewValidator()
 	if err := validator.Register("tenantid", func(v reflect.Value) bool { return admin.ValidTenantID(v.String()) }); err != nil {

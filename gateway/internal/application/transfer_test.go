@@ -1,4 +1,4 @@
-package app
+package application
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/customerapi/platform/api/apitest"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
@@ -103,7 +104,11 @@ func allocated(fn func()) uint64 {
 // buffer the body (the process allocates a fraction of its size).
 func TestUploadsStreamThrough(t *testing.T) {
 	up := newSink(t, 0)
-	g := start(t, pgtest.NewDatabase(t), map[string]string{"assets": up.srv.URL})
+	// The whole 40 MiB must pass within the transfer timeout, also on a loaded machine
+	// (the tests' default is the 1 s of ordinary requests).
+	g := start(t, pgtest.NewDatabase(t), map[string]string{"assets": up.srv.URL}, func(c *Config) {
+		c.Proxy.TransferTimeout = 30 * time.Second
+	})
 	_, key := g.newKey(t, map[string]any{"tenantIds": []string{"acme"}})
 	const size = 40 << 20
 	want, _ := digest(pattern(size))
@@ -218,7 +223,11 @@ func TestOtherRoutesKeepTheJSONLimit(t *testing.T) {
 func TestSignedDownloadsArePublicAndStream(t *testing.T) {
 	const size = 40 << 20
 	up := newSink(t, size)
-	g := start(t, pgtest.NewDatabase(t), map[string]string{"assets": up.srv.URL})
+	// The whole 40 MiB must pass within the transfer timeout, also on a loaded machine
+	// (the tests' default is the 1 s of ordinary requests).
+	g := start(t, pgtest.NewDatabase(t), map[string]string{"assets": up.srv.URL}, func(c *Config) {
+		c.Proxy.TransferTimeout = 30 * time.Second
+	})
 	_, key := g.newKey(t, map[string]any{"tenantIds": []string{"acme"}})
 	want, _ := digest(pattern(size))
 	var resp *http.Response

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestParseProcStatCommandWithParentheses(t *testing.T) {
+	line := "1234 (a) b (c)) S 77 1234 1234 0 -1 4194560 100 0 0 0 250 40 7 3 20 0 1 0 100 0 0\n"
+	p, ok := parseProcStat([]byte(line))
+	if !ok {
+		t.Fatal("not parsed")
+	}
+	want := procTimes{ppid: 77, utime: 2500 * time.Millisecond, stime: 400 * time.Millisecond,
+		cutime: 70 * time.Millisecond, cstime: 30 * time.Millisecond}
+	if p != want {
+		t.Fatalf("got %+v, want %+v", p, want)
+	}
+}
+
+// A tree whose members come and go between the two readings is measured as the kernel's
+// own account of it: the resource usage of the root once it has waited for everything.
+func TestTreeCPUMatchesRusage(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	// Two busy grandchildren under timeout(1): one ends well before the second reading,
+	// one just before it; the root then idles so that it is still alive at that reading.
+	cmd := exec.Command("sh", "-c", `timeout 0.4 sh -c 'while :; do :; done' &
+timeout 0.9 sh -c 'while :; do :; done' &
+wait; sleep 0.6`)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	g := []group{{label: "tree", roots: []int{cmd.Process.Pid}}}
+	before, err := takeSnapshot(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	after, err := takeSnapshot(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	cpu, _ := after.since(before)
+	got, want := cpu["tree"], childCPU(cmd)
+	t.Logf("tree from /proc: %s, rusage of the root: %s", got, want)
+	if want < 200*time.Millisecond {
+		t.Skipf("the busy loops got only %s of CPU; the machine is too busy to compare", want)
+	}
+	// /proc counts in clock ticks (10 ms), truncated per process and field, and the tree
+	// may have run a tick or two before the first reading.
+	if d := got - want; d > 100*time.Millisecond || d < -100*time.Millisecond {
+		t.Fatalf("tree CPU %s from /proc, %s from rusage", got, want)
+	}
+}
+
+// This process's stat covers every thread, as getrusage(RUSAGE_SELF) does.
+func TestSelfCPUCoversThreads(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	g := []group{{label: "self", roots: []int{os.Getpid()}, self: true}}
+	var r0, r1 syscall.Rusage
+	before, _ := takeSnapshot(g)
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &r0)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
+			}
+		}()
+	}
+	wg.Wait()
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &r1)
+	after, _ := takeSnapshot(g)
+	cpu, _ := after.since(before)
+	want := time.Duration(r1.Utime.Nano() + r1.Stime.Nano() - r0.Utime.Nano() - r0.Stime.Nano())
+	t.Logf("self from /proc: %s, getrusage: %s", cpu["self"], want)
+	if d := cpu["self"] - want; d > 100*time.Millisecond || d < -100*time.Millisecond {
+		t.Fatalf("self CPU %s from /proc, %s from getrusage", cpu["self"], want)
+	}
+}
+
+func TestSpread(t *testing.T) {
+	s := spreadOf([]float64{3, 1, 2, 10})
+	if s != (spread{2.5, 1, 10}) {
+		t.Fatalf("got %+v", s)
+	}
+	if got := (spread{0.5, 0.4, 0.7}).percent(); got != "50% (40–70%)" {
+		t.Fatalf("percent: %q", got)
+	}
+	if got := (spread{1, 1, 1}).format("%.1f", ""); got != "1.0" {
+		t.Fatalf("one round: %q", got)
+	}
+}
