@@ -34,3 +34,14 @@ func Parse(s string) (time.Time, error) {
 // Truncate drops precision below a millisecond, so a stored value equals what the API
 // shows; PostgreSQL keeps microseconds.
 func Truncate(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
+
+// Clock tells a use case the time; nil is the system clock. A test sets its own.
+type Clock func() time.Time
+
+// Now is the clock's time truncated to the API's millisecond precision (Truncate).
+func (c Clock) Now() time.Time {
+	if c == nil {
+		return Truncate(time.Now())
+	}
+	return Truncate(c())
+}

@@ -36,3 +36,14 @@ func TestParse(t *testing.T) {
 		}
 	}
 }
+
+func TestClockIsTruncatedAndNilIsTheSystemClock(t *testing.T) {
+	at := time.Date(2026, 11, 24, 10, 0, 0, 123456789, time.UTC)
+	if got := Clock(func() time.Time { return at }).Now(); !got.Equal(Truncate(at)) || got.Nanosecond()%int(time.Millisecond) != 0 {
+		t.Errorf("a set clock gave %v, want %v (milliseconds only)", got, Truncate(at))
+	}
+	before := time.Now().Add(-time.Millisecond)
+	if got := Clock(nil).Now(); got.Before(before) || got.Nanosecond()%int(time.Millisecond) != 0 {
+		t.Errorf("the nil clock gave %v, want the system's time now to the millisecond", got)
+	}
+}

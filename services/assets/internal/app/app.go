@@ -78,15 +78,8 @@ type Service struct {
 	URLTTL time.Duration
 	// BaseURL is the public API address download links start with.
 	BaseURL string
-	// Now is the clock (time.Now when nil).
-	Now func() time.Time
-}
-
-func (s *Service) now() time.Time {
-	if s.Now != nil {
-		return timestamp.Truncate(s.Now())
-	}
-	return timestamp.Truncate(time.Now())
+	// Clock tells the time (the system clock when nil).
+	Clock timestamp.Clock
 }
 
 // sniffLen is how much of a file's start the media type is detected from.
@@ -107,7 +100,7 @@ type Staged struct {
 func (s *Service) Stage(ctx context.Context, tenantID string, r io.Reader, declared string) (*Staged, error) {
 	fileID := ids.New("file")
 	key := objectKey(tenantID, fileID)
-	if err := s.Repo.Reserve(ctx, tenantID, []string{key}, s.now().Add(s.UploadGrace)); err != nil {
+	if err := s.Repo.Reserve(ctx, tenantID, []string{key}, s.Clock.Now().Add(s.UploadGrace)); err != nil {
 		return nil, err
 	}
 	head, err := readHead(r, sniffLen)
@@ -173,7 +166,7 @@ func (s *Service) release(ctx context.Context, keys ...string) {
 		}
 	}
 	if len(failed) > 0 {
-		if err := s.Repo.DueNow(ctx, failed, s.now()); err != nil {
+		if err := s.Repo.DueNow(ctx, failed, s.Clock.Now()); err != nil {
 			s.Log.WarnContext(ctx, "scheduling object cleanup failed", slog.Any("error", err))
 		}
 	}
@@ -253,7 +246,7 @@ func (s *Service) Create(ctx context.Context, in NewAsset, st *Staged) (_ domain
 			return domain.Asset{}, err
 		}
 	}
-	now := s.now()
+	now := s.Clock.Now()
 	a := domain.Asset{ID: ids.New("asset"), TenantID: st.TenantID, Name: in.Name, Purpose: in.Purpose, Tags: in.Tags,
 		Type: in.Type, ParentID: in.ParentID, Hidden: in.Hidden, File: file, Preview: prev, State: domain.Active,
 		CreatedAt: now, UpdatedAt: now}
@@ -280,7 +273,7 @@ func (s *Service) makePreview(ctx context.Context, tenantID string, file domain.
 	}
 	id := ids.New("file")
 	key := objectKey(tenantID, id)
-	if err := s.Repo.Reserve(ctx, tenantID, []string{key}, s.now().Add(s.UploadGrace)); err != nil {
+	if err := s.Repo.Reserve(ctx, tenantID, []string{key}, s.Clock.Now().Add(s.UploadGrace)); err != nil {
 		return nil, err
 	}
 	*keys = append(*keys, key)
@@ -304,7 +297,7 @@ func (s *Service) List(ctx context.Context, tenantID string, state domain.State,
 
 // Trash moves an active asset to the trash.
 func (s *Service) Trash(ctx context.Context, tenantID, id string) (domain.Asset, error) {
-	now := s.now()
+	now := s.Clock.Now()
 	a, _, err := s.Repo.Update(ctx, tenantID, id, now, func(a *domain.Asset) (adapters.Change, error) {
 		return adapters.Change{Event: domain.EventTrashed}, a.Trash(now)
 	})
@@ -313,7 +306,7 @@ func (s *Service) Trash(ctx context.Context, tenantID, id string) (domain.Asset,
 
 // Restore brings a trashed asset back.
 func (s *Service) Restore(ctx context.Context, tenantID, id string) (domain.Asset, error) {
-	now := s.now()
+	now := s.Clock.Now()
 	a, _, err := s.Repo.Update(ctx, tenantID, id, now, func(a *domain.Asset) (adapters.Change, error) {
 		return adapters.Change{Event: domain.EventRestored}, a.Restore(now)
 	})
@@ -323,7 +316,7 @@ func (s *Service) Restore(ctx context.Context, tenantID, id string) (domain.Asse
 // Delete marks an asset deleted and removes its bytes. The record stays; deleting it
 // again changes nothing.
 func (s *Service) Delete(ctx context.Context, tenantID, id string) error {
-	now := s.now()
+	now := s.Clock.Now()
 	_, ch, err := s.Repo.Update(ctx, tenantID, id, now, func(a *domain.Asset) (adapters.Change, error) {
 		keys := a.Delete(now)
 		if keys == nil {

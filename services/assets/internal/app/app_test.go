@@ -84,7 +84,7 @@ func newFixtureOn(t *testing.T, pool *pgxpool.Pool, dir string) *fixture {
 	f.svc = &app.Service{Repo: adapters.NewStore(pool, outbox.Writer{}), Storage: f.store, Signer: signer,
 		Previews: preview.NewGenerator(64, 1_000_000, preview.DefaultMaxDecodeBytes, 1), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		MaxUploadBytes: 1 << 20, UploadGrace: grace, URLTTL: time.Hour, BaseURL: "http://api.test",
-		Now: func() time.Time { return time.Now().Add(time.Duration(f.clock.Load())) }}
+		Clock: func() time.Time { return time.Now().Add(time.Duration(f.clock.Load())) }}
 	return f
 }
 

@@ -19,7 +19,7 @@ const (
 func (s *Service) PurgeOnce(ctx context.Context, retention time.Duration) (int, error) {
 	total := 0
 	for range maxBatchRuns {
-		now := s.now()
+		now := s.Clock.Now()
 		n, keys, err := s.Repo.PurgeDue(ctx, now.Add(-retention), now, purgeBatch)
 		if err != nil {
 			return total, err
@@ -38,7 +38,7 @@ func (s *Service) PurgeOnce(ctx context.Context, retention time.Duration) (int, 
 func (s *Service) SweepOnce(ctx context.Context) (int, error) {
 	total := 0
 	for range maxBatchRuns {
-		n, err := s.Repo.Sweep(ctx, s.now(), sweepBatch, sweepRetry, s.Storage.Delete)
+		n, err := s.Repo.Sweep(ctx, s.Clock.Now(), sweepBatch, sweepRetry, s.Storage.Delete)
 		if err != nil {
 			return total, err
 		}

@@ -5,7 +5,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/customerapi/platform/libs/ids"
 	"github.com/customerapi/platform/libs/timestamp"
@@ -16,20 +15,13 @@ import (
 // Service runs the pages core use cases.
 type Service struct {
 	Store *adapters.Store
-	// Now is the clock (time.Now when nil).
-	Now func() time.Time
-}
-
-func (s *Service) now() time.Time {
-	if s.Now != nil {
-		return timestamp.Truncate(s.Now())
-	}
-	return timestamp.Truncate(time.Now())
+	// Clock tells the time (the system clock when nil).
+	Clock timestamp.Clock
 }
 
 // CreatePage stores a new draft page.
 func (s *Service) CreatePage(ctx context.Context, p domain.Page) (domain.Page, error) {
-	now := s.now()
+	now := s.Clock.Now()
 	p.ID, p.Status, p.CreatedAt, p.UpdatedAt, p.AudiencesCount = ids.New("page"), domain.PageDraft, now, now, 0
 	if err := p.Check(); err != nil {
 		return p, err
@@ -49,25 +41,25 @@ func (s *Service) ListPages(ctx context.Context, tenantID, afterID string, limit
 
 // UpdatePage applies a patch.
 func (s *Service) UpdatePage(ctx context.Context, tenantID, id string, p domain.PagePatch) (domain.Page, error) {
-	now := s.now()
+	now := s.Clock.Now()
 	return s.Store.UpdatePage(ctx, tenantID, id, false, func(pg *domain.Page) error { return pg.Apply(p, now) })
 }
 
 // PublishPage publishes a page.
 func (s *Service) PublishPage(ctx context.Context, tenantID, id string) (domain.Page, error) {
-	now := s.now()
+	now := s.Clock.Now()
 	return s.Store.UpdatePage(ctx, tenantID, id, false, func(pg *domain.Page) error { return pg.Publish(now) })
 }
 
 // ArchivePage archives a page.
 func (s *Service) ArchivePage(ctx context.Context, tenantID, id string) (domain.Page, error) {
-	now := s.now()
+	now := s.Clock.Now()
 	return s.Store.UpdatePage(ctx, tenantID, id, false, func(pg *domain.Page) error { pg.Archive(now); return nil })
 }
 
 // DeletePage soft-deletes a page.
 func (s *Service) DeletePage(ctx context.Context, tenantID, id string) error {
-	now := s.now()
+	now := s.Clock.Now()
 	_, err := s.Store.UpdatePage(ctx, tenantID, id, false, func(pg *domain.Page) error {
 		pg.DeletedAt, pg.UpdatedAt = &now, now
 		return nil
@@ -77,7 +69,7 @@ func (s *Service) DeletePage(ctx context.Context, tenantID, id string) error {
 
 // RestorePage brings back an archived or deleted page as a draft.
 func (s *Service) RestorePage(ctx context.Context, tenantID, id string) (domain.Page, error) {
-	now := s.now()
+	now := s.Clock.Now()
 	return s.Store.UpdatePage(ctx, tenantID, id, true, func(pg *domain.Page) error { return pg.Restore(now) })
 }
 
@@ -86,7 +78,7 @@ func computedName(n int64) string { return fmt.Sprintf("Audience %d", n) }
 
 // CreateAudience stores a new audience with its first version, queued for processing.
 func (s *Service) CreateAudience(ctx context.Context, a domain.Audience) (domain.Audience, error) {
-	now := s.now()
+	now := s.Clock.Now()
 	a.ID, a.Status, a.CreatedAt, a.UpdatedAt = ids.New("audience"), domain.StatusQueued, now, now
 	a.Flags, a.IsNewPageAgent = []string{}, true
 	if a.PublishBehavior == "" {
@@ -110,7 +102,7 @@ func (s *Service) ListAudiences(ctx context.Context, tenantID, pageID, afterID s
 
 // UpdateAudience applies a patch; an archived audience cannot change.
 func (s *Service) UpdateAudience(ctx context.Context, tenantID, pageID, id string, p domain.AudiencePatch) (domain.Audience, error) {
-	now := s.now()
+	now := s.Clock.Now()
 	return s.Store.UpdateAudience(ctx, tenantID, pageID, id, func(a *domain.Audience) error {
 		if a.ArchivedAt != nil {
 			return domain.ErrAudienceArchived
@@ -122,13 +114,13 @@ func (s *Service) UpdateAudience(ctx context.Context, tenantID, pageID, id strin
 
 // ArchiveAudience archives an audience and cancels its queued versions.
 func (s *Service) ArchiveAudience(ctx context.Context, tenantID, pageID, id string) (domain.Audience, error) {
-	return s.Store.ArchiveAudience(ctx, tenantID, pageID, id, s.now())
+	return s.Store.ArchiveAudience(ctx, tenantID, pageID, id, s.Clock.Now())
 }
 
 // CreateVersion queues a new version; a repeated operation key returns the first
 // version and created false.
 func (s *Service) CreateVersion(ctx context.Context, tenantID, pageID, audienceID string, operationKey *string) (domain.Version, bool, error) {
-	now := s.now()
+	now := s.Clock.Now()
 	return s.Store.CreateVersion(ctx, domain.Version{ID: ids.New("version"), TenantID: tenantID, PageID: pageID,
 		AudienceID: audienceID, Status: domain.StatusQueued, OperationKey: operationKey, CreatedAt: now, QueuedAt: &now})
 }
@@ -151,7 +143,7 @@ type NewChange struct {
 
 // AddMessage adds a message whose changes become pending until the next version.
 func (s *Service) AddMessage(ctx context.Context, tenantID, pageID, audienceID, content string, changes []NewChange) (domain.Message, error) {
-	now := s.now()
+	now := s.Clock.Now()
 	m := domain.Message{ID: ids.New("message"), AudienceID: audienceID, Content: content, CreatedAt: now,
 		Changes: make([]domain.Change, len(changes))}
 	for i, c := range changes {

@@ -38,15 +38,8 @@ type Repository interface {
 // Service runs the persons use cases.
 type Service struct {
 	Repo Repository
-	// Now is the clock (time.Now when nil).
-	Now func() time.Time
-}
-
-func (s *Service) now() time.Time {
-	if s.Now != nil {
-		return timestamp.Truncate(s.Now())
-	}
-	return timestamp.Truncate(time.Now())
+	// Clock tells the time (the system clock when nil).
+	Clock timestamp.Clock
 }
 
 // NewPerson is the input of CreatePerson; Domain, when set, is already normalised.
@@ -60,7 +53,7 @@ type NewPerson struct {
 
 // CreatePerson creates a person; without a domain, the domain of the email is used.
 func (s *Service) CreatePerson(ctx context.Context, tenantID string, in NewPerson) (domain.Person, error) {
-	now := s.now()
+	now := s.Clock.Now()
 	p := domain.Person{ID: ids.New("person"), TenantID: tenantID, Name: in.Name, Email: in.Email, Domain: in.Domain,
 		PhoneNumber: in.PhoneNumber, LinkedinProfileURL: in.Linkedin, CreatedAt: now, UpdatedAt: now}
 	if p.Domain == nil {
@@ -76,7 +69,7 @@ func (s *Service) GetPerson(ctx context.Context, tenantID, id string) (domain.Pe
 
 // UpdatePerson applies a patch.
 func (s *Service) UpdatePerson(ctx context.Context, tenantID, id string, p domain.PersonPatch) (domain.Person, error) {
-	now := s.now()
+	now := s.Clock.Now()
 	return s.Repo.UpdatePerson(ctx, tenantID, id, func(x *domain.Person) bool { return x.Apply(p, now) })
 }
 
@@ -92,7 +85,7 @@ func (s *Service) SearchPersons(ctx context.Context, tenantID, query, after stri
 
 // CreateAccount creates an account for a normalised domain.
 func (s *Service) CreateAccount(ctx context.Context, tenantID, dom string, name *string) (domain.Account, error) {
-	now := s.now()
+	now := s.Clock.Now()
 	return s.Repo.CreateAccount(ctx, domain.Account{ID: ids.New("account"), TenantID: tenantID, Domain: dom, Name: name,
 		CreatedAt: now, UpdatedAt: now})
 }
@@ -122,7 +115,7 @@ func (s *Service) CreateLog(ctx context.Context, k adapters.LogKind, tenantID, o
 		prefix = "accountlog"
 	}
 	l := domain.Log{ID: ids.New(prefix), OwnerID: ownerID, Source: in.Source, Type: in.Type, Payload: in.Payload,
-		IdempotencyKey: in.IdempotencyKey, CreatedAt: s.now()}
+		IdempotencyKey: in.IdempotencyKey, CreatedAt: s.Clock.Now()}
 	return s.Repo.CreateLog(ctx, k, tenantID, l)
 }
 
@@ -138,7 +131,7 @@ func (s *Service) ListLogs(ctx context.Context, k adapters.LogKind, tenantID, ow
 
 // DeleteLog soft-deletes a log entry.
 func (s *Service) DeleteLog(ctx context.Context, k adapters.LogKind, tenantID, ownerID, id string) error {
-	return s.Repo.DeleteLog(ctx, k, tenantID, ownerID, id, s.now())
+	return s.Repo.DeleteLog(ctx, k, tenantID, ownerID, id, s.Clock.Now())
 }
 
 // HandleFormSubmitted is the consumer handler of form.submitted: it enriches the
@@ -153,7 +146,7 @@ func (s *Service) HandleFormSubmitted(ctx context.Context, tx pgx.Tx, evt events
 		return consumer.Permanent(errMissingSubmission)
 	}
 	return s.Repo.Enrich(ctx, tx, adapters.Submission{TenantID: evt.TenantID, EventID: evt.ID, Form: f,
-		NewPersonID: ids.New("person"), Now: s.now()})
+		NewPersonID: ids.New("person"), Now: s.Clock.Now()})
 }
 
 // storable reports whether s is a non-empty text PostgreSQL can store.

@@ -44,15 +44,8 @@ func (e *RefusedURLError) Error() string { return e.Reason }
 type Service struct {
 	Repo Repository
 	URLs URLChecker
-	// Now is the clock (time.Now when nil).
-	Now func() time.Time
-}
-
-func (s *Service) now() time.Time {
-	if s.Now != nil {
-		return timestamp.Truncate(s.Now())
-	}
-	return timestamp.Truncate(time.Now())
+	// Clock tells the time (the system clock when nil).
+	Clock timestamp.Clock
 }
 
 // lookupTimeout bounds the DNS lookup of a URL check.
@@ -92,7 +85,7 @@ func (s *Service) CreateSubscription(ctx context.Context, tenantID string, in Ne
 	if err != nil {
 		return domain.Subscription{}, err
 	}
-	now := s.now()
+	now := s.Clock.Now()
 	sub := domain.Subscription{ID: ids.New("whsub"), TenantID: tenantID, URL: in.URL, Events: in.Events,
 		Active: in.Active, Secret: secret, CreatedAt: now, UpdatedAt: now}
 	if err := s.Repo.CreateSubscription(ctx, sub); err != nil {
@@ -118,7 +111,7 @@ func (s *Service) UpdateSubscription(ctx context.Context, tenantID, id string, p
 			return domain.Subscription{}, err
 		}
 	}
-	now := s.now()
+	now := s.Clock.Now()
 	return s.Repo.UpdateSubscription(ctx, tenantID, id, func(sub *domain.Subscription) bool { return sub.Apply(p, now) })
 }
 
@@ -129,7 +122,7 @@ func (s *Service) RotateSecret(ctx context.Context, tenantID, id string) (domain
 	if err != nil {
 		return domain.Subscription{}, err
 	}
-	now := s.now()
+	now := s.Clock.Now()
 	return s.Repo.UpdateSubscription(ctx, tenantID, id, func(sub *domain.Subscription) bool {
 		sub.Rotate(secret, now)
 		return true

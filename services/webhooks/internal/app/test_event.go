@@ -33,7 +33,7 @@ func (s *Service) SendTestEvent(ctx context.Context, tenantID, subscriptionID, e
 	if !ok {
 		return domain.Delivery{}, fmt.Errorf("%w %q", ErrUnknownEventType, eventType)
 	}
-	evt := events.Envelope{ID: ids.New("evt"), Type: eventType, TenantID: tenantID, OccurredAt: s.now(), Payload: payload}
+	evt := events.Envelope{ID: ids.New("evt"), Type: eventType, TenantID: tenantID, OccurredAt: s.Clock.Now(), Payload: payload}
 	body, err := domain.NewBody(evt)
 	if err != nil {
 		return domain.Delivery{}, err
