@@ -3,7 +3,6 @@ package adapters
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -12,21 +11,11 @@ import (
 	"github.com/customerapi/platform/services/persons/internal/domain"
 )
 
-// Submission is one form.submitted event to enrich.
-type Submission struct {
-	TenantID string
-	EventID  string
-	Form     domain.FormSubmitted
-	// NewPersonID is the ID of the person created when none matches.
-	NewPersonID string
-	Now         time.Time
-}
-
 // Enrich handles a form submission inside the consumer's transaction: it finds the
 // person by the submitted identifier or creates one, fills identifiers the person lacks,
 // looks up the account of the person's domain, and writes form.enriched (or
 // form.enrichment_failed) to the outbox. A submission already enriched changes nothing.
-func (s *Store) Enrich(ctx context.Context, tx pgx.Tx, in Submission) error {
+func (s *Store) Enrich(ctx context.Context, tx pgx.Tx, in domain.Submission) error {
 	f := in.Form
 	tag, err := tx.Exec(ctx, `INSERT INTO form_enrichments (tenant_id, form_submission_id, event_id, outcome, created_at)
 		VALUES ($1, $2, $3, 'pending', $4) ON CONFLICT DO NOTHING`, in.TenantID, f.FormSubmissionID, in.EventID, in.Now)
@@ -105,7 +94,7 @@ func (s *Store) Enrich(ctx context.Context, tx pgx.Tx, in Submission) error {
 
 // finish records the outcome and writes the event, whose subject is the submission (so
 // webhooks deliver form.submitted and its result in order).
-func (s *Store) finish(ctx context.Context, tx pgx.Tx, in Submission, outcome string, personID *string, payload any) error {
+func (s *Store) finish(ctx context.Context, tx pgx.Tx, in domain.Submission, outcome string, personID *string, payload any) error {
 	if _, err := tx.Exec(ctx, `UPDATE form_enrichments SET outcome = $3, person_id = $4
 		WHERE tenant_id = $1 AND form_submission_id = $2`, in.TenantID, in.Form.FormSubmissionID, outcome, personID); err != nil {
 		return fmt.Errorf("record outcome: %w", err)

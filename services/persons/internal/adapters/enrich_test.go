@@ -20,7 +20,7 @@ import (
 
 // enrichAtOnce runs the submissions in concurrent transactions, as consumers of several
 // partitions (or replicas) would.
-func enrichAtOnce(t *testing.T, pool *pgxpool.Pool, subs []adapters.Submission) {
+func enrichAtOnce(t *testing.T, pool *pgxpool.Pool, subs []domain.Submission) {
 	t.Helper()
 	store := adapters.NewStore(pool, outbox.Writer{})
 	var wg sync.WaitGroup
@@ -51,9 +51,9 @@ func countRows(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) int {
 func TestConcurrentEnrichmentsCreateOnePerson(t *testing.T) {
 	pool := pgtest.NewPool(t, migrations.Set, outbox.Migrations)
 	email := "New.Visitor@Concurrent.example"
-	var subs []adapters.Submission
+	var subs []domain.Submission
 	for i := 0; i < 6; i++ {
-		subs = append(subs, adapters.Submission{TenantID: "acme", EventID: fmt.Sprint("evt_", i), NewPersonID: fmt.Sprint("person_", i),
+		subs = append(subs, domain.Submission{TenantID: "acme", EventID: fmt.Sprint("evt_", i), NewPersonID: fmt.Sprint("person_", i),
 			Now: time.Now(), Form: domain.FormSubmitted{FormSubmissionID: fmt.Sprint("form_", i), Identifier: email,
 				IdentifierType: "email", Email: &email}})
 	}
@@ -69,9 +69,9 @@ func TestConcurrentEnrichmentsCreateOnePerson(t *testing.T) {
 		t.Fatalf("%d events", n)
 	}
 
-	var again []adapters.Submission
+	var again []domain.Submission
 	for i := 0; i < 4; i++ {
-		again = append(again, adapters.Submission{TenantID: "acme", EventID: fmt.Sprint("evt_again_", i), NewPersonID: fmt.Sprint("person_again_", i),
+		again = append(again, domain.Submission{TenantID: "acme", EventID: fmt.Sprint("evt_again_", i), NewPersonID: fmt.Sprint("person_again_", i),
 			Now: time.Now(), Form: domain.FormSubmitted{FormSubmissionID: "form_again", Identifier: "Other@Concurrent.example",
 				IdentifierType: "email"}})
 	}

@@ -395,19 +395,21 @@ func (s *Store) ListAccounts(ctx context.Context, tenantID string, emptyOnly boo
 
 // --- logs
 
-// LogKind names the tables of one kind of log and of its owner.
-type LogKind struct {
+// logTables names the tables of one owner's logs and of the owner.
+type logTables struct {
 	table, idCol, ownerCol, ownerTable string
 	notFound                           error
 }
 
-// The two kinds of log.
-var (
-	PersonLogs  = LogKind{"person_logs", "person_log_id", "person_id", "persons", domain.ErrPersonNotFound}
-	AccountLogs = LogKind{"account_logs", "account_log_id", "account_id", "accounts", domain.ErrAccountNotFound}
-)
+// tablesOf is where the logs of owner o live.
+func tablesOf(o domain.LogOwner) logTables {
+	if o == domain.AccountLogs {
+		return logTables{"account_logs", "account_log_id", "account_id", "accounts", o.NotFound()}
+	}
+	return logTables{"person_logs", "person_log_id", "person_id", "persons", o.NotFound()}
+}
 
-func (k LogKind) cols() string {
+func (k logTables) cols() string {
 	return k.idCol + ", " + k.ownerCol + ", source, type, payload, idempotency_key, created_at, updated_at, deleted_at"
 }
 
@@ -426,7 +428,8 @@ func scanLog(r pgx.Row, extra ...any) (domain.Log, error) {
 // entry: the unique index makes the later inserts wait for the first and then skip.
 // A new entry is one statement (one round trip, its own transaction): the insert, and
 // the owner's newest-log time, which feeds the account's latestActivityAt.
-func (s *Store) CreateLog(ctx context.Context, k LogKind, tenantID string, l domain.Log) (domain.Log, bool, error) {
+func (s *Store) CreateLog(ctx context.Context, o domain.LogOwner, tenantID string, l domain.Log) (domain.Log, bool, error) {
+	k := tablesOf(o)
 	out, err := scanLog(s.pool.QueryRow(ctx, `WITH ins AS (
 			INSERT INTO `+k.table+` (tenant_id, `+k.cols()+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, NULL)
 			ON CONFLICT (tenant_id, `+k.ownerCol+`, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
@@ -470,7 +473,7 @@ func isDataException(err error) bool {
 }
 
 // ownerExists reports whether the owner of a kind of log exists.
-func (s *Store) ownerExists(ctx context.Context, k LogKind, tenantID, ownerID string) error {
+func (s *Store) ownerExists(ctx context.Context, k logTables, tenantID, ownerID string) error {
 	var ok bool
 	err := s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+k.ownerTable+" WHERE tenant_id = $1 AND "+k.ownerCol+" = $2)",
 		tenantID, ownerID).Scan(&ok)
@@ -484,7 +487,8 @@ func (s *Store) ownerExists(ctx context.Context, k LogKind, tenantID, ownerID st
 }
 
 // GetLog returns one log entry of an owner, deleted or not.
-func (s *Store) GetLog(ctx context.Context, k LogKind, tenantID, ownerID, id string) (domain.Log, error) {
+func (s *Store) GetLog(ctx context.Context, o domain.LogOwner, tenantID, ownerID, id string) (domain.Log, error) {
+	k := tablesOf(o)
 	l, err := scanLog(s.pool.QueryRow(ctx, "SELECT "+k.cols()+" FROM "+k.table+" WHERE tenant_id = $1 AND "+k.ownerCol+
 		" = $2 AND "+k.idCol+" = $3", tenantID, ownerID, id))
 	if postgres.IsNoRows(err) {
@@ -502,7 +506,8 @@ func (s *Store) GetLog(ctx context.Context, k LogKind, tenantID, ownerID, id str
 // ListLogs returns up to limit entries of an owner, newest first, before the given ID
 // ("" for the first page), and the number of entries matching. Soft-deleted entries are
 // included only with includeDeleted.
-func (s *Store) ListLogs(ctx context.Context, k LogKind, tenantID, ownerID string, includeDeleted bool, before string, limit int) ([]domain.Log, int64, error) {
+func (s *Store) ListLogs(ctx context.Context, o domain.LogOwner, tenantID, ownerID string, includeDeleted bool, before string, limit int) ([]domain.Log, int64, error) {
+	k := tablesOf(o)
 	if err := s.ownerExists(ctx, k, tenantID, ownerID); err != nil {
 		return nil, 0, err
 	}
@@ -538,7 +543,8 @@ func (s *Store) ListLogs(ctx context.Context, k LogKind, tenantID, ownerID strin
 
 // DeleteLog soft-deletes an entry: it keeps reading, with deletedAt set. Deleting a
 // deleted entry changes nothing.
-func (s *Store) DeleteLog(ctx context.Context, k LogKind, tenantID, ownerID, id string, now time.Time) error {
+func (s *Store) DeleteLog(ctx context.Context, o domain.LogOwner, tenantID, ownerID, id string, now time.Time) error {
+	k := tablesOf(o)
 	var found bool
 	err := s.pool.QueryRow(ctx, "WITH d AS (UPDATE "+k.table+" SET deleted_at = $4, updated_at = $4 WHERE tenant_id = $1 AND "+
 		k.ownerCol+" = $2 AND "+k.idCol+" = $3 AND deleted_at IS NULL RETURNING 1) "+

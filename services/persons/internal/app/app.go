@@ -14,7 +14,6 @@ import (
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/ids"
 	"github.com/customerapi/platform/libs/timestamp"
-	"github.com/customerapi/platform/services/persons/internal/adapters"
 	"github.com/customerapi/platform/services/persons/internal/domain"
 )
 
@@ -28,11 +27,11 @@ type Repository interface {
 	CreateAccount(ctx context.Context, a domain.Account) (domain.Account, error)
 	GetAccount(ctx context.Context, tenantID, id string) (domain.Account, error)
 	ListAccounts(ctx context.Context, tenantID string, emptyOnly bool, after string, limit int) ([]domain.Account, int64, error)
-	CreateLog(ctx context.Context, k adapters.LogKind, tenantID string, l domain.Log) (domain.Log, bool, error)
-	GetLog(ctx context.Context, k adapters.LogKind, tenantID, ownerID, id string) (domain.Log, error)
-	ListLogs(ctx context.Context, k adapters.LogKind, tenantID, ownerID string, includeDeleted bool, before string, limit int) ([]domain.Log, int64, error)
-	DeleteLog(ctx context.Context, k adapters.LogKind, tenantID, ownerID, id string, now time.Time) error
-	Enrich(ctx context.Context, tx pgx.Tx, in adapters.Submission) error
+	CreateLog(ctx context.Context, k domain.LogOwner, tenantID string, l domain.Log) (domain.Log, bool, error)
+	GetLog(ctx context.Context, k domain.LogOwner, tenantID, ownerID, id string) (domain.Log, error)
+	ListLogs(ctx context.Context, k domain.LogOwner, tenantID, ownerID string, includeDeleted bool, before string, limit int) ([]domain.Log, int64, error)
+	DeleteLog(ctx context.Context, k domain.LogOwner, tenantID, ownerID, id string, now time.Time) error
+	Enrich(ctx context.Context, tx pgx.Tx, in domain.Submission) error
 }
 
 // Service runs the persons use cases.
@@ -109,9 +108,9 @@ type NewLog struct {
 
 // CreateLog writes a log entry to an owner; created is false when an earlier entry with
 // the same idempotency key and body is returned instead.
-func (s *Service) CreateLog(ctx context.Context, k adapters.LogKind, tenantID, ownerID string, in NewLog) (domain.Log, bool, error) {
+func (s *Service) CreateLog(ctx context.Context, k domain.LogOwner, tenantID, ownerID string, in NewLog) (domain.Log, bool, error) {
 	prefix := "personlog"
-	if k == adapters.AccountLogs {
+	if k == domain.AccountLogs {
 		prefix = "accountlog"
 	}
 	l := domain.Log{ID: ids.New(prefix), OwnerID: ownerID, Source: in.Source, Type: in.Type, Payload: in.Payload,
@@ -120,17 +119,17 @@ func (s *Service) CreateLog(ctx context.Context, k adapters.LogKind, tenantID, o
 }
 
 // GetLog returns a log entry.
-func (s *Service) GetLog(ctx context.Context, k adapters.LogKind, tenantID, ownerID, id string) (domain.Log, error) {
+func (s *Service) GetLog(ctx context.Context, k domain.LogOwner, tenantID, ownerID, id string) (domain.Log, error) {
 	return s.Repo.GetLog(ctx, k, tenantID, ownerID, id)
 }
 
 // ListLogs returns a page of an owner's log entries, newest first.
-func (s *Service) ListLogs(ctx context.Context, k adapters.LogKind, tenantID, ownerID string, includeDeleted bool, before string, limit int) ([]domain.Log, int64, error) {
+func (s *Service) ListLogs(ctx context.Context, k domain.LogOwner, tenantID, ownerID string, includeDeleted bool, before string, limit int) ([]domain.Log, int64, error) {
 	return s.Repo.ListLogs(ctx, k, tenantID, ownerID, includeDeleted, before, limit)
 }
 
 // DeleteLog soft-deletes a log entry.
-func (s *Service) DeleteLog(ctx context.Context, k adapters.LogKind, tenantID, ownerID, id string) error {
+func (s *Service) DeleteLog(ctx context.Context, k domain.LogOwner, tenantID, ownerID, id string) error {
 	return s.Repo.DeleteLog(ctx, k, tenantID, ownerID, id, s.Clock.Now())
 }
 
@@ -145,7 +144,7 @@ func (s *Service) HandleFormSubmitted(ctx context.Context, tx pgx.Tx, evt events
 	if !storable(f.FormSubmissionID) || !storable(evt.TenantID) {
 		return consumer.Permanent(errMissingSubmission)
 	}
-	return s.Repo.Enrich(ctx, tx, adapters.Submission{TenantID: evt.TenantID, EventID: evt.ID, Form: f,
+	return s.Repo.Enrich(ctx, tx, domain.Submission{TenantID: evt.TenantID, EventID: evt.ID, Form: f,
 		NewPersonID: ids.New("person"), Now: s.Clock.Now()})
 }
 

@@ -3,6 +3,7 @@ package domain
 import (
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/customerapi/platform/libs/events"
 )
@@ -12,6 +13,16 @@ import (
 // the LinkedIn URL may come as linkedinProfileUrl or linkedinUrl, and identifierType as
 // email, phone or tel, linkedin or linkedin_url.
 type FormSubmitted events.FormSubmitted
+
+// Submission is one form.submitted event to enrich.
+type Submission struct {
+	TenantID string
+	EventID  string
+	Form     FormSubmitted
+	// NewPersonID is the ID of the person created when none matches.
+	NewPersonID string
+	Now         time.Time
+}
 
 // ParseFormSubmitted decodes a form.submitted payload.
 func ParseFormSubmitted(b []byte) (FormSubmitted, error) {

@@ -13,7 +13,6 @@ import (
 	"github.com/customerapi/platform/libs/request"
 	"github.com/customerapi/platform/libs/tenant"
 	"github.com/customerapi/platform/libs/timestamp"
-	"github.com/customerapi/platform/services/persons/internal/adapters"
 	"github.com/customerapi/platform/services/persons/internal/app"
 	"github.com/customerapi/platform/services/persons/internal/domain"
 )
@@ -31,17 +30,17 @@ func (h *Handlers) Register(r fiber.Router) {
 	r.Get("/persons/:person_id", h.getPerson)
 	r.Patch("/persons/:person_id", h.updatePerson)
 	r.Delete("/persons/:person_id", h.deletePerson)
-	r.Get("/persons/:person_id/logs", h.listLogs(adapters.PersonLogs, "person_id"))
-	r.Post("/persons/:person_id/logs", h.createLog(adapters.PersonLogs, "person_id"))
-	r.Get("/persons/:person_id/logs/:log_id", h.getLog(adapters.PersonLogs, "person_id"))
-	r.Delete("/persons/:person_id/logs/:log_id", h.deleteLog(adapters.PersonLogs, "person_id"))
+	r.Get("/persons/:person_id/logs", h.listLogs(domain.PersonLogs, "person_id"))
+	r.Post("/persons/:person_id/logs", h.createLog(domain.PersonLogs, "person_id"))
+	r.Get("/persons/:person_id/logs/:log_id", h.getLog(domain.PersonLogs, "person_id"))
+	r.Delete("/persons/:person_id/logs/:log_id", h.deleteLog(domain.PersonLogs, "person_id"))
 	r.Get("/accounts", h.listAccounts)
 	r.Post("/accounts", h.createAccount)
 	r.Get("/accounts/:account_id", h.getAccount)
-	r.Get("/accounts/:account_id/logs", h.listLogs(adapters.AccountLogs, "account_id"))
-	r.Post("/accounts/:account_id/logs", h.createLog(adapters.AccountLogs, "account_id"))
-	r.Get("/accounts/:account_id/logs/:log_id", h.getLog(adapters.AccountLogs, "account_id"))
-	r.Delete("/accounts/:account_id/logs/:log_id", h.deleteLog(adapters.AccountLogs, "account_id"))
+	r.Get("/accounts/:account_id/logs", h.listLogs(domain.AccountLogs, "account_id"))
+	r.Post("/accounts/:account_id/logs", h.createLog(domain.AccountLogs, "account_id"))
+	r.Get("/accounts/:account_id/logs/:log_id", h.getLog(domain.AccountLogs, "account_id"))
+	r.Delete("/accounts/:account_id/logs/:log_id", h.deleteLog(domain.AccountLogs, "account_id"))
 }
 
 // --- shapes of the API
@@ -101,9 +100,9 @@ func viewAccountItem(a domain.Account) accountListItem {
 }
 
 // viewLog renders an entry with the owner's ID field named for its kind.
-func viewLog(k adapters.LogKind, l domain.Log) map[string]any {
+func viewLog(k domain.LogOwner, l domain.Log) map[string]any {
 	owner, id := "personId", "personLogId"
-	if k == adapters.AccountLogs {
+	if k == domain.AccountLogs {
 		owner, id = "accountId", "accountLogId"
 	}
 	return map[string]any{owner: l.OwnerID, id: l.ID, "source": l.Source, "type": l.Type,
@@ -311,7 +310,7 @@ func boolKey(b bool) string {
 // the document states for the path).
 func owner(c *fiber.Ctx, param string) string { return c.Params(param) }
 
-func (h *Handlers) createLog(k adapters.LogKind, param string) fiber.Handler {
+func (h *Handlers) createLog(k domain.LogOwner, param string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		ownerID := owner(c, param)
 		var in logCreate
@@ -339,7 +338,7 @@ func (h *Handlers) createLog(k adapters.LogKind, param string) fiber.Handler {
 	}
 }
 
-func (h *Handlers) getLog(k adapters.LogKind, param string) fiber.Handler {
+func (h *Handlers) getLog(k domain.LogOwner, param string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		ownerID := owner(c, param)
 		id := c.Params("log_id")
@@ -351,7 +350,7 @@ func (h *Handlers) getLog(k adapters.LogKind, param string) fiber.Handler {
 	}
 }
 
-func (h *Handlers) deleteLog(k adapters.LogKind, param string) fiber.Handler {
+func (h *Handlers) deleteLog(k domain.LogOwner, param string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		ownerID := owner(c, param)
 		id := c.Params("log_id")
@@ -362,7 +361,7 @@ func (h *Handlers) deleteLog(k adapters.LogKind, param string) fiber.Handler {
 	}
 }
 
-func (h *Handlers) listLogs(k adapters.LogKind, param string) fiber.Handler {
+func (h *Handlers) listLogs(k domain.LogOwner, param string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		ownerID := owner(c, param)
 		q := request.NewQuery(c)
@@ -380,7 +379,7 @@ func (h *Handlers) listLogs(k adapters.LogKind, param string) fiber.Handler {
 			views[i] = viewLog(k, l)
 		}
 		idKey := "personLogId"
-		if k == adapters.AccountLogs {
+		if k == domain.AccountLogs {
 			idKey = "accountLogId"
 		}
 		return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v map[string]any) []string { return []string{v[idKey].(string)} }))
