@@ -188,18 +188,9 @@ func subscriptionExists(ctx context.Context, q querier, tenantID, id string) err
 	return nil
 }
 
-// DeliveryFilter narrows a deliveries list.
-type DeliveryFilter struct {
-	// Status, when set, keeps deliveries in that state.
-	Status string
-	// Before is the ID of the last delivery seen ("" for the first page): the list runs
-	// newest first.
-	Before string
-}
-
 // ListDeliveries returns up to limit deliveries of a subscription, newest first, each with
 // its attempts, and the count of deliveries matching the filter.
-func (s *Store) ListDeliveries(ctx context.Context, tenantID, subscriptionID string, f DeliveryFilter, limit int) ([]domain.Delivery, int64, error) {
+func (s *Store) ListDeliveries(ctx context.Context, tenantID, subscriptionID string, f domain.DeliveryFilter, limit int) ([]domain.Delivery, int64, error) {
 	var out []domain.Delivery
 	var total int64
 	// One snapshot for the existence check, the page, the count and the attempts.

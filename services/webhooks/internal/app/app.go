@@ -11,7 +11,6 @@ import (
 
 	"github.com/customerapi/platform/libs/ids"
 	"github.com/customerapi/platform/libs/timestamp"
-	"github.com/customerapi/platform/services/webhooks/internal/adapters"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
 	"github.com/customerapi/platform/services/webhooks/internal/signing"
 	"github.com/customerapi/platform/services/webhooks/internal/ssrf"
@@ -24,7 +23,7 @@ type Repository interface {
 	ListSubscriptions(ctx context.Context, tenantID, after string, limit int) ([]domain.Subscription, int64, error)
 	UpdateSubscription(ctx context.Context, tenantID, id string, fn func(*domain.Subscription) bool) (domain.Subscription, error)
 	DeleteSubscription(ctx context.Context, tenantID, id string) error
-	ListDeliveries(ctx context.Context, tenantID, subscriptionID string, f adapters.DeliveryFilter, limit int) ([]domain.Delivery, int64, error)
+	ListDeliveries(ctx context.Context, tenantID, subscriptionID string, f domain.DeliveryFilter, limit int) ([]domain.Delivery, int64, error)
 	GetDelivery(ctx context.Context, tenantID, subscriptionID, deliveryID string) (domain.Delivery, error)
 	RetryDelivery(ctx context.Context, tenantID, subscriptionID, deliveryID string) (domain.Delivery, error)
 }
@@ -135,7 +134,7 @@ func (s *Service) DeleteSubscription(ctx context.Context, tenantID, id string) e
 }
 
 // ListDeliveries returns a page of a subscription's deliveries, newest first.
-func (s *Service) ListDeliveries(ctx context.Context, tenantID, subscriptionID string, f adapters.DeliveryFilter, limit int) ([]domain.Delivery, int64, error) {
+func (s *Service) ListDeliveries(ctx context.Context, tenantID, subscriptionID string, f domain.DeliveryFilter, limit int) ([]domain.Delivery, int64, error) {
 	return s.Repo.ListDeliveries(ctx, tenantID, subscriptionID, f, limit)
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/customerapi/platform/services/webhooks/internal/testevent"
 )
 
-// TestDeliveries is what SendTestEvent needs from storage (*adapters.Store is one).
+// TestDeliveries is what SendTestEvent needs from storage (the adapters' Store is one).
 type TestDeliveries interface {
 	RecordTestDelivery(ctx context.Context, tenantID, subscriptionID, deliveryID, eventID, eventType string, body []byte) (domain.Delivery, error)
 }

@@ -82,3 +82,12 @@ func NewBody(e events.Envelope) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// DeliveryFilter narrows a deliveries list.
+type DeliveryFilter struct {
+	// Status, when set, keeps deliveries in that state.
+	Status string
+	// Before is the ID of the last delivery seen ("" for the first page): the list runs
+	// newest first.
+	Before string
+}

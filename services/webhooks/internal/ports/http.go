@@ -12,7 +12,6 @@ import (
 	"github.com/customerapi/platform/libs/request"
 	"github.com/customerapi/platform/libs/tenant"
 	"github.com/customerapi/platform/libs/timestamp"
-	"github.com/customerapi/platform/services/webhooks/internal/adapters"
 	"github.com/customerapi/platform/services/webhooks/internal/app"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
 )
@@ -235,7 +234,7 @@ func (h *Handlers) listDeliveries(c *fiber.Ctx) error {
 		return err
 	}
 	ds, total, err := h.App.ListDeliveries(c.UserContext(), tenant.From(c), subID,
-		adapters.DeliveryFilter{Status: status, Before: before}, p.Limit+1)
+		domain.DeliveryFilter{Status: status, Before: before}, p.Limit+1)
 	if err != nil {
 		return mapError(err)
 	}
