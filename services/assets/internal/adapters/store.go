@@ -144,19 +144,11 @@ func (s *Store) Get(ctx context.Context, tenantID, id string) (domain.Asset, err
 	return a, nil
 }
 
-// Change is what an update did: the event to emit ("" for none) and the objects that
-// must now be removed.
-type Change struct {
-	Event  string
-	Reason string
-	Remove []string
-}
-
 // Update locks an asset, lets fn change it, and stores the result with its event and
 // the cleanup records of the objects it frees (due at once), in one transaction.
-func (s *Store) Update(ctx context.Context, tenantID, id string, now time.Time, fn func(*domain.Asset) (Change, error)) (domain.Asset, Change, error) {
+func (s *Store) Update(ctx context.Context, tenantID, id string, now time.Time, fn func(*domain.Asset) (domain.Change, error)) (domain.Asset, domain.Change, error) {
 	var out domain.Asset
-	var ch Change
+	var ch domain.Change
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		a, err := scan(tx.QueryRow(ctx, "SELECT "+cols+" FROM assets WHERE tenant_id = $1 AND asset_id = $2 FOR UPDATE", tenantID, id))
 		if postgres.IsNoRows(err) {
@@ -179,7 +171,7 @@ func (s *Store) Update(ctx context.Context, tenantID, id string, now time.Time, 
 	return out, ch, err
 }
 
-func (s *Store) save(ctx context.Context, tx pgx.Tx, a domain.Asset, ch Change, now time.Time) error {
+func (s *Store) save(ctx context.Context, tx pgx.Tx, a domain.Asset, ch domain.Change, now time.Time) error {
 	_, err := tx.Exec(ctx, `UPDATE assets SET lifecycle_state = $3, updated_at = $4, trashed_at = $5, deleted_at = $6
 		WHERE tenant_id = $1 AND asset_id = $2`, a.TenantID, a.ID, string(a.State), a.UpdatedAt, a.TrashedAt, a.DeletedAt)
 	if err != nil {
@@ -195,17 +187,9 @@ func (s *Store) save(ctx context.Context, tx pgx.Tx, a domain.Asset, ch Change, 
 	return s.emit(ctx, tx, a, ch.Event, ch.Reason)
 }
 
-// Filter narrows a list.
-type Filter struct {
-	// Type is an asset type, or "" for all.
-	Type string
-	// Query matches name or any tag, case-insensitively, as a substring ("" for all).
-	Query string
-}
-
 // List returns up to limit assets of the tenant in state, newest first, after the asset
 // with ID after ("" for the first page), and the count of all matches.
-func (s *Store) List(ctx context.Context, tenantID string, state domain.State, f Filter, after string, limit int) ([]domain.Asset, int64, error) {
+func (s *Store) List(ctx context.Context, tenantID string, state domain.State, f domain.Filter, after string, limit int) ([]domain.Asset, int64, error) {
 	// Only the conditions in use go into the statement, so the planner can use the index
 	// that matches (with the type filter: tenant, state, type, ID).
 	where := "tenant_id = $1 AND lifecycle_state = $2"
@@ -263,7 +247,7 @@ func (s *Store) PurgeDue(ctx context.Context, cutoff, now time.Time, limit int) 
 		}
 		for _, a := range due {
 			keys := a.Delete(now)
-			ch := Change{Event: domain.EventDeleted, Reason: domain.ReasonRetention, Remove: keys}
+			ch := domain.Change{Event: domain.EventDeleted, Reason: domain.ReasonRetention, Remove: keys}
 			if err := s.save(ctx, tx, a, ch, now); err != nil {
 				return err
 			}

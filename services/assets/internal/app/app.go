@@ -21,7 +21,6 @@ import (
 	"github.com/customerapi/platform/libs/bodylimit"
 	"github.com/customerapi/platform/libs/ids"
 	"github.com/customerapi/platform/libs/timestamp"
-	"github.com/customerapi/platform/services/assets/internal/adapters"
 	"github.com/customerapi/platform/services/assets/internal/domain"
 	"github.com/customerapi/platform/services/assets/internal/preview"
 	"github.com/customerapi/platform/services/assets/internal/signing"
@@ -35,8 +34,8 @@ type Repository interface {
 	DueNow(ctx context.Context, keys []string, now time.Time) error
 	Create(ctx context.Context, a domain.Asset, keys []string) error
 	Get(ctx context.Context, tenantID, id string) (domain.Asset, error)
-	Update(ctx context.Context, tenantID, id string, now time.Time, fn func(*domain.Asset) (adapters.Change, error)) (domain.Asset, adapters.Change, error)
-	List(ctx context.Context, tenantID string, state domain.State, f adapters.Filter, after string, limit int) ([]domain.Asset, int64, error)
+	Update(ctx context.Context, tenantID, id string, now time.Time, fn func(*domain.Asset) (domain.Change, error)) (domain.Asset, domain.Change, error)
+	List(ctx context.Context, tenantID string, state domain.State, f domain.Filter, after string, limit int) ([]domain.Asset, int64, error)
 	PurgeDue(ctx context.Context, cutoff, now time.Time, limit int) (int, []string, error)
 	Sweep(ctx context.Context, now time.Time, limit int, retry time.Duration, remove func(context.Context, string) error) (int, error)
 }
@@ -291,15 +290,15 @@ func (s *Service) Get(ctx context.Context, tenantID, id string) (domain.Asset, e
 }
 
 // List returns a page of the tenant's assets in state, newest first.
-func (s *Service) List(ctx context.Context, tenantID string, state domain.State, f adapters.Filter, after string, limit int) ([]domain.Asset, int64, error) {
+func (s *Service) List(ctx context.Context, tenantID string, state domain.State, f domain.Filter, after string, limit int) ([]domain.Asset, int64, error) {
 	return s.Repo.List(ctx, tenantID, state, f, after, limit)
 }
 
 // Trash moves an active asset to the trash.
 func (s *Service) Trash(ctx context.Context, tenantID, id string) (domain.Asset, error) {
 	now := s.Clock.Now()
-	a, _, err := s.Repo.Update(ctx, tenantID, id, now, func(a *domain.Asset) (adapters.Change, error) {
-		return adapters.Change{Event: domain.EventTrashed}, a.Trash(now)
+	a, _, err := s.Repo.Update(ctx, tenantID, id, now, func(a *domain.Asset) (domain.Change, error) {
+		return domain.Change{Event: domain.EventTrashed}, a.Trash(now)
 	})
 	return a, err
 }
@@ -307,8 +306,8 @@ func (s *Service) Trash(ctx context.Context, tenantID, id string) (domain.Asset,
 // Restore brings a trashed asset back.
 func (s *Service) Restore(ctx context.Context, tenantID, id string) (domain.Asset, error) {
 	now := s.Clock.Now()
-	a, _, err := s.Repo.Update(ctx, tenantID, id, now, func(a *domain.Asset) (adapters.Change, error) {
-		return adapters.Change{Event: domain.EventRestored}, a.Restore(now)
+	a, _, err := s.Repo.Update(ctx, tenantID, id, now, func(a *domain.Asset) (domain.Change, error) {
+		return domain.Change{Event: domain.EventRestored}, a.Restore(now)
 	})
 	return a, err
 }
@@ -317,12 +316,12 @@ func (s *Service) Restore(ctx context.Context, tenantID, id string) (domain.Asse
 // again changes nothing.
 func (s *Service) Delete(ctx context.Context, tenantID, id string) error {
 	now := s.Clock.Now()
-	_, ch, err := s.Repo.Update(ctx, tenantID, id, now, func(a *domain.Asset) (adapters.Change, error) {
+	_, ch, err := s.Repo.Update(ctx, tenantID, id, now, func(a *domain.Asset) (domain.Change, error) {
 		keys := a.Delete(now)
 		if keys == nil {
-			return adapters.Change{}, nil
+			return domain.Change{}, nil
 		}
-		return adapters.Change{Event: domain.EventDeleted, Reason: domain.ReasonRequest, Remove: keys}, nil
+		return domain.Change{Event: domain.EventDeleted, Reason: domain.ReasonRequest, Remove: keys}, nil
 	})
 	if err != nil {
 		return err

@@ -15,7 +15,6 @@ import (
 	"github.com/customerapi/platform/libs/pagination"
 	"github.com/customerapi/platform/libs/request"
 	"github.com/customerapi/platform/libs/tenant"
-	"github.com/customerapi/platform/services/assets/internal/adapters"
 	"github.com/customerapi/platform/services/assets/internal/app"
 	"github.com/customerapi/platform/services/assets/internal/domain"
 	"github.com/customerapi/platform/services/assets/internal/signing"
@@ -92,7 +91,7 @@ func (h *Handlers) delete(c *fiber.Ctx) error {
 func (h *Handlers) list(state domain.State, name string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		q := request.NewQuery(c)
-		f := adapters.Filter{Type: q.String("assetType"), Query: q.String("query")}
+		f := domain.Filter{Type: q.String("assetType"), Query: q.String("query")}
 		tenantID := tenant.From(c)
 		p := h.Cursors.Parse(q, pagination.Scope(tenantID, name, f.Type, f.Query))
 		after := ""
