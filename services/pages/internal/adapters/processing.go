@@ -12,23 +12,12 @@ import (
 	"github.com/customerapi/platform/services/pages/internal/domain"
 )
 
-// MaxAttempts bounds the claims of one version: a version whose processing failed this
-// often (its worker crashed or erred every time) is cancelled instead of retried forever.
-const MaxAttempts = 5
-
-// Claim is a version a worker holds for processing. Attempts is the fencing token: only
-// the holder of the latest claim can finish the version.
-type Claim struct {
-	TenantID, VersionID string
-	Attempts            int
-}
-
 // Claim takes the oldest version that is queued, or processing with an expired lease
 // (its worker died), and leases it until now+lease. Versions of one audience are
 // processed one after another (a later one waits until the earlier ones are done), and
 // SKIP LOCKED lets several replicas claim different versions at the same time.
-func (s *Store) Claim(ctx context.Context, now time.Time, lease time.Duration) (Claim, error) {
-	var c Claim
+func (s *Store) Claim(ctx context.Context, now time.Time, lease time.Duration) (domain.Claim, error) {
+	var c domain.Claim
 	gaveUp := false
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var audienceID string
@@ -62,20 +51,20 @@ func (s *Store) Claim(ctx context.Context, now time.Time, lease time.Duration) (
 		return nil
 	})
 	if err == nil && gaveUp {
-		return Claim{}, domain.ErrGaveUp
+		return domain.Claim{}, domain.ErrGaveUp
 	}
 	return c, err
 }
 
 // giveUpIfExhausted cancels a version that used up its attempts, with its
 // page.version.processed event (status cancelled), and reports whether it did.
-func (s *Store) giveUpIfExhausted(ctx context.Context, tx pgx.Tx, c Claim, audienceID string, now time.Time) (bool, error) {
+func (s *Store) giveUpIfExhausted(ctx context.Context, tx pgx.Tx, c domain.Claim, audienceID string, now time.Time) (bool, error) {
 	v, err := scanVersion(tx.QueryRow(ctx, "SELECT "+versionCols+" FROM audience_versions WHERE tenant_id = $1 AND id = $2",
 		c.TenantID, c.VersionID))
 	if err != nil {
 		return false, fmt.Errorf("load claimed version: %w", err)
 	}
-	if v.Attempts < MaxAttempts {
+	if v.Attempts < domain.MaxAttempts {
 		return false, nil
 	}
 	v.Status, v.CancelledAt = domain.StatusCancelled, &now
@@ -95,7 +84,7 @@ func (s *Store) giveUpIfExhausted(ctx context.Context, tx pgx.Tx, c Claim, audie
 // the previously published one obsolete) or draft, updates the audience, and emits
 // page.version.processed (and page.version.published). A claim that lost its lease
 // returns ErrLeaseLost and changes nothing, so a version is never finished twice.
-func (s *Store) Finish(ctx context.Context, c Claim, now time.Time) (domain.Version, error) {
+func (s *Store) Finish(ctx context.Context, c domain.Claim, now time.Time) (domain.Version, error) {
 	var out domain.Version
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		v, err := scanVersion(tx.QueryRow(ctx, "SELECT "+versionCols+` FROM audience_versions

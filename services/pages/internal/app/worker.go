@@ -10,9 +10,17 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/customerapi/platform/libs/postgres"
-	"github.com/customerapi/platform/services/pages/internal/adapters"
 	"github.com/customerapi/platform/services/pages/internal/domain"
 )
+
+// Queue is the versions' processing queue in storage.
+type Queue interface {
+	// Claim leases the next version to process (domain.ErrNothingToProcess when none is
+	// ready, domain.ErrGaveUp when it cancelled one that failed too often).
+	Claim(ctx context.Context, now time.Time, lease time.Duration) (domain.Claim, error)
+	// Finish completes a claimed version (domain.ErrLeaseLost when another worker took it).
+	Finish(ctx context.Context, c domain.Claim, now time.Time) (domain.Version, error)
+}
 
 // Worker processes queued versions. Its whole state is in the database: a version is
 // claimed with a lease (FOR UPDATE SKIP LOCKED), processed, and finished in one
@@ -20,9 +28,11 @@ import (
 // that another worker (or the restarted one) claims again once the lease expires, and
 // finishing happens exactly once. Several replicas run side by side safely.
 type Worker struct {
-	Store *adapters.Store
+	Store Queue
 	Pool  *pgxpool.Pool
-	Log   *slog.Logger
+	// Channel is the NOTIFY channel on which new versions wake the worker.
+	Channel string
+	Log     *slog.Logger
 	// Lease is how long a claim is held before another worker may take the version over.
 	Lease time.Duration
 	// Poll is the longest wait between checks when no notification arrives (expired
@@ -30,7 +40,7 @@ type Worker struct {
 	Poll time.Duration
 	// Process runs between claim and finish (the place of the page agent's generation;
 	// nil does nothing). Tests use it to simulate a crash.
-	Process func(ctx context.Context, c adapters.Claim) error
+	Process func(ctx context.Context, c domain.Claim) error
 	// Metrics counts outcomes (nil: none).
 	Metrics *Metrics
 	// Now is the clock (time.Now when nil).
@@ -46,7 +56,7 @@ func (w *Worker) now() time.Time {
 
 // Run processes versions until ctx ends, woken by NOTIFY on new versions.
 func (w *Worker) Run(ctx context.Context) error {
-	postgres.ListenLoop(ctx, w.Pool, adapters.WorkChannel, w.Poll, w.Log, func(ctx context.Context) (time.Duration, error) {
+	postgres.ListenLoop(ctx, w.Pool, w.Channel, w.Poll, w.Log, func(ctx context.Context) (time.Duration, error) {
 		for ctx.Err() == nil {
 			done, err := w.Step(ctx)
 			if err != nil {
@@ -76,7 +86,7 @@ func (w *Worker) Step(ctx context.Context) (bool, error) {
 	}
 	if errors.Is(err, domain.ErrGaveUp) {
 		w.Metrics.outcome("gave_up")
-		w.Log.Warn("version cancelled after failing too often", slog.Int("attempts", adapters.MaxAttempts))
+		w.Log.Warn("version cancelled after failing too often", slog.Int("attempts", domain.MaxAttempts))
 		return true, nil
 	}
 	if err != nil {

@@ -71,7 +71,7 @@ func Setup(rt *service.Runtime, env *config.Env) error {
 	h.Register(rt.API)
 	metrics := app.NewMetrics(rt.Registry)
 	for range s.Workers {
-		w := &app.Worker{Store: store, Pool: rt.Pool, Log: rt.Log, Lease: s.Lease, Poll: s.Poll, Metrics: metrics}
+		w := &app.Worker{Store: store, Pool: rt.Pool, Channel: adapters.WorkChannel, Log: rt.Log, Lease: s.Lease, Poll: s.Poll, Metrics: metrics}
 		rt.Go(func(ctx context.Context) error { return w.Run(ctx) })
 	}
 	if err := sessions.Register(rt, env); err != nil {

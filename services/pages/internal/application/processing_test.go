@@ -257,9 +257,9 @@ func TestFailingVersionIsCancelled(t *testing.T) {
 	c := client(t, s, "acme")
 	pageID := createPage(t, c, nil)["pageId"].(string)
 	aid := createAudience(t, c, pageID, nil)["audienceId"].(string)
-	w := &app.Worker{Store: adapters.NewStore(s.Runtime.Pool, s.Runtime.Outbox), Pool: s.Runtime.Pool, Log: s.Runtime.Log, Lease: time.Millisecond,
-		Poll: time.Second, Process: func(context.Context, adapters.Claim) error { return errors.New("generation failed") }}
-	for i := 0; i < adapters.MaxAttempts; i++ {
+	w := &app.Worker{Store: adapters.NewStore(s.Runtime.Pool, s.Runtime.Outbox), Pool: s.Runtime.Pool, Channel: adapters.WorkChannel, Log: s.Runtime.Log, Lease: time.Millisecond,
+		Poll: time.Second, Process: func(context.Context, domain.Claim) error { return errors.New("generation failed") }}
+	for i := 0; i < domain.MaxAttempts; i++ {
 		if _, err := w.Step(context.Background()); err == nil {
 			t.Fatalf("attempt %d did not fail", i+1)
 		}
@@ -288,7 +288,7 @@ func TestStepUnderShutdownFinishesWhatItClaims(t *testing.T) {
 	c := client(t, s, "acme")
 	pageID := createPage(t, c, nil)["pageId"].(string)
 	aid := createAudience(t, c, pageID, nil)["audienceId"].(string)
-	w := &app.Worker{Store: adapters.NewStore(s.Runtime.Pool, s.Runtime.Outbox), Pool: s.Runtime.Pool, Log: s.Runtime.Log,
+	w := &app.Worker{Store: adapters.NewStore(s.Runtime.Pool, s.Runtime.Outbox), Pool: s.Runtime.Pool, Channel: adapters.WorkChannel, Log: s.Runtime.Log,
 		Lease: time.Hour, Poll: time.Second}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
