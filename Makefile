@@ -43,10 +43,11 @@ bench: deps build ## Run the benchmarks and write the results into docs/benchmar
 	$(GO) run ./e2e/cmd/loadbench -bin $(BIN) -out docs/benchmarks.md
 
 .PHONY: lint
-lint: ## gofmt, go vet and go mod tidy checks over every module
+lint: ## gofmt, go vet and go mod tidy checks over every module; the services' import direction
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy -diff >/dev/null) || { echo "go mod tidy would change $$m"; exit 1; }; done
+	@GO=$(GO) scripts/check-layers.sh
 
 .PHONY: fmt
 fmt: ## Format every Go file

@@ -4,9 +4,7 @@ package adapters
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -28,30 +26,6 @@ type Store struct {
 // NewStore returns a Store on pool that writes its events through out.
 func NewStore(pool *pgxpool.Pool, out outbox.Writer) *Store {
 	return &Store{pool: pool, out: out, creates: postgres.NewCoalescer(pool, 4, 64)}
-}
-
-// After is a keyset position: the sortOrder and ID of the last item seen.
-type After struct {
-	SortOrder int64
-	ID        string
-}
-
-// Keys renders a position for a cursor.
-func (a After) Keys() []string { return []string{strconv.FormatInt(a.SortOrder, 10), a.ID} }
-
-// ParseAfter reads a position from cursor keys; nil keys mean the first page.
-func ParseAfter(keys []string) (*After, error) {
-	if keys == nil {
-		return nil, nil
-	}
-	if len(keys) != 2 {
-		return nil, errors.New("malformed position")
-	}
-	n, err := strconv.ParseInt(keys[0], 10, 64)
-	if err != nil {
-		return nil, errors.New("malformed position")
-	}
-	return &After{SortOrder: n, ID: keys[1]}, nil
 }
 
 func (s *Store) emit(ctx context.Context, tx pgx.Tx, tenantID, typ, subject string, payload any) error {
@@ -227,7 +201,7 @@ func (s *Store) GetTopic(ctx context.Context, tenantID, id string) (domain.Topic
 
 // ListTopics returns up to limit topics after the position, each with its entries, and
 // the tenant's topic count.
-func (s *Store) ListTopics(ctx context.Context, tenantID string, after *After, limit int) ([]domain.Topic, int64, error) {
+func (s *Store) ListTopics(ctx context.Context, tenantID string, after *domain.After, limit int) ([]domain.Topic, int64, error) {
 	b := &pgx.Batch{}
 	if after == nil {
 		b.Queue("SELECT "+topicCols+" FROM topics WHERE tenant_id = $1 ORDER BY sort_order, topic_id LIMIT $2", tenantID, limit)
@@ -371,7 +345,7 @@ func (s *Store) GetEntry(ctx context.Context, tenantID, topicID, entryID string)
 
 // ListEntries returns up to limit entries of a topic after the position, and the topic's
 // entry count.
-func (s *Store) ListEntries(ctx context.Context, tenantID, topicID string, after *After, limit int) ([]domain.Entry, int64, error) {
+func (s *Store) ListEntries(ctx context.Context, tenantID, topicID string, after *domain.After, limit int) ([]domain.Entry, int64, error) {
 	var total int64
 	var exists bool
 	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM topics WHERE tenant_id = $1 AND topic_id = $2),

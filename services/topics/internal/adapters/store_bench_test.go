@@ -9,6 +9,7 @@ import (
 	"github.com/customerapi/platform/libs/outbox"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 	"github.com/customerapi/platform/services/topics/internal/adapters"
+	"github.com/customerapi/platform/services/topics/internal/domain"
 	"github.com/customerapi/platform/services/topics/migrations"
 )
 
@@ -23,7 +24,7 @@ func BenchmarkListTopicsDepth(b *testing.B) {
 	const limit = 20
 	const n = 1000*limit + limit // page 1,000 is a full page with more after it
 	now := time.Now()
-	var last adapters.After
+	var last domain.After
 	if _, err := pool.Exec(ctx, `INSERT INTO topics (tenant_id, topic_id, title, sort_order, created_at, updated_at)
 		SELECT 'bench', 'topic_' || lpad(i::text, 26, '0'), 'topic ' || i, i % 7, $1, $1 FROM generate_series(1, $2) i`, now, n); err != nil {
 		b.Fatal(err)
@@ -39,7 +40,7 @@ func BenchmarkListTopicsDepth(b *testing.B) {
 	store := adapters.NewStore(pool, outbox.Writer{})
 	for _, tc := range []struct {
 		name  string
-		after *adapters.After
+		after *domain.After
 	}{{"page=1", nil}, {"page=1000", &last}} {
 		b.Run(tc.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {

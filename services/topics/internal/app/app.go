@@ -8,7 +8,6 @@ import (
 
 	"github.com/customerapi/platform/libs/ids"
 	"github.com/customerapi/platform/libs/timestamp"
-	"github.com/customerapi/platform/services/topics/internal/adapters"
 	"github.com/customerapi/platform/services/topics/internal/domain"
 )
 
@@ -18,12 +17,12 @@ type Repository interface {
 	UpdateTopic(ctx context.Context, tenantID, id string, fn func(*domain.Topic) bool) (domain.Topic, error)
 	DeleteTopic(ctx context.Context, tenantID, id string) error
 	GetTopic(ctx context.Context, tenantID, id string) (domain.Topic, error)
-	ListTopics(ctx context.Context, tenantID string, after *adapters.After, limit int) ([]domain.Topic, int64, error)
+	ListTopics(ctx context.Context, tenantID string, after *domain.After, limit int) ([]domain.Topic, int64, error)
 	AddEntry(ctx context.Context, tenantID string, e domain.Entry) error
 	UpdateEntry(ctx context.Context, tenantID, topicID, entryID string, fn func(*domain.Entry) bool) (domain.Entry, error)
 	DeleteEntry(ctx context.Context, tenantID, topicID, entryID string) error
 	GetEntry(ctx context.Context, tenantID, topicID, entryID string) (domain.Entry, error)
-	ListEntries(ctx context.Context, tenantID, topicID string, after *adapters.After, limit int) ([]domain.Entry, int64, error)
+	ListEntries(ctx context.Context, tenantID, topicID string, after *domain.After, limit int) ([]domain.Entry, int64, error)
 }
 
 // Service runs the topics use cases.
@@ -73,7 +72,7 @@ func (s *Service) GetTopic(ctx context.Context, tenantID, id string) (domain.Top
 }
 
 // ListTopics returns a page of topics.
-func (s *Service) ListTopics(ctx context.Context, tenantID string, after *adapters.After, limit int) ([]domain.Topic, int64, error) {
+func (s *Service) ListTopics(ctx context.Context, tenantID string, after *domain.After, limit int) ([]domain.Topic, int64, error) {
 	return s.Repo.ListTopics(ctx, tenantID, after, limit)
 }
 
@@ -108,6 +107,6 @@ func (s *Service) GetEntry(ctx context.Context, tenantID, topicID, entryID strin
 }
 
 // ListEntries returns a page of a topic's entries.
-func (s *Service) ListEntries(ctx context.Context, tenantID, topicID string, after *adapters.After, limit int) ([]domain.Entry, int64, error) {
+func (s *Service) ListEntries(ctx context.Context, tenantID, topicID string, after *domain.After, limit int) ([]domain.Entry, int64, error) {
 	return s.Repo.ListEntries(ctx, tenantID, topicID, after, limit)
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/customerapi/platform/libs/request"
 	"github.com/customerapi/platform/libs/tenant"
 	"github.com/customerapi/platform/libs/timestamp"
-	"github.com/customerapi/platform/services/topics/internal/adapters"
 	"github.com/customerapi/platform/services/topics/internal/app"
 	"github.com/customerapi/platform/services/topics/internal/domain"
 )
@@ -151,10 +150,10 @@ func (h *Handlers) deleteTopic(c *fiber.Ctx) error {
 }
 
 // page parses limit and cursor for a list of the given scope.
-func (h *Handlers) page(c *fiber.Ctx, scope ...string) (pagination.Params, *adapters.After, error) {
+func (h *Handlers) page(c *fiber.Ctx, scope ...string) (pagination.Params, *domain.After, error) {
 	q := request.NewQuery(c)
 	p := h.Cursors.Parse(q, pagination.Scope(append([]string{tenant.From(c)}, scope...)...))
-	after, err := adapters.ParseAfter(p.After)
+	after, err := domain.ParseAfter(p.After)
 	if err != nil {
 		q.Fail("cursor", "invalid_cursor", "Invalid cursor: "+err.Error())
 	}
@@ -162,7 +161,7 @@ func (h *Handlers) page(c *fiber.Ctx, scope ...string) (pagination.Params, *adap
 }
 
 func after(sortOrder int64, id string) []string {
-	return adapters.After{SortOrder: sortOrder, ID: id}.Keys()
+	return domain.After{SortOrder: sortOrder, ID: id}.Keys()
 }
 
 func (h *Handlers) listTopics(c *fiber.Ctx) error {
