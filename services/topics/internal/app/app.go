@@ -4,7 +4,6 @@ package app
 
 import (
 	"context"
-	"time"
 
 	"github.com/customerapi/platform/libs/ids"
 	"github.com/customerapi/platform/libs/timestamp"
@@ -28,15 +27,8 @@ type Repository interface {
 // Service runs the topics use cases.
 type Service struct {
 	Repo Repository
-	// Now is the clock (time.Now when nil).
-	Now func() time.Time
-}
-
-func (s *Service) now() time.Time {
-	if s.Now != nil {
-		return timestamp.Truncate(s.Now())
-	}
-	return timestamp.Truncate(time.Now())
+	// Clock tells the time (the system clock when nil).
+	Clock timestamp.Clock
 }
 
 // NewTopic is the input of CreateTopic.
@@ -49,7 +41,7 @@ type NewTopic struct {
 
 // CreateTopic creates a topic with no entries.
 func (s *Service) CreateTopic(ctx context.Context, tenantID string, in NewTopic) (domain.Topic, error) {
-	now := s.now()
+	now := s.Clock.Now()
 	t := domain.Topic{ID: ids.New("topic"), TenantID: tenantID, Title: in.Title, Purpose: in.Purpose,
 		SortOrder: in.SortOrder, IsDefault: in.IsDefault, CreatedAt: now, UpdatedAt: now, Entries: []domain.Entry{}}
 	return t, s.Repo.CreateTopic(ctx, t)
@@ -57,7 +49,7 @@ func (s *Service) CreateTopic(ctx context.Context, tenantID string, in NewTopic)
 
 // UpdateTopic applies a patch.
 func (s *Service) UpdateTopic(ctx context.Context, tenantID, id string, p domain.TopicPatch) (domain.Topic, error) {
-	now := s.now()
+	now := s.Clock.Now()
 	return s.Repo.UpdateTopic(ctx, tenantID, id, func(t *domain.Topic) bool { return t.Apply(p, now) })
 }
 
@@ -84,7 +76,7 @@ type NewEntry struct {
 
 // AddEntry adds an entry to a topic.
 func (s *Service) AddEntry(ctx context.Context, tenantID, topicID string, in NewEntry) (domain.Entry, error) {
-	now := s.now()
+	now := s.Clock.Now()
 	e := domain.Entry{ID: ids.New("topicentry"), TopicID: topicID, SortOrder: in.SortOrder, Content: in.Content,
 		CreatedAt: now, UpdatedAt: now}
 	return e, s.Repo.AddEntry(ctx, tenantID, e)
@@ -92,7 +84,7 @@ func (s *Service) AddEntry(ctx context.Context, tenantID, topicID string, in New
 
 // UpdateEntry applies a patch to an entry.
 func (s *Service) UpdateEntry(ctx context.Context, tenantID, topicID, entryID string, p domain.EntryPatch) (domain.Entry, error) {
-	now := s.now()
+	now := s.Clock.Now()
 	return s.Repo.UpdateEntry(ctx, tenantID, topicID, entryID, func(e *domain.Entry) bool { return e.Apply(p, now) })
 }
 
