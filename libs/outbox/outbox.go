@@ -48,6 +48,16 @@ func (w Writer) Add(ctx context.Context, tx pgx.Tx, topic string, evts ...events
 	return nil
 }
 
+// Emit makes one event of type typ about subject (its Kafka key) for tenantID, with
+// payload, and adds it to topic in tx: the change and its event commit together.
+func (w Writer) Emit(ctx context.Context, tx pgx.Tx, topic, tenantID, typ, subject string, payload any) error {
+	e, err := events.New(tenantID, typ, subject, payload)
+	if err != nil {
+		return err
+	}
+	return w.Add(ctx, tx, topic, e)
+}
+
 // Queue appends the outbox insert of evts to b. A batch sent outside a transaction runs
 // as one implicit transaction, so a change and its events queued in one batch commit
 // together in a single round trip (the cheapest way to write a row and its event). On an

@@ -54,11 +54,7 @@ func scan(r pgx.Row) (domain.Asset, error) {
 }
 
 func (s *Store) emit(ctx context.Context, tx pgx.Tx, a domain.Asset, typ, reason string) error {
-	e, err := events.New(a.TenantID, typ, a.ID, domain.NewEvent(a, reason))
-	if err != nil {
-		return err
-	}
-	return s.out.Add(ctx, tx, events.TopicAssets, e)
+	return s.out.Emit(ctx, tx, events.TopicAssets, a.TenantID, typ, a.ID, domain.NewEvent(a, reason))
 }
 
 // Reserve records keys as objects to remove at due unless an asset claims them first.

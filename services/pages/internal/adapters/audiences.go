@@ -117,11 +117,7 @@ func attachVersions(ctx context.Context, q querier, tenantID string, rows []audi
 // emit writes one pages event to the outbox, keyed by the audience so that the events
 // of one audience stay in order on one partition.
 func (s *Store) emit(ctx context.Context, tx pgx.Tx, tenantID, typ, audienceID string, payload any) error {
-	e, err := events.New(tenantID, typ, audienceID, payload)
-	if err != nil {
-		return err
-	}
-	return s.out.Add(ctx, tx, events.TopicPages, e)
+	return s.out.Emit(ctx, tx, events.TopicPages, tenantID, typ, audienceID, payload)
 }
 
 // insertVersion stores a queued version, points the audience at it, emits

@@ -103,9 +103,5 @@ func (s *Store) finish(ctx context.Context, tx pgx.Tx, in domain.Submission, out
 	if outcome == "failed" {
 		typ = events.TypeFormEnrichmentFailed
 	}
-	e, err := events.New(in.TenantID, typ, in.Form.FormSubmissionID, payload)
-	if err != nil {
-		return err
-	}
-	return s.out.Add(ctx, tx, events.TopicPersons, e)
+	return s.out.Emit(ctx, tx, events.TopicPersons, in.TenantID, typ, in.Form.FormSubmissionID, payload)
 }

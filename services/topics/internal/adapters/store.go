@@ -29,11 +29,7 @@ func NewStore(pool *pgxpool.Pool, out outbox.Writer) *Store {
 }
 
 func (s *Store) emit(ctx context.Context, tx pgx.Tx, tenantID, typ, subject string, payload any) error {
-	e, err := events.New(tenantID, typ, subject, payload)
-	if err != nil {
-		return err
-	}
-	return s.out.Add(ctx, tx, events.TopicTopics, e)
+	return s.out.Emit(ctx, tx, events.TopicTopics, tenantID, typ, subject, payload)
 }
 
 const topicCols = "topic_id, tenant_id, title, purpose, sort_order, is_default, created_at, updated_at"
