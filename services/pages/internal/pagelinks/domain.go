@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"time"
+
+	"github.com/customerapi/platform/services/pages/internal/domain"
 )
 
 // Target types of a page link.
@@ -16,8 +18,8 @@ const (
 // Errors the use cases report; the HTTP layer maps them.
 var (
 	ErrNotFound         = errors.New("page link not found")
-	ErrPageNotFound     = errors.New("page not found")
-	ErrAudienceNotFound = errors.New("audience not found")
+	ErrPageNotFound     = domain.ErrPageNotFound // the pages core's errors: one set for the service
+	ErrAudienceNotFound = domain.ErrAudienceNotFound
 	ErrPathTaken        = errors.New("path already linked on this domain")
 )
 

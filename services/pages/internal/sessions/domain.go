@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/customerapi/platform/services/pages/internal/domain"
 )
 
 // Computation states of a session's derived metrics.
@@ -26,8 +28,8 @@ const (
 
 // Errors the use cases report; the HTTP layer maps them.
 var (
-	ErrPageNotFound     = errors.New("page not found")
-	ErrAudienceNotFound = errors.New("audience not found")
+	ErrPageNotFound     = domain.ErrPageNotFound // the pages core's errors: one set for the service
+	ErrAudienceNotFound = domain.ErrAudienceNotFound
 	ErrSessionNotFound  = errors.New("audience session not found")
 	ErrReplayConflict   = errors.New("analyticsSessionId already recorded with a different body")
 	ErrEndBeforeStart   = errors.New("endDate must not be before startDate")
