@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/metrics"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,6 +34,7 @@ import (
 // outbox is empty. Besides ns/op it reports
 //   - cpu-ns/op: CPU time of the whole test process per create (service, relay, broker,
 //     the callers), steadier than ns/op on a shared machine;
+//   - gc-cpu-ns/op: the part of cpu-ns/op the Go runtime spent collecting garbage;
 //   - pg-cpu-ns/op: CPU time of the PostgreSQL server's processes per create (read from
 //     /proc; only when the server runs on this machine, as pgtest's throwaway cluster does);
 //   - stmts/op: statements PostgreSQL executed per create, the relay's included, when
@@ -95,6 +97,16 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// gcCPU is the CPU time the Go runtime estimates it spent collecting garbage.
+func gcCPU() time.Duration {
+	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64 {
+		return 0
+	}
+	return time.Duration(s[0].Value.Float64() * float64(time.Second))
 }
 
 // serverCPU is the CPU time of the PostgreSQL server's processes (the postmaster and its
@@ -214,7 +226,7 @@ func benchmarkCreateTopic(b *testing.B) {
 	pg0 := serverCPU(ctx, conn)
 	b.ReportAllocs()
 	b.SetParallelism(8) // 16 callers on 2 cores, as the load run's 16 connections
-	cpu0 := cpuTime()
+	cpu0, gc0 := cpuTime(), gcCPU()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		c := newCaller(s, "bench", callerSeq.Add(1))
@@ -225,6 +237,7 @@ func benchmarkCreateTopic(b *testing.B) {
 	drained()
 	b.StopTimer()
 	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(gcCPU()-gc0)/float64(b.N), "gc-cpu-ns/op")
 	if pg0 >= 0 {
 		if pg1 := serverCPU(ctx, conn); pg1 >= 0 {
 			b.ReportMetric(float64(pg1-pg0)/float64(b.N), "pg-cpu-ns/op")
