@@ -206,7 +206,7 @@ func benchmarkCreateTopic(b *testing.B) {
 		w.do(b)
 	}
 	drained := func() {
-		deadline := time.Now().Add(30 * time.Second)
+		deadline := time.Now().Add(2 * time.Minute)
 		for {
 			var n int64
 			if err := conn.QueryRow(ctx, "SELECT count(*) /* benchmark probe */ FROM outbox").Scan(&n); err != nil {
