@@ -145,8 +145,10 @@ type Runtime struct {
 }
 
 // New connects the database, applies the migrations (the outbox's and the inbox's are
-// always included), and builds the server with its readiness checks.
+// always included), and builds the server with its readiness checks. Unless GOGC and
+// GOMEMLIMIT are set, it sets the garbage collector's target (see DefaultGCPercent).
 func New(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.Logger, migrations ...postgres.MigrationSet) (*Runtime, error) {
+	tuneGC()
 	rt := &Runtime{Config: cfg, Log: log, Tracer: tracing.Tracer(cfg.Name), Registry: telemetry.NewRegistry(),
 		Outbox: outbox.Writer{MaxMessageBytes: cfg.Kafka.MessageLimit()}}
 	var extra [][]byte
