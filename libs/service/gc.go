@@ -28,16 +28,19 @@ func tuneGC() {
 		debug.SetGCPercent(DefaultGCPercent)
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
-		if limit, ok := cgroupMemoryLimit(); ok {
+		if limit, ok := cgroupMemoryLimit(cgroupMemoryFiles...); ok {
 			debug.SetMemoryLimit(int64(float64(limit) * memoryLimitShare))
 		}
 	}
 }
 
-// cgroupMemoryLimit reads the memory limit of the process's cgroup (v2, then v1); false
-// when there is none or it cannot be read.
-func cgroupMemoryLimit() (int64, bool) {
-	for _, f := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+// cgroupMemoryFiles hold the memory limit of the process's cgroup: v2, then v1.
+var cgroupMemoryFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}
+
+// cgroupMemoryLimit reads the memory limit from the first of files that exists; false
+// when there is none (v2's "max", v1's huge "no limit") or it cannot be read.
+func cgroupMemoryLimit(files ...string) (int64, bool) {
+	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			continue
