@@ -47,6 +47,10 @@ type Config struct {
 	Name string
 	// Addr is the listen address, e.g. 127.0.0.1:25011.
 	Addr string
+	// Listener, when set, is served instead of listening on Addr: a caller that bound
+	// port 0 itself knows the address before the server starts, and no other process can
+	// take the port between its choice and the listen (tests).
+	Listener net.Listener
 	// BaseURL is the public base address used in error type URLs.
 	BaseURL string
 	// BodyLimit is the largest request body read at all (default 4 MiB); past it the
@@ -255,6 +259,9 @@ func bearerIs(header, token string) bool {
 // Run serves until ctx is cancelled, then stops accepting connections, fails readiness,
 // and waits up to the shutdown timeout for requests in flight.
 func (s *Server) Run(ctx context.Context) error {
+	if s.cfg.Listener != nil {
+		return s.Serve(ctx, s.cfg.Listener)
+	}
 	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("%s: listen %s: %w", s.cfg.Name, s.cfg.Addr, err)

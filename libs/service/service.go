@@ -48,6 +48,9 @@ type Config struct {
 	MetricsAddr string
 	// Pprof serves /debug/pprof on the metrics listener (PPROF_ENABLED, default false).
 	Pprof bool
+	// HTTPListener and MetricsListener, when set, are served instead of listening on
+	// HTTPAddr and MetricsAddr (tests bind port 0 and pass them in).
+	HTTPListener, MetricsListener net.Listener
 	// InternalAuthSecret is the secret shared with the gateway that signs the internal
 	// headers (INTERNAL_AUTH_SECRET, at least 32 bytes, required).
 	InternalAuthSecret []byte
@@ -194,14 +197,14 @@ func New(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.
 	rt.Go(func(ctx context.Context) error { wake.Run(ctx, pool, log); return nil })
 	probe := cfg.Kafka.NewProbe()
 	rt.cleanups = append(rt.cleanups, probe.Close)
-	rt.Server = server.New(server.Config{Name: cfg.Name, Addr: cfg.HTTPAddr, BaseURL: cfg.PublicBaseURL,
+	rt.Server = server.New(server.Config{Name: cfg.Name, Addr: cfg.HTTPAddr, Listener: cfg.HTTPListener, BaseURL: cfg.PublicBaseURL,
 		ShutdownTimeout: cfg.ShutdownTimeout},
 		server.Deps{Log: log, Tracer: rt.Tracer, Registry: rt.Registry, Checks: []server.Check{
 			{Name: "database", Fn: postgres.Check(pool)},
 			{Name: "kafka", Fn: probe.Check, Optional: true},
 		}})
 	// No tracer: scrapes are neither traced nor counted as requests.
-	rt.Metrics = server.New(server.Config{Name: cfg.Name + "-metrics", Addr: cfg.MetricsAddr,
+	rt.Metrics = server.New(server.Config{Name: cfg.Name + "-metrics", Addr: cfg.MetricsAddr, Listener: cfg.MetricsListener,
 		BaseURL: cfg.PublicBaseURL, Metrics: true, Pprof: cfg.Pprof, ShutdownTimeout: cfg.ShutdownTimeout},
 		server.Deps{Log: log, Registry: rt.Registry})
 	doc, err := request.LoadDocument(api.Spec)

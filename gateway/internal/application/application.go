@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"reflect"
 	"strings"
 	"time"
@@ -36,22 +37,25 @@ import (
 
 // Config is the gateway's configuration, read from the environment.
 type Config struct {
-	HTTPAddr        string
-	AdminAddr       string
-	DatabaseURL     string
-	AdminToken      string
-	KeyPepper       []byte
-	PublicBaseURL   string
-	DefaultLimit    ratelimit.Policy
-	RedisURL        string
-	RedisTimeout    time.Duration
-	Upstreams       map[string]string
-	Proxy           proxy.Options
-	Downloads       proxy.DownloadLimits
-	KeyRefresh      time.Duration
-	LogLevel        string
-	ShutdownTimeout time.Duration
-	CursorSecret    []byte
+	HTTPAddr  string
+	AdminAddr string
+	// HTTPListener and AdminListener, when set, are served instead of listening on
+	// HTTPAddr and AdminAddr (tests bind port 0 and pass them in).
+	HTTPListener, AdminListener net.Listener
+	DatabaseURL                 string
+	AdminToken                  string
+	KeyPepper                   []byte
+	PublicBaseURL               string
+	DefaultLimit                ratelimit.Policy
+	RedisURL                    string
+	RedisTimeout                time.Duration
+	Upstreams                   map[string]string
+	Proxy                       proxy.Options
+	Downloads                   proxy.DownloadLimits
+	KeyRefresh                  time.Duration
+	LogLevel                    string
+	ShutdownTimeout             time.Duration
+	CursorSecret                []byte
 
 	// InternalAuthSecret signs the internal headers sent to the services
 	// (INTERNAL_AUTH_SECRET, at least 32 bytes, the same as theirs).
@@ -243,7 +247,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 	// /readyz on the public listener is open to anyone: it shows which checks fail but
 	// their error texts only to a caller with the admin token.
 	public, downloads, err := publicsrv.New(publicsrv.Config{
-		Server: server.Config{Name: "gateway", Addr: cfg.HTTPAddr, BaseURL: cfg.PublicBaseURL,
+		Server: server.Config{Name: "gateway", Addr: cfg.HTTPAddr, Listener: cfg.HTTPListener, BaseURL: cfg.PublicBaseURL,
 			ShutdownTimeout: cfg.ShutdownTimeout, ReadyDetailsToken: cfg.AdminToken},
 		Log: log, Tracer: tracer, Registry: reg, Checks: checks,
 		Cache: cache, Limiter: limiter, Default: cfg.DefaultLimit,
@@ -262,7 +266,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 	if err != nil {
 		return fail(err)
 	}
-	adminSrv := server.New(server.Config{Name: "gateway-admin", Addr: cfg.AdminAddr, BaseURL: cfg.PublicBaseURL,
+	adminSrv := server.New(server.Config{Name: "gateway-admin", Addr: cfg.AdminAddr, Listener: cfg.AdminListener, BaseURL: cfg.PublicBaseURL,
 		Metrics: true, Pprof: cfg.Pprof, ShutdownTimeout: cfg.ShutdownTimeout, ReadyDetailsToken: cfg.AdminToken},
 		server.Deps{Log: log, Tracer: tracer, Registry: reg, Checks: checks})
 	(&admin.Handlers{Store: store, Cache: cache, Hasher: hasher, Validator: validator, Cursors: cursors,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -85,13 +86,24 @@ type observed struct {
 	tracing *telemetry.Tracing
 }
 
+// listen binds a port the kernel picks on 127.0.0.1, so no concurrent test can take it
+// before the gateway serves it.
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	return ln
+}
+
 // startWith is start with the gateway's logs and spans going where o says.
 func startWith(t *testing.T, o observed, dbURL string, upstreams map[string]string, mutate ...func(*Config)) *gw {
 	t.Helper()
-	pub, _ := pgtest.FreePort()
-	adm, _ := pgtest.FreePort()
+	pub, adm := listen(t), listen(t)
 	cfg := Config{
-		HTTPAddr: fmt.Sprintf("127.0.0.1:%d", pub), AdminAddr: fmt.Sprintf("127.0.0.1:%d", adm),
+		HTTPAddr: pub.Addr().String(), AdminAddr: adm.Addr().String(), HTTPListener: pub, AdminListener: adm,
 		DatabaseURL: dbURL, AdminToken: adminToken, KeyPepper: []byte(strings.Repeat("p", 32)),
 		PublicBaseURL: "http://127.0.0.1:25001",
 		DefaultLimit:  ratelimit.Policy{Limit: 1000, Window: time.Second},

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -62,16 +63,32 @@ func StartCluster(ctx context.Context) (*pgcluster.Cluster, func(), error) {
 	return c, func() { _ = c.Stop(); os.RemoveAll(dir) }, nil
 }
 
+// handedOut holds the ports FreePort returned in this process: a port it handed out is
+// free again until its user listens, and must not be handed out twice meanwhile. (The
+// one package-level variable here: the set must span every caller in the process.)
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago, below the
-// ephemeral range so a client socket cannot take it meanwhile.
+// ephemeral range so a client socket cannot take it meanwhile, and never the same port
+// twice in one process. It is for servers in other processes; a server in this process
+// should be handed a listener bound to port 0 instead, which no one can take.
 func FreePort() (int, error) {
+	handedOut.Lock()
+	defer handedOut.Unlock()
 	var b [2]byte
 	for i := 0; i < 200; i++ {
 		_, _ = rand.Read(b[:])
 		port := 20000 + (int(b[0])<<8|int(b[1]))%12000
+		if handedOut.ports[port] {
+			continue
+		}
 		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err == nil {
 			ln.Close()
+			handedOut.ports[port] = true
 			return port, nil
 		}
 	}

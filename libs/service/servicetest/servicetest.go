@@ -4,8 +4,8 @@ package servicetest
 
 import (
 	"context"
-	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"testing"
@@ -61,17 +61,12 @@ func Start(t testing.TB, name string, migrations []postgres.MigrationSet,
 	if opts.DatabaseURL == "" {
 		opts.DatabaseURL = pgtest.NewDatabase(t)
 	}
-	port, err := pgtest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	metricsPort, err := pgtest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Bound here, on ports the kernel picks, so no concurrent test can take them between
+	// the choice and the listen.
+	api, metrics := listen(t), listen(t)
 	cfg := service.Config{
-		Name: name, HTTPAddr: fmt.Sprintf("127.0.0.1:%d", port), DatabaseURL: opts.DatabaseURL,
-		MetricsAddr: fmt.Sprintf("127.0.0.1:%d", metricsPort), Pprof: opts.Pprof,
+		Name: name, HTTPAddr: api.Addr().String(), HTTPListener: api, DatabaseURL: opts.DatabaseURL,
+		MetricsAddr: metrics.Addr().String(), MetricsListener: metrics, Pprof: opts.Pprof,
 		InternalAuthSecret: []byte(InternalAuthSecret),
 		PublicBaseURL:      "http://127.0.0.1:25001", CursorSecret: []byte("servicetest-cursor-secret-0123456789"),
 		Kafka: opts.Broker.Config(), LogLevel: "error", ShutdownTimeout: 5 * time.Second,
@@ -134,6 +129,18 @@ func Start(t testing.TB, name string, migrations []postgres.MigrationSet,
 		}
 	}
 	return s
+}
+
+// listen binds a port the kernel picks on 127.0.0.1, closed when the test ends if the
+// service never took it over.
+func listen(t testing.TB) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	return ln
 }
 
 // Sign makes r look as if the gateway sent it: it signs the tenant and key headers r
