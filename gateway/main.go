@@ -33,10 +33,10 @@ func run() error {
 		return err
 	}
 	defer shutdown()
-	a, cleanup, err := application.New(ctx, cfg, log, tracing)
+	a, err := application.New(ctx, cfg, log, tracing)
 	if err != nil {
 		return err
 	}
-	defer cleanup()
+	defer a.Close()
 	return a.Run(ctx)
 }

@@ -6,7 +6,6 @@ package service
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -21,13 +20,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/otel/trace"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/customerapi/platform/api"
 	"github.com/customerapi/platform/libs/config"
 	"github.com/customerapi/platform/libs/consumer"
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/internalauth"
+	"github.com/customerapi/platform/libs/lifecycle"
 	"github.com/customerapi/platform/libs/outbox"
 	"github.com/customerapi/platform/libs/pagination"
 	"github.com/customerapi/platform/libs/postgres"
@@ -143,8 +142,8 @@ type Runtime struct {
 	relay     *outbox.Relay
 	consumerM *consumer.Metrics
 	lag       *consumer.LagMonitor
-	tasks     []func(ctx context.Context) error
-	cleanups  []func()
+	tasks     []lifecycle.Task
+	opened    lifecycle.Stack
 }
 
 // New connects the database, applies the migrations (the outbox's and the inbox's are
@@ -177,7 +176,7 @@ func New(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.
 	}
 	poolMetrics.Watch(cfg.Name, pool)
 	rt.Pool = pool
-	rt.cleanups = append(rt.cleanups, pool.Close)
+	rt.opened.Push(pool.Close)
 	sets := append([]postgres.MigrationSet{outbox.Migrations, consumer.Migrations}, migrations...)
 	if err := postgres.Migrate(cctx, pool, log, sets...); err != nil {
 		rt.Close()
@@ -188,15 +187,15 @@ func New(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.
 		return nil, err
 	}
 	rt.writer = cfg.Kafka.Writer()
-	rt.cleanups = append(rt.cleanups, func() { _ = rt.writer.Close() })
+	rt.opened.Push(func() { _ = rt.writer.Close() })
 	rt.Registry.MustRegister(events.NewProducerMetrics(rt.writer))
 	relayMetrics := outbox.NewMetrics(rt.Registry)
 	relayMetrics.Topics(producedTopics(cfg.Name)...)
 	rt.relay = &outbox.Relay{Pool: pool, Publisher: rt.writer, Log: log, Wakeup: wake,
 		Metrics: relayMetrics, CreateTopics: cfg.Kafka.EnsureTopics}
-	rt.Go(func(ctx context.Context) error { wake.Run(ctx, pool, log); return nil })
+	rt.Go(lifecycle.Forever(func(ctx context.Context) { wake.Run(ctx, pool, log) }))
 	probe := cfg.Kafka.NewProbe()
-	rt.cleanups = append(rt.cleanups, probe.Close)
+	rt.opened.Push(probe.Close)
 	rt.Server = server.New(server.Config{Name: cfg.Name, Addr: cfg.HTTPAddr, Listener: cfg.HTTPListener, BaseURL: cfg.PublicBaseURL,
 		ShutdownTimeout: cfg.ShutdownTimeout},
 		server.Deps{Log: log, Tracer: rt.Tracer, Registry: rt.Registry, Checks: []server.Check{
@@ -220,7 +219,7 @@ func New(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.
 }
 
 // Go adds a background task that runs alongside the server until shutdown.
-func (rt *Runtime) Go(task func(ctx context.Context) error) { rt.tasks = append(rt.tasks, task) }
+func (rt *Runtime) Go(task lifecycle.Task) { rt.tasks = append(rt.tasks, task) }
 
 // Consume adds a Kafka consumer as a background task, with the runtime's database,
 // logger, tracer and metrics; its group's lag is read from the broker and exported. Its
@@ -237,7 +236,7 @@ func (rt *Runtime) Consume(c *consumer.Consumer) {
 	if rt.consumerM == nil {
 		rt.consumerM = consumer.NewMetrics(rt.Registry)
 		rt.lag = consumer.NewLagMonitor(rt.Registry, rt.Config.Kafka, rt.Log)
-		rt.Go(func(ctx context.Context) error { rt.lag.Run(ctx); return nil })
+		rt.Go(lifecycle.Forever(rt.lag.Run))
 	}
 	rt.lag.Add(c.Name, c.Topics)
 	c.Kafka, c.Pool, c.Log, c.Tracer, c.Metrics = rt.Config.Kafka, rt.Pool, rt.Log, rt.Tracer, rt.consumerM
@@ -257,26 +256,12 @@ func producedTopics(service string) []string {
 
 // Run serves and runs the relay and tasks until ctx ends, then shuts down gracefully.
 func (rt *Runtime) Run(ctx context.Context) error {
-	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return rt.relay.Run(ctx) })
-	for _, task := range rt.tasks {
-		g.Go(func() error { return task(ctx) })
-	}
-	g.Go(func() error { return rt.Server.Run(ctx) })
-	g.Go(func() error { return rt.Metrics.Run(ctx) })
-	err := g.Wait()
-	if errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
+	tasks := append([]lifecycle.Task{rt.relay.Run, rt.Server.Run, rt.Metrics.Run}, rt.tasks...)
+	return lifecycle.Run(ctx, tasks...)
 }
 
-// Close releases the pool and the Kafka writer.
-func (rt *Runtime) Close() {
-	for i := len(rt.cleanups) - 1; i >= 0; i-- {
-		rt.cleanups[i]()
-	}
-}
+// Close releases the pool, the Kafka writer and the broker probe.
+func (rt *Runtime) Close() { rt.opened.Close() }
 
 // Main is the whole main function of a service: it reads the shared configuration
 // (defaultAddr is the local listen address), sets up logs and traces, builds the runtime,

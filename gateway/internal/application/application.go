@@ -5,7 +5,6 @@ package application
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -16,7 +15,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/customerapi/platform/api"
 	"github.com/customerapi/platform/gateway/internal/admin"
@@ -28,6 +26,7 @@ import (
 	"github.com/customerapi/platform/gateway/migrations"
 	"github.com/customerapi/platform/libs/config"
 	"github.com/customerapi/platform/libs/internalauth"
+	"github.com/customerapi/platform/libs/lifecycle"
 	"github.com/customerapi/platform/libs/pagination"
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/libs/request"
@@ -154,17 +153,13 @@ type Application struct {
 	cache     *keys.Cache
 	limiter   *ratelimit.Local
 	downloads *proxy.Downloads
+	opened    lifecycle.Stack
 }
 
-// New wires the gateway. The cleanup function releases what it opened.
-func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.Tracing) (*Application, func(), error) {
-	var cleanups []func()
-	cleanup := func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}
-	fail := func(err error) (*Application, func(), error) { cleanup(); return nil, func() {}, err }
+// New wires the gateway; Close releases what it opened (New does so itself when it fails).
+func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.Tracing) (*Application, error) {
+	a := &Application{cfg: cfg, log: log}
+	fail := func(err error) (*Application, error) { a.Close(); return nil, err }
 
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
@@ -177,7 +172,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 	if err != nil {
 		return fail(err)
 	}
-	cleanups = append(cleanups, pool.Close)
+	a.opened.Push(pool.Close)
 	poolMetrics.Watch("gateway", pool)
 	if err := postgres.Migrate(cctx, pool, log, migrations.Set); err != nil {
 		return fail(err)
@@ -205,7 +200,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 		// timeout (seconds) on a Redis that hangs: RATE_LIMIT_REDIS_TIMEOUT must bound a check.
 		opts.ContextTimeoutEnabled = true
 		rc := redis.NewClient(opts)
-		cleanups = append(cleanups, func() { _ = rc.Close() })
+		a.opened.Push(func() { _ = rc.Close() })
 		shared := ratelimit.NewShared(rc, local, cfg.RedisTimeout, log, reg)
 		shared.Metrics = limitMetrics
 		limiter = shared
@@ -272,9 +267,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 	(&admin.Handlers{Store: store, Cache: cache, Hasher: hasher, Validator: validator, Cursors: cursors,
 		Token: cfg.AdminToken}).Register(adminSrv.App)
 
-	return &Application{cfg: cfg, log: log, public: public, admin: adminSrv, cache: cache, limiter: local,
-		downloads: downloads}, cleanup, nil
+	a.public, a.admin, a.cache, a.limiter, a.downloads = public, adminSrv, cache, local, downloads
+	return a, nil
 }
+
+// Close releases the database pool and the Redis client.
+func (a *Application) Close() { a.opened.Close() }
 
 // openAPI renders the embedded OpenAPI document as JSON, validating it on the way, and
 // lists its paths with the service that serves each, for the request metrics.
@@ -300,14 +298,7 @@ func openAPI() ([]byte, []observe.Route, error) {
 
 // Run serves until ctx ends, then shuts down gracefully.
 func (a *Application) Run(ctx context.Context) error {
-	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { a.cache.Run(ctx); return nil })
-	g.Go(func() error { a.limiter.RunPruner(ctx, time.Minute); return nil })
-	g.Go(func() error { return a.public.Run(ctx) })
-	g.Go(func() error { return a.admin.Run(ctx) })
-	err := g.Wait()
-	if errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
+	return lifecycle.Run(ctx, lifecycle.Forever(a.cache.Run),
+		lifecycle.Forever(func(ctx context.Context) { a.limiter.RunPruner(ctx, time.Minute) }),
+		a.public.Run, a.admin.Run)
 }

@@ -122,14 +122,14 @@ func startWith(t *testing.T, o observed, dbURL string, upstreams map[string]stri
 	if tracing == nil {
 		tracing, _ = telemetry.SetupTracing(context.Background(), "gateway-test")
 	}
-	a, cleanup, err := New(context.Background(), cfg, log, tracing)
+	a, err := New(context.Background(), cfg, log, tracing)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; cleanup() })
+	t.Cleanup(func() { cancel(); <-done; a.Close() })
 	g := &gw{app: a, public: "http://" + cfg.HTTPAddr, admin: "http://" + cfg.AdminAddr}
 	waitUp(t, g.public+"/healthz")
 	waitUp(t, g.admin+"/healthz")

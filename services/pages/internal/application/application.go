@@ -3,7 +3,6 @@
 package application
 
 import (
-	"context"
 	"time"
 
 	"github.com/customerapi/platform/libs/config"
@@ -69,16 +68,20 @@ func Setup(rt *service.Runtime, env *config.Env) error {
 		Cursors: rt.Cursors,
 	}
 	h.Register(rt.API)
-	metrics := app.NewMetrics(rt.Registry)
-	for range s.Workers {
-		w := &app.Worker{Store: store, Pool: rt.Pool, Channel: adapters.WorkChannel, Log: rt.Log, Lease: s.Lease, Poll: s.Poll, Metrics: metrics}
-		rt.Go(func(ctx context.Context) error { return w.Run(ctx) })
-	}
-	if err := sessions.Register(rt, env); err != nil {
+	computeSessions, err := sessions.Register(rt, env)
+	if err != nil {
 		return err
 	}
 	if err := pagelinks.Register(rt, env); err != nil {
 		return err
 	}
+
+	// The background workers, all of them.
+	metrics := app.NewMetrics(rt.Registry)
+	for range s.Workers {
+		w := &app.Worker{Store: store, Pool: rt.Pool, Channel: adapters.WorkChannel, Log: rt.Log, Lease: s.Lease, Poll: s.Poll, Metrics: metrics}
+		rt.Go(w.Run)
+	}
+	rt.Go(computeSessions)
 	return nil
 }

@@ -43,7 +43,12 @@ func start(t testing.TB, env map[string]string, opts ...servicetest.Options) *se
 	}
 	o.Env = all
 	return servicetest.Start(t, "pages", sets, func(rt *service.Runtime, env *config.Env) error {
-		return sessions.Register(rt, env)
+		computeSessions, err := sessions.Register(rt, env)
+		if err != nil {
+			return err
+		}
+		rt.Go(computeSessions)
+		return nil
 	}, o)
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/customerapi/platform/libs/config"
+	"github.com/customerapi/platform/libs/lifecycle"
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/libs/service"
 )
@@ -53,19 +54,19 @@ func SettingsFromEnv(env *config.Env) Settings {
 	return s
 }
 
-// Register mounts the session routes on rt.API and starts the metrics worker.
-func Register(rt *service.Runtime, env *config.Env) error {
+// Register mounts the session routes on rt.API and returns the worker that computes
+// the sessions' metrics, for the service's wiring to run with its other workers.
+func Register(rt *service.Runtime, env *config.Env) (lifecycle.Task, error) {
 	s := SettingsFromEnv(env)
 	if err := env.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	store := NewStore(rt.Pool, rt.Outbox)
 	w := &worker{store: store, metrics: s.Metrics, idle: s.Idle, log: rt.Log, wake: make(chan struct{}, 1),
 		counts: newCounters(rt.Registry)}
 	h := &handlers{store: store, cursors: rt.Cursors, computed: w.poke}
 	h.register(rt.API)
-	rt.Go(w.run)
-	return nil
+	return w.run, nil
 }
 
 // worker computes the derived metrics of pending sessions. Several replicas may run it:

@@ -4,8 +4,6 @@ package application
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,6 +11,7 @@ import (
 	"github.com/customerapi/platform/libs/config"
 	"github.com/customerapi/platform/libs/consumer"
 	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/lifecycle"
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/libs/service"
 	"github.com/customerapi/platform/services/webhooks/internal/adapters"
@@ -165,33 +164,8 @@ func SetupWith(o Options) func(*service.Runtime, *config.Env) error {
 			return engine.Run(ctx)
 		})
 		if s.Retention > 0 {
-			rt.Go(func(ctx context.Context) error { purge(ctx, store, s.Retention, rt.Log); return nil })
+			rt.Go(lifecycle.Forever(func(ctx context.Context) { dispatch.RunRetention(ctx, store, s.Retention, rt.Log) }))
 		}
 		return nil
-	}
-}
-
-// purge deletes finished deliveries older than the retention, hourly, in small batches.
-func purge(ctx context.Context, store *adapters.Store, retention time.Duration, log *slog.Logger) {
-	t := time.NewTicker(time.Hour)
-	defer t.Stop()
-	for {
-		for {
-			n, err := store.PurgeFinished(ctx, time.Now().Add(-retention), 1000)
-			if err != nil {
-				if ctx.Err() == nil {
-					log.Warn("purging old deliveries failed", slog.Any("error", fmt.Errorf("retention: %w", err)))
-				}
-				break
-			}
-			if n < 1000 {
-				break
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
 	}
 }
