@@ -1,5 +1,5 @@
-// Package adapters stores the topics context in PostgreSQL; every change writes its event
-// to the outbox in the same transaction.
+// Package adapters stores the topics context in PostgreSQL; every change writes the event
+// the use case chose to the outbox in the same transaction.
 package adapters
 
 import (
@@ -28,8 +28,9 @@ func NewStore(pool *pgxpool.Pool, out outbox.Writer) *Store {
 	return &Store{pool: pool, out: out, creates: postgres.NewCoalescer(pool, 4, 64)}
 }
 
-func (s *Store) emit(ctx context.Context, tx pgx.Tx, tenantID, typ, subject string, payload any) error {
-	return s.out.Emit(ctx, tx, events.TopicTopics, tenantID, typ, subject, payload)
+// emit stores evt in the outbox within tx.
+func (s *Store) emit(ctx context.Context, tx pgx.Tx, tenantID string, evt domain.Event) error {
+	return s.out.Emit(ctx, tx, events.TopicTopics, tenantID, evt.Type, evt.Subject, evt.Payload)
 }
 
 const topicCols = "topic_id, tenant_id, title, purpose, sort_order, is_default, created_at, updated_at"
@@ -71,14 +72,14 @@ func queueClearDefault(b *pgx.Batch, tenantID, except string) {
 
 // CreateTopic stores a new topic and its event in one round trip: a batch outside a
 // transaction runs as one implicit transaction.
-func (s *Store) CreateTopic(ctx context.Context, t domain.Topic) error {
+func (s *Store) CreateTopic(ctx context.Context, t domain.Topic, evt domain.Event) error {
 	b := &pgx.Batch{}
 	if t.IsDefault {
 		queueClearDefault(b, t.TenantID, t.ID)
 	}
 	b.Queue("INSERT INTO topics ("+topicCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
 		t.ID, t.TenantID, t.Title, t.Purpose, t.SortOrder, t.IsDefault, t.CreatedAt, t.UpdatedAt)
-	e, err := events.New(t.TenantID, domain.EventTopicCreated, t.ID, domain.NewTopicEvent(t))
+	e, err := events.New(t.TenantID, evt.Type, evt.Subject, evt.Payload)
 	if err != nil {
 		return err
 	}
@@ -91,9 +92,9 @@ func (s *Store) CreateTopic(ctx context.Context, t domain.Topic) error {
 	return nil
 }
 
-// UpdateTopic locks the topic, lets fn change it, and stores the result when fn reports
-// a change. It returns the topic with its entries.
-func (s *Store) UpdateTopic(ctx context.Context, tenantID, id string, fn func(*domain.Topic) bool) (domain.Topic, error) {
+// UpdateTopic locks the topic, lets change change it, and stores the result and its
+// event when change reports a change. It returns the topic with its entries.
+func (s *Store) UpdateTopic(ctx context.Context, tenantID, id string, change domain.Change[domain.Topic]) (domain.Topic, error) {
 	var out domain.Topic
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		t, err := scanTopic(tx.QueryRow(ctx, "SELECT "+topicCols+" FROM topics WHERE tenant_id = $1 AND topic_id = $2 FOR UPDATE", tenantID, id))
@@ -103,7 +104,7 @@ func (s *Store) UpdateTopic(ctx context.Context, tenantID, id string, fn func(*d
 		if err != nil {
 			return fmt.Errorf("load topic: %w", err)
 		}
-		if fn(&t) {
+		if evt, changed := change(&t); changed {
 			if t.IsDefault {
 				if err := clearDefault(ctx, tx, tenantID, t.ID); err != nil {
 					return fmt.Errorf("clear default: %w", err)
@@ -114,7 +115,7 @@ func (s *Store) UpdateTopic(ctx context.Context, tenantID, id string, fn func(*d
 			if err != nil {
 				return fmt.Errorf("update topic: %w", err)
 			}
-			if err := s.emit(ctx, tx, tenantID, domain.EventTopicUpdated, t.ID, domain.NewTopicEvent(t)); err != nil {
+			if err := s.emit(ctx, tx, tenantID, evt); err != nil {
 				return err
 			}
 		}
@@ -136,7 +137,7 @@ func mapUniqueDefault(err error) error {
 }
 
 // DeleteTopic removes a topic and its entries.
-func (s *Store) DeleteTopic(ctx context.Context, tenantID, id string) error {
+func (s *Store) DeleteTopic(ctx context.Context, tenantID, id string, evt domain.Event) error {
 	return postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, "DELETE FROM topics WHERE tenant_id = $1 AND topic_id = $2", tenantID, id)
 		if err != nil {
@@ -145,7 +146,7 @@ func (s *Store) DeleteTopic(ctx context.Context, tenantID, id string) error {
 		if tag.RowsAffected() == 0 {
 			return domain.ErrTopicNotFound
 		}
-		return s.emit(ctx, tx, tenantID, domain.EventTopicDeleted, id, domain.TopicEvent{TopicID: id})
+		return s.emit(ctx, tx, tenantID, evt)
 	})
 }
 
@@ -246,7 +247,7 @@ func (s *Store) ListTopics(ctx context.Context, tenantID string, after *domain.A
 }
 
 // AddEntry stores a new entry under a topic, within the per-topic limit.
-func (s *Store) AddEntry(ctx context.Context, tenantID string, e domain.Entry) error {
+func (s *Store) AddEntry(ctx context.Context, tenantID string, e domain.Entry, evt domain.Event) error {
 	return postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		// Lock the topic: concurrent additions count one after another.
 		var n int
@@ -266,12 +267,13 @@ func (s *Store) AddEntry(ctx context.Context, tenantID string, e domain.Entry) e
 		if err != nil {
 			return fmt.Errorf("insert entry: %w", err)
 		}
-		return s.emit(ctx, tx, tenantID, domain.EventEntryCreated, e.TopicID, domain.NewEntryEvent(e))
+		return s.emit(ctx, tx, tenantID, evt)
 	})
 }
 
-// UpdateEntry locks an entry of a topic, lets fn change it and stores the result.
-func (s *Store) UpdateEntry(ctx context.Context, tenantID, topicID, entryID string, fn func(*domain.Entry) bool) (domain.Entry, error) {
+// UpdateEntry locks an entry of a topic, lets change change it and stores the result
+// and its event when change reports a change.
+func (s *Store) UpdateEntry(ctx context.Context, tenantID, topicID, entryID string, change domain.Change[domain.Entry]) (domain.Entry, error) {
 	var out domain.Entry
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		e, err := scanEntry(tx.QueryRow(ctx, "SELECT "+entryCols+` FROM topic_entries
@@ -282,14 +284,14 @@ func (s *Store) UpdateEntry(ctx context.Context, tenantID, topicID, entryID stri
 		if err != nil {
 			return fmt.Errorf("load entry: %w", err)
 		}
-		if fn(&e) {
+		if evt, changed := change(&e); changed {
 			_, err := tx.Exec(ctx, `UPDATE topic_entries SET sort_order = $4, content_type = $5, content = $6, updated_at = $7
 				WHERE tenant_id = $1 AND topic_id = $2 AND topic_entry_id = $3`,
 				tenantID, topicID, entryID, e.SortOrder, e.Content.Type, e.Content.Text, e.UpdatedAt)
 			if err != nil {
 				return fmt.Errorf("update entry: %w", err)
 			}
-			if err := s.emit(ctx, tx, tenantID, domain.EventEntryUpdated, topicID, domain.NewEntryEvent(e)); err != nil {
+			if err := s.emit(ctx, tx, tenantID, evt); err != nil {
 				return err
 			}
 		}
@@ -312,7 +314,7 @@ func (s *Store) missing(ctx context.Context, q querier, tenantID, topicID string
 }
 
 // DeleteEntry removes an entry of a topic.
-func (s *Store) DeleteEntry(ctx context.Context, tenantID, topicID, entryID string) error {
+func (s *Store) DeleteEntry(ctx context.Context, tenantID, topicID, entryID string, evt domain.Event) error {
 	return postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, "DELETE FROM topic_entries WHERE tenant_id = $1 AND topic_id = $2 AND topic_entry_id = $3",
 			tenantID, topicID, entryID)
@@ -322,7 +324,7 @@ func (s *Store) DeleteEntry(ctx context.Context, tenantID, topicID, entryID stri
 		if tag.RowsAffected() == 0 {
 			return s.missing(ctx, tx, tenantID, topicID)
 		}
-		return s.emit(ctx, tx, tenantID, domain.EventEntryDeleted, topicID, domain.EntryEvent{TopicID: topicID, TopicEntryID: entryID})
+		return s.emit(ctx, tx, tenantID, evt)
 	})
 }
 

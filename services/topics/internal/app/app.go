@@ -1,5 +1,6 @@
-// Package app holds the topics use cases: it makes IDs and timestamps, applies patches
-// and calls the repository, which stores each change with its event.
+// Package app holds the topics use cases: it makes IDs and timestamps, applies patches,
+// decides which event each change announces, and calls the repository, which stores the
+// change and its event in one transaction.
 package app
 
 import (
@@ -10,16 +11,17 @@ import (
 	"github.com/customerapi/platform/services/topics/internal/domain"
 )
 
-// Repository is what the use cases need from storage.
+// Repository is what the use cases need from storage. Every write stores its event in
+// the same transaction as the change.
 type Repository interface {
-	CreateTopic(ctx context.Context, t domain.Topic) error
-	UpdateTopic(ctx context.Context, tenantID, id string, fn func(*domain.Topic) bool) (domain.Topic, error)
-	DeleteTopic(ctx context.Context, tenantID, id string) error
+	CreateTopic(ctx context.Context, t domain.Topic, evt domain.Event) error
+	UpdateTopic(ctx context.Context, tenantID, id string, change domain.Change[domain.Topic]) (domain.Topic, error)
+	DeleteTopic(ctx context.Context, tenantID, id string, evt domain.Event) error
 	GetTopic(ctx context.Context, tenantID, id string) (domain.Topic, error)
 	ListTopics(ctx context.Context, tenantID string, after *domain.After, limit int) ([]domain.Topic, int64, error)
-	AddEntry(ctx context.Context, tenantID string, e domain.Entry) error
-	UpdateEntry(ctx context.Context, tenantID, topicID, entryID string, fn func(*domain.Entry) bool) (domain.Entry, error)
-	DeleteEntry(ctx context.Context, tenantID, topicID, entryID string) error
+	AddEntry(ctx context.Context, tenantID string, e domain.Entry, evt domain.Event) error
+	UpdateEntry(ctx context.Context, tenantID, topicID, entryID string, change domain.Change[domain.Entry]) (domain.Entry, error)
+	DeleteEntry(ctx context.Context, tenantID, topicID, entryID string, evt domain.Event) error
 	GetEntry(ctx context.Context, tenantID, topicID, entryID string) (domain.Entry, error)
 	ListEntries(ctx context.Context, tenantID, topicID string, after *domain.After, limit int) ([]domain.Entry, int64, error)
 }
@@ -44,18 +46,21 @@ func (s *Service) CreateTopic(ctx context.Context, tenantID string, in NewTopic)
 	now := s.Clock.Now()
 	t := domain.Topic{ID: ids.New("topic"), TenantID: tenantID, Title: in.Title, Purpose: in.Purpose,
 		SortOrder: in.SortOrder, IsDefault: in.IsDefault, CreatedAt: now, UpdatedAt: now, Entries: []domain.Entry{}}
-	return t, s.Repo.CreateTopic(ctx, t)
+	return t, s.Repo.CreateTopic(ctx, t, domain.TopicCreated(t))
 }
 
 // UpdateTopic applies a patch.
 func (s *Service) UpdateTopic(ctx context.Context, tenantID, id string, p domain.TopicPatch) (domain.Topic, error) {
 	now := s.Clock.Now()
-	return s.Repo.UpdateTopic(ctx, tenantID, id, func(t *domain.Topic) bool { return t.Apply(p, now) })
+	return s.Repo.UpdateTopic(ctx, tenantID, id, func(t *domain.Topic) (domain.Event, bool) {
+		changed := t.Apply(p, now)
+		return domain.TopicUpdated(*t), changed
+	})
 }
 
 // DeleteTopic deletes a topic and its entries.
 func (s *Service) DeleteTopic(ctx context.Context, tenantID, id string) error {
-	return s.Repo.DeleteTopic(ctx, tenantID, id)
+	return s.Repo.DeleteTopic(ctx, tenantID, id, domain.TopicDeleted(id))
 }
 
 // GetTopic returns a topic with its entries.
@@ -79,18 +84,21 @@ func (s *Service) AddEntry(ctx context.Context, tenantID, topicID string, in New
 	now := s.Clock.Now()
 	e := domain.Entry{ID: ids.New("topicentry"), TopicID: topicID, SortOrder: in.SortOrder, Content: in.Content,
 		CreatedAt: now, UpdatedAt: now}
-	return e, s.Repo.AddEntry(ctx, tenantID, e)
+	return e, s.Repo.AddEntry(ctx, tenantID, e, domain.EntryCreated(e))
 }
 
 // UpdateEntry applies a patch to an entry.
 func (s *Service) UpdateEntry(ctx context.Context, tenantID, topicID, entryID string, p domain.EntryPatch) (domain.Entry, error) {
 	now := s.Clock.Now()
-	return s.Repo.UpdateEntry(ctx, tenantID, topicID, entryID, func(e *domain.Entry) bool { return e.Apply(p, now) })
+	return s.Repo.UpdateEntry(ctx, tenantID, topicID, entryID, func(e *domain.Entry) (domain.Event, bool) {
+		changed := e.Apply(p, now)
+		return domain.EntryUpdated(*e), changed
+	})
 }
 
 // DeleteEntry deletes an entry.
 func (s *Service) DeleteEntry(ctx context.Context, tenantID, topicID, entryID string) error {
-	return s.Repo.DeleteEntry(ctx, tenantID, topicID, entryID)
+	return s.Repo.DeleteEntry(ctx, tenantID, topicID, entryID, domain.EntryDeleted(topicID, entryID))
 }
 
 // GetEntry returns an entry.

@@ -36,3 +36,45 @@ func NewTopicEvent(t Topic) TopicEvent {
 func NewEntryEvent(e Entry) EntryEvent {
 	return EntryEvent{TopicID: e.TopicID, TopicEntryID: e.ID, SortOrder: e.SortOrder, ContentType: e.Content.Type}
 }
+
+// Event is what a change announces, as the use cases decide it: its type, the ID it is
+// about and its payload. The repository stores it with the change, in one transaction.
+type Event struct {
+	Type    string
+	Subject string
+	Payload any
+}
+
+// Change changes a loaded record in place and returns the event that announces it, or
+// false when nothing changed (then nothing is stored and nothing announced).
+type Change[T any] func(*T) (Event, bool)
+
+// TopicCreated announces a new topic.
+func TopicCreated(t Topic) Event {
+	return Event{Type: EventTopicCreated, Subject: t.ID, Payload: NewTopicEvent(t)}
+}
+
+// TopicUpdated announces a topic as it is after a change.
+func TopicUpdated(t Topic) Event {
+	return Event{Type: EventTopicUpdated, Subject: t.ID, Payload: NewTopicEvent(t)}
+}
+
+// TopicDeleted announces that a topic and its entries are gone.
+func TopicDeleted(topicID string) Event {
+	return Event{Type: EventTopicDeleted, Subject: topicID, Payload: TopicEvent{TopicID: topicID}}
+}
+
+// EntryCreated announces a new entry; entry events are about their topic.
+func EntryCreated(e Entry) Event {
+	return Event{Type: EventEntryCreated, Subject: e.TopicID, Payload: NewEntryEvent(e)}
+}
+
+// EntryUpdated announces an entry as it is after a change.
+func EntryUpdated(e Entry) Event {
+	return Event{Type: EventEntryUpdated, Subject: e.TopicID, Payload: NewEntryEvent(e)}
+}
+
+// EntryDeleted announces that an entry is gone.
+func EntryDeleted(topicID, entryID string) Event {
+	return Event{Type: EventEntryDeleted, Subject: topicID, Payload: EntryEvent{TopicID: topicID, TopicEntryID: entryID}}
+}
