@@ -14,6 +14,7 @@ import (
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 	"github.com/customerapi/platform/services/persons/internal/adapters"
+	"github.com/customerapi/platform/services/persons/internal/app"
 	"github.com/customerapi/platform/services/persons/internal/domain"
 	"github.com/customerapi/platform/services/persons/migrations"
 )
@@ -22,13 +23,13 @@ import (
 // partitions (or replicas) would.
 func enrichAtOnce(t *testing.T, pool *pgxpool.Pool, subs []domain.Submission) {
 	t.Helper()
-	store := adapters.NewStore(pool, outbox.Writer{})
+	svc := &app.Service{Repo: adapters.NewStore(pool, outbox.Writer{})}
 	var wg sync.WaitGroup
 	for _, sub := range subs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := postgres.InTx(context.Background(), pool, func(tx pgx.Tx) error { return store.Enrich(context.Background(), tx, sub) })
+			err := postgres.InTx(context.Background(), pool, func(tx pgx.Tx) error { return svc.Enrich(context.Background(), tx, sub) })
 			if err != nil {
 				t.Errorf("enrich %s: %v", sub.Form.FormSubmissionID, err)
 			}

@@ -1,5 +1,6 @@
 // Package app holds the persons use cases: it makes IDs and timestamps, derives domains,
-// and calls the repository.
+// runs the form enrichment step by step (its rules are domain.EnrichPerson, domain.Enriched
+// and domain.EnrichmentFailed), and calls the repository.
 package app
 
 import (
@@ -31,7 +32,23 @@ type Repository interface {
 	GetLog(ctx context.Context, k domain.LogOwner, tenantID, ownerID, id string) (domain.Log, error)
 	ListLogs(ctx context.Context, k domain.LogOwner, tenantID, ownerID string, includeDeleted bool, before string, limit int) ([]domain.Log, int64, error)
 	DeleteLog(ctx context.Context, k domain.LogOwner, tenantID, ownerID, id string, now time.Time) error
-	Enrich(ctx context.Context, tx pgx.Tx, in domain.Submission) error
+	Enrichments
+}
+
+// Enrichments is what the form enrichment needs from storage, each step inside the
+// consumer's transaction.
+type Enrichments interface {
+	// BeginEnrichment records that a submission is being enriched; false when it was before.
+	BeginEnrichment(ctx context.Context, tx pgx.Tx, in domain.Submission) (bool, error)
+	// PersonByIdentifier serialises enrichments of one identifier and returns the person
+	// it names, locked, or nil.
+	PersonByIdentifier(ctx context.Context, tx pgx.Tx, tenantID string, sub domain.Submitted) (*domain.Person, error)
+	// SaveEnrichedPerson stores a person the enrichment created or changed.
+	SaveEnrichedPerson(ctx context.Context, tx pgx.Tx, p *domain.Person, created bool) error
+	// AccountOfDomain returns the ID of the tenant's account with the domain, or nil.
+	AccountOfDomain(ctx context.Context, tx pgx.Tx, tenantID, domainName string) (*string, error)
+	// FinishEnrichment records a submission's outcome and stores its event.
+	FinishEnrichment(ctx context.Context, tx pgx.Tx, in domain.Submission, outcome string, personID *string, evt domain.Event) error
 }
 
 // Service runs the persons use cases.
@@ -144,8 +161,40 @@ func (s *Service) HandleFormSubmitted(ctx context.Context, tx pgx.Tx, evt events
 	if !storable(f.FormSubmissionID) || !storable(evt.TenantID) {
 		return consumer.Permanent(errMissingSubmission)
 	}
-	return s.Repo.Enrich(ctx, tx, domain.Submission{TenantID: evt.TenantID, EventID: evt.ID, Form: f,
+	return s.Enrich(ctx, tx, domain.Submission{TenantID: evt.TenantID, EventID: evt.ID, Form: f,
 		NewPersonID: ids.New("person"), Now: s.Clock.Now()})
+}
+
+// Enrich finds the person a submission names, or creates one, fills the identifiers the
+// person lacks (domain.EnrichPerson), links the account of the person's domain, and
+// announces form.enriched, or form.enrichment_failed when the submission names nobody.
+// A submission enriched before changes nothing.
+func (s *Service) Enrich(ctx context.Context, tx pgx.Tx, in domain.Submission) error {
+	first, err := s.Repo.BeginEnrichment(ctx, tx, in)
+	if err != nil || !first {
+		return err
+	}
+	sub, invalid := in.Form.Validate()
+	if invalid != nil {
+		return s.Repo.FinishEnrichment(ctx, tx, in, domain.OutcomeFailed, nil, domain.EnrichmentFailed(in.Form, invalid))
+	}
+	matched, err := s.Repo.PersonByIdentifier(ctx, tx, in.TenantID, sub)
+	if err != nil {
+		return err
+	}
+	p, outcome, changed := domain.EnrichPerson(matched, sub, in)
+	if changed {
+		if err := s.Repo.SaveEnrichedPerson(ctx, tx, &p, matched == nil); err != nil {
+			return err
+		}
+	}
+	var accountID *string
+	if p.Domain != nil {
+		if accountID, err = s.Repo.AccountOfDomain(ctx, tx, in.TenantID, *p.Domain); err != nil {
+			return err
+		}
+	}
+	return s.Repo.FinishEnrichment(ctx, tx, in, outcome, &p.ID, domain.Enriched(in.Form, p, outcome, accountID, sub.Kind))
 }
 
 // storable reports whether s is a non-empty text PostgreSQL can store.
