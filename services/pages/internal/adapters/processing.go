@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/services/pages/internal/domain"
 )
@@ -56,18 +55,18 @@ func (s *Store) Claim(ctx context.Context, now time.Time, lease time.Duration) (
 	return c, err
 }
 
-// giveUpIfExhausted cancels a version that used up its attempts, with its
-// page.version.processed event (status cancelled), and reports whether it did.
+// giveUpIfExhausted cancels a version that used up its attempts (domain.GiveUp), with
+// its page.version.processed event, and reports whether it did.
 func (s *Store) giveUpIfExhausted(ctx context.Context, tx pgx.Tx, c domain.Claim, audienceID string, now time.Time) (bool, error) {
 	v, err := scanVersion(tx.QueryRow(ctx, "SELECT "+versionCols+" FROM audience_versions WHERE tenant_id = $1 AND id = $2",
 		c.TenantID, c.VersionID))
 	if err != nil {
 		return false, fmt.Errorf("load claimed version: %w", err)
 	}
-	if v.Attempts < domain.MaxAttempts {
+	v, announce, gaveUp := domain.GiveUp(v, now)
+	if !gaveUp {
 		return false, nil
 	}
-	v.Status, v.CancelledAt = domain.StatusCancelled, &now
 	if err := storeFinished(ctx, tx, &v); err != nil {
 		return false, err
 	}
@@ -76,14 +75,13 @@ func (s *Store) giveUpIfExhausted(ctx context.Context, tx pgx.Tx, c domain.Claim
 		c.TenantID, audienceID, c.VersionID, now); err != nil {
 		return false, fmt.Errorf("mark audience cancelled: %w", err)
 	}
-	return true, s.emit(ctx, tx, c.TenantID, events.TypePageVersionProcessed, audienceID, domain.NewVersionProcessed(&v, now))
+	return true, s.emitAll(ctx, tx, c.TenantID, announce)
 }
 
-// Finish completes a claimed version in one transaction: it applies the audience's
-// pending message changes, stores the snapshot, moves the version to published (making
-// the previously published one obsolete) or draft, updates the audience, and emits
-// page.version.processed (and page.version.published). A claim that lost its lease
-// returns ErrLeaseLost and changes nothing, so a version is never finished twice.
+// Finish completes a claimed version in one transaction: it loads the version, its page
+// and audience and the audience's pending changes, lets domain.Complete decide the
+// outcome, and stores that whole with its events. A claim that lost its lease returns
+// ErrLeaseLost and changes nothing, so a version is never finished twice.
 func (s *Store) Finish(ctx context.Context, c domain.Claim, now time.Time) (domain.Version, error) {
 	var out domain.Version
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
@@ -109,60 +107,58 @@ func (s *Store) Finish(ctx context.Context, c domain.Claim, now time.Time) (doma
 				return err
 			}
 		}
-		if a.ArchivedAt != nil {
-			v.Status, v.CancelledAt = domain.StatusCancelled, &now
-			if err := storeFinished(ctx, tx, &v); err != nil {
-				return err
-			}
-			out = v
-			return s.emit(ctx, tx, v.TenantID, events.TypePageVersionProcessed, v.AudienceID, domain.NewVersionProcessed(&v, now))
-		}
-		applied, err := applyPending(ctx, tx, &a, v.ID)
-		if err != nil {
-			return err
-		}
-		snap := domain.Snap(&a, pageTitle, pageContext, applied)
-		v.Snapshot = &snap
-		v.SupplementaryContext = a.SupplementaryContext
-		if v.PublishOnComplete {
-			v.Status, v.PublishedAt = domain.StatusPublished, &now
-			if prev := a.PublishedVersion; prev != nil && prev.ID != v.ID {
-				if _, err := tx.Exec(ctx, `UPDATE audience_versions SET status = 'archived', obsolete_at = $3, archived_at = $3
-					WHERE tenant_id = $1 AND id = $2`, v.TenantID, prev.ID, now); err != nil {
-					return fmt.Errorf("supersede version: %w", err)
-				}
-			}
-			a.PublishedVersion = &v
-			if _, err := tx.Exec(ctx, `UPDATE audience_conversations SET updated_at = $3, published_message_id =
-				(SELECT max(id) FROM audience_messages WHERE tenant_id = $1 AND audience_id = $2)
-				WHERE tenant_id = $1 AND audience_id = $2`, v.TenantID, v.AudienceID, now); err != nil {
-				return fmt.Errorf("mark published message: %w", err)
-			}
-		} else {
-			v.Status, v.BecameDraftAt = domain.StatusDraft, &now
-		}
-		if err := storeFinished(ctx, tx, &v); err != nil {
-			return err
-		}
-		if a.LatestVersion != nil && a.LatestVersion.ID == v.ID {
-			a.Status, a.LatestVersion = v.Status, &v
-		}
-		a.UpdatedAt = now
-		if err := saveAudience(ctx, tx, &a); err != nil {
-			return err
-		}
-		if err := s.emit(ctx, tx, v.TenantID, events.TypePageVersionProcessed, v.AudienceID, domain.NewVersionProcessed(&v, now)); err != nil {
-			return err
-		}
-		if v.Status == domain.StatusPublished {
-			if err := s.emit(ctx, tx, v.TenantID, events.TypePageVersionPublished, v.AudienceID, domain.NewVersionPublished(&v, now)); err != nil {
+		var pending []domain.Change
+		if a.ArchivedAt == nil {
+			if pending, err = pendingChanges(ctx, tx, a.TenantID, a.ID); err != nil {
 				return err
 			}
 		}
-		out = v
-		return nil
+		done := domain.Complete(v, a, pageTitle, pageContext, pending, now)
+		if err := storeCompletion(ctx, tx, done, now); err != nil {
+			return err
+		}
+		out = done.Version
+		return s.emitAll(ctx, tx, v.TenantID, done.Events)
 	})
 	return out, err
+}
+
+// storeCompletion stores what domain.Complete decided.
+func storeCompletion(ctx context.Context, tx pgx.Tx, done domain.Completion, now time.Time) error {
+	v := done.Version
+	if err := markApplied(ctx, tx, v.TenantID, done.Applied, v.ID); err != nil {
+		return err
+	}
+	if done.Superseded != nil {
+		if _, err := tx.Exec(ctx, `UPDATE audience_versions SET status = 'archived', obsolete_at = $3, archived_at = $3
+			WHERE tenant_id = $1 AND id = $2`, v.TenantID, *done.Superseded, now); err != nil {
+			return fmt.Errorf("supersede version: %w", err)
+		}
+	}
+	if done.Published {
+		if _, err := tx.Exec(ctx, `UPDATE audience_conversations SET updated_at = $3, published_message_id =
+			(SELECT max(id) FROM audience_messages WHERE tenant_id = $1 AND audience_id = $2)
+			WHERE tenant_id = $1 AND audience_id = $2`, v.TenantID, v.AudienceID, now); err != nil {
+			return fmt.Errorf("mark published message: %w", err)
+		}
+	}
+	if err := storeFinished(ctx, tx, &v); err != nil {
+		return err
+	}
+	if done.Audience != nil {
+		return saveAudience(ctx, tx, done.Audience)
+	}
+	return nil
+}
+
+// emitAll stores events in the outbox within tx, in order.
+func (s *Store) emitAll(ctx context.Context, tx pgx.Tx, tenantID string, evts []domain.Event) error {
+	for _, e := range evts {
+		if err := s.emit(ctx, tx, tenantID, e.Type, e.AudienceID, e.Payload); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *Store) audienceIgnoringPage(ctx context.Context, tx pgx.Tx, tenantID, id string) (domain.Audience, error) {
@@ -194,28 +190,19 @@ func storeFinished(ctx context.Context, tx pgx.Tx, v *domain.Version) error {
 	return nil
 }
 
-// applyPending applies the audience's pending changes in the order they were made,
-// marks them applied by the version and their messages as having a snapshot.
-func applyPending(ctx context.Context, tx pgx.Tx, a *domain.Audience, versionID string) ([]string, error) {
-	changes, err := pendingChanges(ctx, tx, a.TenantID, a.ID)
-	if err != nil {
-		return nil, err
-	}
-	applied := make([]string, 0, len(changes))
-	for _, c := range changes {
-		a.ApplyChange(c)
-		applied = append(applied, c.ID)
-	}
+// markApplied marks the changes applied by the version and their messages as having a
+// snapshot.
+func markApplied(ctx context.Context, tx pgx.Tx, tenantID string, applied []string, versionID string) error {
 	if len(applied) == 0 {
-		return applied, nil
+		return nil
 	}
 	if _, err := tx.Exec(ctx, `UPDATE audience_changes SET applied_version_id = $3 WHERE tenant_id = $1 AND id = ANY($2)`,
-		a.TenantID, applied, versionID); err != nil {
-		return nil, fmt.Errorf("mark changes applied: %w", err)
+		tenantID, applied, versionID); err != nil {
+		return fmt.Errorf("mark changes applied: %w", err)
 	}
 	if _, err := tx.Exec(ctx, `UPDATE audience_messages SET has_snapshot = true WHERE tenant_id = $1 AND id IN
-		(SELECT message_id FROM audience_changes WHERE tenant_id = $1 AND id = ANY($2))`, a.TenantID, applied); err != nil {
-		return nil, fmt.Errorf("mark messages: %w", err)
+		(SELECT message_id FROM audience_changes WHERE tenant_id = $1 AND id = ANY($2))`, tenantID, applied); err != nil {
+		return fmt.Errorf("mark messages: %w", err)
 	}
-	return applied, nil
+	return nil
 }
