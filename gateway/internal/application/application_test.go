@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -86,22 +85,10 @@ type observed struct {
 	tracing *telemetry.Tracing
 }
 
-// listen binds a port the kernel picks on 127.0.0.1, so no concurrent test can take it
-// before the gateway serves it.
-func listen(t *testing.T) net.Listener {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	return ln
-}
-
 // startWith is start with the gateway's logs and spans going where o says.
 func startWith(t *testing.T, o observed, dbURL string, upstreams map[string]string, mutate ...func(*Config)) *gw {
 	t.Helper()
-	pub, adm := listen(t), listen(t)
+	pub, adm := pgtest.Listen(t), pgtest.Listen(t)
 	cfg := Config{
 		HTTPAddr: pub.Addr().String(), AdminAddr: adm.Addr().String(), HTTPListener: pub, AdminListener: adm,
 		DatabaseURL: dbURL, AdminToken: adminToken, KeyPepper: []byte(strings.Repeat("p", 32)),

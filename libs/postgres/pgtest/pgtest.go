@@ -95,6 +95,19 @@ func FreePort() (int, error) {
 	return 0, fmt.Errorf("pgtest: no free port found")
 }
 
+// Listen binds a port the kernel picks on 127.0.0.1 for a server in this process, closed
+// when the test ends if the server never took it over. Unlike FreePort, no concurrent
+// test can take the port between its choice and the listen.
+func Listen(t testing.TB) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	return ln
+}
+
 // NewDatabase creates an empty database for the test, dropped when the test ends, and
 // returns its URL.
 func NewDatabase(t testing.TB) string {

@@ -5,7 +5,6 @@ package servicetest
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"testing"
@@ -63,7 +62,7 @@ func Start(t testing.TB, name string, migrations []postgres.MigrationSet,
 	}
 	// Bound here, on ports the kernel picks, so no concurrent test can take them between
 	// the choice and the listen.
-	api, metrics := listen(t), listen(t)
+	api, metrics := pgtest.Listen(t), pgtest.Listen(t)
 	cfg := service.Config{
 		Name: name, HTTPAddr: api.Addr().String(), HTTPListener: api, DatabaseURL: opts.DatabaseURL,
 		MetricsAddr: metrics.Addr().String(), MetricsListener: metrics, Pprof: opts.Pprof,
@@ -129,18 +128,6 @@ func Start(t testing.TB, name string, migrations []postgres.MigrationSet,
 		}
 	}
 	return s
-}
-
-// listen binds a port the kernel picks on 127.0.0.1, closed when the test ends if the
-// service never took it over.
-func listen(t testing.TB) net.Listener {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	return ln
 }
 
 // Sign makes r look as if the gateway sent it: it signs the tenant and key headers r
