@@ -223,24 +223,44 @@ func (s *Store) getAudience(ctx context.Context, q querier, tenantID, pageID, id
 
 // missingAudience tells which of page and audience does not exist.
 func (s *Store) missingAudience(ctx context.Context, q querier, tenantID, pageID string) error {
-	ok, err := pageVisible(ctx, q, tenantID, pageID)
-	if err != nil {
+	if err := CheckPage(ctx, q, tenantID, pageID); err != nil {
 		return err
-	}
-	if !ok {
-		return domain.ErrPageNotFound
 	}
 	return domain.ErrAudienceNotFound
 }
 
-func pageVisible(ctx context.Context, q querier, tenantID, pageID string) (bool, error) {
+// CheckPage reports domain.ErrPageNotFound unless the tenant has the page and it is not
+// deleted. It is the one page existence check of the service: the sessions and page
+// links features use it too.
+func CheckPage(ctx context.Context, q Querier, tenantID, pageID string) error {
 	var ok bool
 	err := q.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pages WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL)",
 		tenantID, pageID).Scan(&ok)
 	if err != nil {
-		return false, fmt.Errorf("look up page: %w", err)
+		return fmt.Errorf("look up page: %w", err)
 	}
-	return ok, nil
+	if !ok {
+		return domain.ErrPageNotFound
+	}
+	return nil
+}
+
+// PageOfAudience returns the page of one of the tenant's audiences whose page is not
+// deleted; domain.ErrAudienceNotFound when there is none, or when wantPage is set and
+// the audience belongs to another page. It is the one audience existence check of the
+// service.
+func PageOfAudience(ctx context.Context, q Querier, tenantID, audienceID, wantPage string) (string, error) {
+	var pageID string
+	err := q.QueryRow(ctx, `SELECT a.page_id FROM audiences a
+		JOIN pages p ON p.tenant_id = a.tenant_id AND p.id = a.page_id AND p.deleted_at IS NULL
+		WHERE a.tenant_id = $1 AND a.id = $2`, tenantID, audienceID).Scan(&pageID)
+	if postgres.IsNoRows(err) || (err == nil && wantPage != "" && wantPage != pageID) {
+		return "", domain.ErrAudienceNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("look up audience: %w", err)
+	}
+	return pageID, nil
 }
 
 // ListAudiences returns up to limit audiences of a visible page after the ID, and their count.

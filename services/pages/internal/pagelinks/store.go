@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/customerapi/platform/libs/postgres"
+	"github.com/customerapi/platform/services/pages/internal/adapters"
 )
 
 // Store keeps page links in PostgreSQL. It reads the pages and audiences tables of the
@@ -37,27 +38,13 @@ func scanLink(r pgx.Row) (Link, error) {
 func (s *Store) Create(ctx context.Context, l Link) (Link, error) {
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		if l.AudienceID != nil {
-			var pageID string
-			err := tx.QueryRow(ctx, `SELECT a.page_id FROM audiences a
-				JOIN pages p ON p.tenant_id = a.tenant_id AND p.id = a.page_id AND p.deleted_at IS NULL
-				WHERE a.tenant_id = $1 AND a.id = $2`, l.TenantID, *l.AudienceID).Scan(&pageID)
-			if postgres.IsNoRows(err) || (err == nil && l.PageID != "" && l.PageID != pageID) {
-				return ErrAudienceNotFound
-			}
+			pageID, err := adapters.PageOfAudience(ctx, tx, l.TenantID, *l.AudienceID, l.PageID)
 			if err != nil {
-				return fmt.Errorf("look up audience: %w", err)
+				return err
 			}
 			l.PageID = pageID
-		} else {
-			var ok bool
-			err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pages WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL)`,
-				l.TenantID, l.PageID).Scan(&ok)
-			if err != nil {
-				return fmt.Errorf("look up page: %w", err)
-			}
-			if !ok {
-				return ErrPageNotFound
-			}
+		} else if err := adapters.CheckPage(ctx, tx, l.TenantID, l.PageID); err != nil {
+			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO page_links (`+linkCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 			l.ID, l.TenantID, l.DomainID, l.Path, l.PathKey, l.TargetType, l.PageID, l.AudienceID, l.CreatedAt, l.UpdatedAt, l.DeletedAt)

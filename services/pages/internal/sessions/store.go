@@ -15,10 +15,12 @@ import (
 	"github.com/customerapi/platform/libs/outbox"
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/libs/timestamp"
+	"github.com/customerapi/platform/services/pages/internal/adapters"
 )
 
 // Store keeps audience sessions in PostgreSQL. It reads the pages and audiences tables
-// of the pages service for existence checks only.
+// of the pages service only through the core's existence checks (adapters.CheckPage,
+// adapters.PageOfAudience).
 type Store struct {
 	pool *pgxpool.Pool
 	out  outbox.Writer
@@ -78,20 +80,6 @@ func formSubmitted(s Session) (events.Envelope, error) {
 	return events.New(s.TenantID, events.TypeFormSubmitted, subject, p)
 }
 
-// checkPage reports ErrPageNotFound unless the tenant has the page and it is not deleted.
-func checkPage(ctx context.Context, q querier, tenantID, pageID string) error {
-	var ok bool
-	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pages WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL)`,
-		tenantID, pageID).Scan(&ok)
-	if err != nil {
-		return fmt.Errorf("look up page: %w", err)
-	}
-	if !ok {
-		return ErrPageNotFound
-	}
-	return nil
-}
-
 // querier is what reads need: a pool or a transaction.
 type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
@@ -104,18 +92,12 @@ type querier interface {
 // with another it is ErrReplayConflict.
 func (st *Store) Record(ctx context.Context, s Session) (out Session, replayed bool, err error) {
 	err = postgres.InTx(ctx, st.pool, func(tx pgx.Tx) error {
-		if err := checkPage(ctx, tx, s.TenantID, s.PageID); err != nil {
+		if err := adapters.CheckPage(ctx, tx, s.TenantID, s.PageID); err != nil {
 			return err
 		}
 		if s.AudienceID != nil {
-			var ok bool
-			err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM audiences WHERE tenant_id = $1 AND id = $2 AND page_id = $3)`,
-				s.TenantID, *s.AudienceID, s.PageID).Scan(&ok)
-			if err != nil {
-				return fmt.Errorf("look up audience: %w", err)
-			}
-			if !ok {
-				return ErrAudienceNotFound
+			if _, err := adapters.PageOfAudience(ctx, tx, s.TenantID, *s.AudienceID, s.PageID); err != nil {
+				return err
 			}
 		}
 		var f FormSubmission
@@ -178,7 +160,7 @@ func (st *Store) Get(ctx context.Context, tenantID, pageID, id string) (Session,
 		AND EXISTS (SELECT 1 FROM pages p WHERE p.tenant_id = s.tenant_id AND p.id = s.page_id AND p.deleted_at IS NULL)`,
 		tenantID, pageID, id))
 	if postgres.IsNoRows(err) {
-		if err := checkPage(ctx, st.pool, tenantID, pageID); err != nil {
+		if err := adapters.CheckPage(ctx, st.pool, tenantID, pageID); err != nil {
 			return Session{}, err
 		}
 		return Session{}, ErrSessionNotFound
@@ -222,7 +204,7 @@ func ParseAfter(keys []string) (*After, error) {
 // List returns up to limit sessions of a visible page after the position, newest
 // sessionStartedAt first, and the number of sessions matching the filter.
 func (st *Store) List(ctx context.Context, tenantID, pageID string, f Filter, after *After, limit int) ([]Session, int64, error) {
-	if err := checkPage(ctx, st.pool, tenantID, pageID); err != nil {
+	if err := adapters.CheckPage(ctx, st.pool, tenantID, pageID); err != nil {
 		return nil, 0, err
 	}
 	// Absent filters are NULL and match everything; each is one fixed SQL text.
