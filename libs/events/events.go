@@ -67,6 +67,15 @@ type Envelope struct {
 	Payload json.RawMessage `json:"payload"`
 }
 
+// Announcement is an event as a use case decides it, before it has an ID and a time:
+// its type, the ID it is about (the subject, its Kafka key) and its payload. The
+// repository stores it in the outbox in the same transaction as the change.
+type Announcement struct {
+	Type    string
+	Subject string
+	Payload any
+}
+
 // New builds an envelope with a fresh ID and the current time.
 func New(tenantID, typ, subject string, payload any) (Envelope, error) {
 	b, err := json.Marshal(payload)

@@ -154,7 +154,7 @@ func storeCompletion(ctx context.Context, tx pgx.Tx, done domain.Completion, now
 // emitAll stores events in the outbox within tx, in order.
 func (s *Store) emitAll(ctx context.Context, tx pgx.Tx, tenantID string, evts []domain.Event) error {
 	for _, e := range evts {
-		if err := s.emit(ctx, tx, tenantID, e.Type, e.AudienceID, e.Payload); err != nil {
+		if err := s.emit(ctx, tx, tenantID, e.Type, e.Subject, e.Payload); err != nil {
 			return err
 		}
 	}

@@ -17,13 +17,9 @@ type Claim struct {
 	Attempts            int
 }
 
-// Event is what a change announces: its type, the audience it is about and its payload.
-// The repository stores it with the change, in one transaction.
-type Event struct {
-	Type       string
-	AudienceID string
-	Payload    any
-}
+// Event is what a change announces (the platform's events.Announcement); a version's
+// events are about its audience.
+type Event = events.Announcement
 
 // Completion is what finishing a claimed version decides; the repository stores it as a
 // whole or not at all.
@@ -90,7 +86,7 @@ func Complete(v Version, a Audience, pageTitle, pageContext string, pending []Ch
 	c.Version, c.Audience = v, &a
 	c.Events = []Event{processed(&v, now)}
 	if c.Published {
-		c.Events = append(c.Events, Event{Type: events.TypePageVersionPublished, AudienceID: v.AudienceID,
+		c.Events = append(c.Events, Event{Type: events.TypePageVersionPublished, Subject: v.AudienceID,
 			Payload: NewVersionPublished(&v, now)})
 	}
 	return c
@@ -98,5 +94,5 @@ func Complete(v Version, a Audience, pageTitle, pageContext string, pending []Ch
 
 // processed announces a version that finished processing.
 func processed(v *Version, now time.Time) Event {
-	return Event{Type: events.TypePageVersionProcessed, AudienceID: v.AudienceID, Payload: NewVersionProcessed(v, now)}
+	return Event{Type: events.TypePageVersionProcessed, Subject: v.AudienceID, Payload: NewVersionProcessed(v, now)}
 }

@@ -8,13 +8,8 @@ import (
 // PersonMatched and PersonCreated).
 const OutcomeFailed = "failed"
 
-// Event is what a change announces, as the use cases decide it: its type, the ID it is
-// about and its payload. The repository stores it with the change, in one transaction.
-type Event struct {
-	Type    string
-	Subject string
-	Payload any
-}
+// Event is what a change announces (the platform's events.Announcement).
+type Event = events.Announcement
 
 // EnrichPerson is the enrichment rule. A person matched by the submitted identifier gets
 // the identifiers it lacks, never overwritten (changed reports whether it got any); with

@@ -1,5 +1,7 @@
 package domain
 
+import "github.com/customerapi/platform/libs/events"
+
 // Internal event types of the topics context (not delivered to webhooks).
 const (
 	EventTopicCreated = "topic.created"
@@ -37,13 +39,8 @@ func NewEntryEvent(e Entry) EntryEvent {
 	return EntryEvent{TopicID: e.TopicID, TopicEntryID: e.ID, SortOrder: e.SortOrder, ContentType: e.Content.Type}
 }
 
-// Event is what a change announces, as the use cases decide it: its type, the ID it is
-// about and its payload. The repository stores it with the change, in one transaction.
-type Event struct {
-	Type    string
-	Subject string
-	Payload any
-}
+// Event is what a change announces (the platform's events.Announcement).
+type Event = events.Announcement
 
 // Change changes a loaded record in place and returns the event that announces it, or
 // false when nothing changed (then nothing is stored and nothing announced).
