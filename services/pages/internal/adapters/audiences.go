@@ -77,7 +77,7 @@ func collectVersions(rows pgx.Rows) ([]domain.Version, error) {
 }
 
 // attachVersions fills LatestVersion and PublishedVersion of the audiences.
-func attachVersions(ctx context.Context, q querier, tenantID string, rows []audienceRow) ([]domain.Audience, error) {
+func attachVersions(ctx context.Context, q Querier, tenantID string, rows []audienceRow) ([]domain.Audience, error) {
 	var want []string
 	for _, a := range rows {
 		if a.latestID != nil {
@@ -205,7 +205,7 @@ func (s *Store) GetAudience(ctx context.Context, tenantID, pageID, id string) (d
 	return s.getAudience(ctx, s.pool, tenantID, pageID, id, "")
 }
 
-func (s *Store) getAudience(ctx context.Context, q querier, tenantID, pageID, id, lock string) (domain.Audience, error) {
+func (s *Store) getAudience(ctx context.Context, q Querier, tenantID, pageID, id, lock string) (domain.Audience, error) {
 	a, err := scanAudience(q.QueryRow(ctx, "SELECT "+audienceCols+audienceFrom+
 		" WHERE a.tenant_id = $1 AND a.page_id = $2 AND a.id = $3"+lock, tenantID, pageID, id))
 	if postgres.IsNoRows(err) {
@@ -222,7 +222,7 @@ func (s *Store) getAudience(ctx context.Context, q querier, tenantID, pageID, id
 }
 
 // missingAudience tells which of page and audience does not exist.
-func (s *Store) missingAudience(ctx context.Context, q querier, tenantID, pageID string) error {
+func (s *Store) missingAudience(ctx context.Context, q Querier, tenantID, pageID string) error {
 	if err := CheckPage(ctx, q, tenantID, pageID); err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ func collectChanges(rows pgx.Rows, err error) ([]domain.Change, error) {
 	return out, nil
 }
 
-func pendingChanges(ctx context.Context, q querier, tenantID, audienceID string) ([]domain.Change, error) {
+func pendingChanges(ctx context.Context, q Querier, tenantID, audienceID string) ([]domain.Change, error) {
 	return collectChanges(q.Query(ctx, "SELECT "+changeCols+` FROM audience_changes
 		WHERE tenant_id = $1 AND audience_id = $2 AND applied_version_id IS NULL ORDER BY id`, tenantID, audienceID))
 }

@@ -25,9 +25,7 @@ type Store struct {
 // NewStore returns a Store on pool that writes its events through out.
 func NewStore(pool *pgxpool.Pool, out outbox.Writer) *Store { return &Store{pool: pool, out: out} }
 
-// querier is what reads need: a pool or a transaction.
-type querier = Querier
-
+// Querier is what reads need: a pool or a transaction.
 // Querier is what reads need: a pool or a transaction.
 type Querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)

@@ -80,12 +80,6 @@ func formSubmitted(s Session) (events.Envelope, error) {
 	return events.New(s.TenantID, events.TypeFormSubmitted, subject, p)
 }
 
-// querier is what reads need: a pool or a transaction.
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
 // Record stores a new session and, when it has a form submission, its form.submitted
 // event, in one transaction. A session whose analyticsSessionId the page already has is
 // a replay: with the same request hash the stored session is returned (replayed true),
