@@ -49,6 +49,20 @@ lint: ## gofmt, go vet and go mod tidy checks over every module; the services' i
 	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy -diff >/dev/null) || { echo "go mod tidy would change $$m"; exit 1; }; done
 	@GO=$(GO) scripts/check-layers.sh
 
+# golangci-lint with the curated linters and the layers' import direction of .golangci.yml,
+# built from tools/golangci (its go.mod and go.sum are the pin) into .cache/tools, per pin.
+GOLANGCI_VERSION := $(shell grep -oE 'golangci/golangci-lint/v2 v[0-9][^ ]*' tools/golangci/go.mod | cut -d' ' -f2)
+GOLANGCI         := $(CURDIR)/.cache/tools/golangci-lint-$(GOLANGCI_VERSION)-$(shell cat tools/golangci/go.mod tools/golangci/go.sum | sha256sum | cut -c1-12)
+
+$(GOLANGCI):
+	@rm -rf $@.tmp && mkdir -p $(dir $@)
+	cd tools/golangci && GOWORK=off $(GO) build -ldflags "-s -w" -o $@.tmp github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+	@mv $@.tmp $@
+
+.PHONY: golangci-lint
+golangci-lint: $(GOLANGCI) ## Run golangci-lint (.golangci.yml) over every module
+	@status=0; for m in $(MODULES); do (cd $$m && $(GOLANGCI) run --config $(CURDIR)/.golangci.yml ./...) || status=1; done; exit $$status
+
 .PHONY: fmt
 fmt: ## Format every Go file
 	gofmt -w $(MODULES)
