@@ -43,11 +43,8 @@ bench: deps build ## Run the benchmarks and write the results into docs/benchmar
 	$(GO) run ./e2e/cmd/loadbench -bin $(BIN) -out docs/benchmarks.md
 
 .PHONY: lint
-lint: ## gofmt, go vet and go mod tidy checks over every module; the services' import direction
-	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	$(GO) vet $(PKGS)
+lint: golangci-lint ## go mod tidy checks over every module, then golangci-lint (vet, gofmt, the curated linters, the layers' import direction)
 	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy -diff >/dev/null) || { echo "go mod tidy would change $$m"; exit 1; }; done
-	@GO=$(GO) scripts/check-layers.sh
 
 # golangci-lint with the curated linters and the layers' import direction of .golangci.yml,
 # built from tools/golangci (its go.mod and go.sum are the pin) into .cache/tools, per pin.
@@ -60,8 +57,10 @@ $(GOLANGCI):
 	@mv $@.tmp $@
 
 .PHONY: golangci-lint
-golangci-lint: $(GOLANGCI) ## Run golangci-lint (.golangci.yml) over every module
+golangci-lint: $(GOLANGCI) ## Run golangci-lint (.golangci.yml) over every module; prove its import rules still catch a wrong import
 	@status=0; for m in $(MODULES); do (cd $$m && $(GOLANGCI) run --config $(CURDIR)/.golangci.yml ./...) || status=1; done; exit $$status
+	@cd tools/golangci/testdata/services/topics && found=$$(GOWORK=off $(GOLANGCI) run --config $(CURDIR)/.golangci.yml ./... 2>&1 | grep -c '(depguard)$$' || true); \
+	  if [ "$$found" != 3 ]; then echo "the layers' import rules caught $$found of the 3 wrong imports in tools/golangci/testdata (.golangci.yml, depguard)"; exit 1; fi
 
 .PHONY: fmt
 fmt: ## Format every Go file

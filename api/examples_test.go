@@ -36,7 +36,7 @@ func checkExamples(doc *openapi3.T) []error {
 			continue
 		}
 		if err := s.Value.VisitJSON(s.Value.Example, openapi3.MultiErrors()); err != nil {
-			errs = append(errs, fmt.Errorf("example of schema %s: %v", name, err))
+			errs = append(errs, fmt.Errorf("example of schema %s: %w", name, err))
 		}
 	}
 	for path, item := range doc.Paths.Map() {
@@ -54,7 +54,7 @@ func checkExamples(doc *openapi3.T) []error {
 					continue
 				}
 				if err := mt.Schema.Value.VisitJSON(ex, openapi3.MultiErrors()); err != nil {
-					errs = append(errs, fmt.Errorf("%s %s: example of request body %s: %v", method, path, ct, err))
+					errs = append(errs, fmt.Errorf("%s %s: example of request body %s: %w", method, path, ct, err))
 				}
 			}
 		}

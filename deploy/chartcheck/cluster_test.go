@@ -118,7 +118,7 @@ func moduleDir(ctx context.Context, module, version string) (string, error) {
 	out, err := cmd.Output()
 	var info struct{ Dir, Error string }
 	if jerr := json.Unmarshal(out, &info); jerr != nil || info.Dir == "" {
-		return "", fmt.Errorf("go mod download %s@%s: %v %s %s", module, version, err, info.Error, out)
+		return "", fmt.Errorf("go mod download %s@%s: %w %s %s", module, version, err, info.Error, out)
 	}
 	return info.Dir, nil
 }
@@ -856,7 +856,9 @@ func TestClusterBreakIt(t *testing.T) {
 					t.Errorf("the API server refused the broken chart, but not for the right reason: want %q in\n%v", w, err)
 				}
 			}
-			t.Logf("refused: %s", firstLine(err.(*cmdError).stderr, c.want[0]))
+			if ce := (*cmdError)(nil); errors.As(err, &ce) {
+				t.Logf("refused: %s", firstLine(ce.stderr, c.want[0]))
+			}
 		})
 	}
 

@@ -85,8 +85,8 @@ func TestOpsManifests(t *testing.T) {
 	for _, r := range ing.Spec.Rules {
 		for _, p := range r.HTTP.Paths {
 			b := p.Backend.Service
-			if b == nil || b.Name != gw.Name || !slices.ContainsFunc(gw.Spec.Ports, func(sp corev1.ServicePort) bool {
-				return sp.Name == b.Port.Name && sp.Name == "http"
+			if b == nil || b.Name != gw.Name || b.Port.Name != "http" || !slices.ContainsFunc(gw.Spec.Ports, func(sp corev1.ServicePort) bool {
+				return sp.Name == "http"
 			}) {
 				t.Errorf("Ingress path %s goes to %+v, not the gateway's public port", p.Path, b)
 			}

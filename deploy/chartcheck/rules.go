@@ -103,10 +103,9 @@ func checkPod(what string, spec corev1.PodSpec, probes bool, claims []string) []
 			}
 		}
 		sc := c.SecurityContext
-		switch {
-		case sc == nil:
+		if sc == nil {
 			fail("container %s has no securityContext", c.Name)
-		default:
+		} else {
 			if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
 				fail("container %s: allowPrivilegeEscalation is not false", c.Name)
 			}
@@ -271,15 +270,15 @@ func checkNetwork(m *Manifest, r Rules) []error {
 		public := s.Spec.Type != "" && s.Spec.Type != corev1.ServiceTypeClusterIP
 		selectsGateway := len(s.Spec.Selector) > 0 && labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(gwLabels))
 		if public && !selectsGateway {
-			errs = append(errs, fmt.Errorf("Service %s: type %s exposes something other than the gateway", s.Name, s.Spec.Type))
+			errs = append(errs, fmt.Errorf("the Service %s: type %s exposes something other than the gateway", s.Name, s.Spec.Type))
 		}
 		for _, p := range s.Spec.Ports {
 			admin := p.TargetPort.String() == "admin" || p.TargetPort.IntValue() == 8081
 			if selectsGateway && admin && public {
-				errs = append(errs, fmt.Errorf("Service %s: exposes the gateway's admin port publicly", s.Name))
+				errs = append(errs, fmt.Errorf("the Service %s: exposes the gateway's admin port publicly", s.Name))
 			}
 			if selectsGateway && admin && strings.HasSuffix(s.Name, "-gateway") {
-				errs = append(errs, fmt.Errorf("Service %s: the public gateway Service carries the admin port", s.Name))
+				errs = append(errs, fmt.Errorf("the Service %s: the public gateway Service carries the admin port", s.Name))
 			}
 		}
 	}
@@ -299,8 +298,7 @@ func Images(m *Manifest) map[string]string {
 
 // splitImage splits an image reference into repository and tag (or digest).
 func splitImage(image string) (repo, tag string) {
-	if i := strings.Index(image, "@"); i >= 0 {
-		repo, tag = image[:i], image[i+1:]
+	if repo, tag, ok := strings.Cut(image, "@"); ok {
 		if j := strings.LastIndex(repo, ":"); j > strings.LastIndex(repo, "/") {
 			repo = repo[:j]
 		}

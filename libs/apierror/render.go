@@ -48,6 +48,8 @@ func (r Renderer) Envelope(e *Error, reqID string) Envelope {
 }
 
 // Write renders err (any error) as an envelope on c.
+//
+// nolint: contextcheck // c.UserContext() is the request's own context, not a new one.
 func (r Renderer) Write(c *fiber.Ctx, err error) error {
 	e := From(err)
 	reqID := requestid.Ensure(c)
@@ -71,7 +73,7 @@ func (r Renderer) Write(c *fiber.Ctx, err error) error {
 
 // Handler returns a Fiber error handler that renders every error as an envelope.
 func (r Renderer) Handler() fiber.ErrorHandler {
-	return func(c *fiber.Ctx, err error) error { return r.Write(c, err) }
+	return r.Write
 }
 
 // From maps any error to an *Error: an *Error as is, Fiber's own errors by status, a

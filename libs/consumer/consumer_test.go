@@ -40,8 +40,8 @@ func newDB(t *testing.T) *pgxpool.Pool {
 }
 
 // record is a handler that writes each event to the seen table.
-func record(_ context.Context, tx pgx.Tx, e events.Envelope) error {
-	_, err := tx.Exec(context.Background(), "INSERT INTO seen (event_id, subject, payload) VALUES ($1, $2, $3)",
+func record(ctx context.Context, tx pgx.Tx, e events.Envelope) error {
+	_, err := tx.Exec(ctx, "INSERT INTO seen (event_id, subject, payload) VALUES ($1, $2, $3)",
 		e.ID, e.Subject, string(e.Payload))
 	return err
 }

@@ -199,7 +199,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		upstreams[spec.Name] = fmt.Sprintf("http://127.0.0.1:%d", port)
 	}
 	for name, p := range s.procs {
-		if err := waitReady(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", p.port), p.done, 60*time.Second); err != nil {
+		if err := waitReady(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", p.port), p.done); err != nil {
 			return nil, fmt.Errorf("%s: %w (see %s)%s", name, err, s.logPath(name), s.logTail(name, 20))
 		}
 	}
@@ -219,7 +219,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err := s.spawn("gateway", opts.GatewayPort, 0, gwEnv); err != nil {
 		return nil, err
 	}
-	if err := waitReady(ctx, s.GatewayURL+"/readyz", s.procs["gateway"].done, 60*time.Second); err != nil {
+	if err := waitReady(ctx, s.GatewayURL+"/readyz", s.procs["gateway"].done); err != nil {
 		return nil, fmt.Errorf("gateway: %w (see %s)%s", err, s.logPath("gateway"), s.logTail("gateway", 20))
 	}
 	if s.DevKey, err = s.devKey(ctx); err != nil {
@@ -380,8 +380,12 @@ func (s *Stack) run(p *proc) error {
 	return nil
 }
 
-func waitReady(ctx context.Context, url string, exited <-chan struct{}, within time.Duration) error {
-	deadline := time.Now().Add(within)
+// readyWithin is how long a process of the stack may take to answer /readyz with 200.
+const readyWithin = 60 * time.Second
+
+// waitReady polls url until it answers 200, the process exits, ctx ends or readyWithin passes.
+func waitReady(ctx context.Context, url string, exited <-chan struct{}) error {
+	deadline := time.Now().Add(readyWithin)
 	client := &http.Client{Timeout: 2 * time.Second}
 	for {
 		resp, err := client.Get(url)
@@ -399,7 +403,7 @@ func waitReady(ctx context.Context, url string, exited <-chan struct{}, within t
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("not ready within %s", within)
+			return fmt.Errorf("not ready within %s", readyWithin)
 		}
 	}
 }
@@ -437,7 +441,7 @@ func (s *Stack) Restart(ctx context.Context, name string) error {
 	if err := s.run(p); err != nil {
 		return err
 	}
-	return waitReady(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", p.port), p.done, 60*time.Second)
+	return waitReady(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", p.port), p.done)
 }
 
 // ServiceURL is the direct address of a service (bypassing the gateway).
@@ -667,7 +671,7 @@ func (s *Stack) StartGatewayReplica(ctx context.Context, name string, port, admi
 		return "", "", err
 	}
 	url = fmt.Sprintf("http://127.0.0.1:%d", port)
-	if err := waitReady(ctx, url+"/readyz", p.done, 60*time.Second); err != nil {
+	if err := waitReady(ctx, url+"/readyz", p.done); err != nil {
 		return "", "", fmt.Errorf("%s: %w (see %s)%s", name, err, s.logPath(name), s.logTail(name, 20))
 	}
 	return url, fmt.Sprintf("http://127.0.0.1:%d", adminPort), nil

@@ -181,7 +181,7 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 		select {
 		case err := <-c.done:
 			c.done <- err
-			return fmt.Errorf("pgcluster: postgres exited during start-up (%v); see %s", err,
+			return fmt.Errorf("pgcluster: postgres exited during start-up (%w); see %s", err,
 				filepath.Join(c.opts.Dir, "postgres.log"))
 		case <-ctx.Done():
 			return fmt.Errorf("pgcluster: postgres not ready: %w", err)

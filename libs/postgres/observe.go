@@ -61,7 +61,7 @@ func (m *PoolMetrics) Observe(cfg *pgxpool.Config, name string, tp trace.TracerP
 			otelpgx.WithDisableConnectionDetailsInAttributes(),
 			// The pool's acquire has its own metric; a span for each would double the spans.
 			otelpgx.WithDisableAcquireTracer(),
-			otelpgx.WithAttributes(attribute.String("db.namespace", cfg.ConnConfig.Database))))
+			otelpgx.WithTracerAttributes(attribute.String("db.namespace", cfg.ConnConfig.Database))))
 	}
 	tracers = append(tracers, &acquireTracer{
 		duration: m.acquire.WithLabelValues(name),

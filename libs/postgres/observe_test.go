@@ -120,7 +120,7 @@ func TestPoolMetricsAndSpans(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, a := range db.Attributes() {
-		attrs[string(a.Key)] = a.Value.Emit()
+		attrs[string(a.Key)] = a.Value.String()
 	}
 	if attrs["db.query.text"] != "SELECT 1" || attrs["db.system.name"] != "postgresql" || attrs["db.namespace"] == "" {
 		t.Errorf("database span %q attributes %v", db.Name(), attrs)

@@ -42,12 +42,12 @@ type operation struct {
 }
 
 // LoadDocument parses and validates an OpenAPI document (YAML or JSON).
-func LoadDocument(spec []byte) (*Document, error) {
+func LoadDocument(ctx context.Context, spec []byte) (*Document, error) {
 	doc, err := openapi3.NewLoader().LoadFromData(spec)
 	if err != nil {
 		return nil, fmt.Errorf("request: load the document: %w", err)
 	}
-	if err := doc.Validate(context.Background()); err != nil {
+	if err := doc.Validate(ctx); err != nil {
 		return nil, fmt.Errorf("request: the document is invalid: %w", err)
 	}
 	d := &Document{doc: doc, byVerb: map[string][]operation{}, options: &openapi3filter.Options{
@@ -133,6 +133,8 @@ func (d *Document) Middleware() fiber.Handler {
 }
 
 // Validate checks one request against its operation.
+//
+// nolint: contextcheck // c.UserContext() is the request's own context, not a new one.
 func (d *Document) Validate(c *fiber.Ctx, route *routers.Route, params map[string]string) *apierror.Error {
 	var bodyErr *apierror.Error
 	if rb := route.Operation.RequestBody; rb != nil && isJSONContent(rb.Value) {
@@ -274,7 +276,9 @@ func toValidationError(err error, body any) *apierror.Error {
 	}
 	var walk func(err error)
 	walk = func(err error) {
-		if me, ok := err.(openapi3.MultiError); ok {
+		// Only this level: errors.As would find a MultiError inside a SchemaError's cause
+		// and report its issues at the wrong place.
+		if me, ok := err.(openapi3.MultiError); ok { //nolint:errorlint // see above
 			for _, e := range me {
 				walk(e)
 			}
@@ -333,7 +337,9 @@ func requestIssues(re *openapi3filter.RequestError, body any, prefix []any) []ap
 	inBody := re.Parameter == nil
 	var collect func(err error, prefix []any, at any)
 	collect = func(err error, prefix []any, at any) {
-		if me, ok := err.(openapi3.MultiError); ok {
+		// Only this level: errors.As would find a MultiError inside a SchemaError's cause
+		// and report its issues at the wrong place.
+		if me, ok := err.(openapi3.MultiError); ok { //nolint:errorlint // see above
 			for _, e := range me {
 				collect(e, prefix, at)
 			}

@@ -14,7 +14,7 @@ import (
 // every create is judged before its handler runs: the operation's lookup, the body's parse
 // and its schema walk, then the handler's decode into its struct.
 func BenchmarkDocumentCreateTopic(b *testing.B) {
-	doc, err := request.LoadDocument(api.Spec)
+	doc, err := request.LoadDocument(b.Context(), api.Spec)
 	if err != nil {
 		b.Fatal(err)
 	}

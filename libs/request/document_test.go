@@ -102,7 +102,7 @@ components:
 
 func testApp(t *testing.T) *fiber.App {
 	t.Helper()
-	d, err := LoadDocument([]byte(testSpec))
+	d, err := LoadDocument(t.Context(), []byte(testSpec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,6 +173,7 @@ func TestRequestsAreJudgedByTheDocument(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			defer resp.Body.Close()
 			b, _ := io.ReadAll(resp.Body)
 			if resp.StatusCode != tc.want {
 				t.Fatalf("%s %s: status %d, want %d: %s", tc.method, tc.target, resp.StatusCode, tc.want, b)
@@ -221,7 +222,7 @@ func samePath(got, want []any) bool {
 // BenchmarkDocumentValidation measures the cost per request of judging a create by the
 // platform's document (route lookup, body parse, schema walk).
 func BenchmarkDocumentValidation(b *testing.B) {
-	d, err := LoadDocument([]byte(testSpec))
+	d, err := LoadDocument(b.Context(), []byte(testSpec))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -272,7 +273,7 @@ paths:
 // the assets service's does (its uploads stream).
 func bodyApp(t *testing.T, stream bool) *fiber.App {
 	t.Helper()
-	d, err := LoadDocument([]byte(bodySpec))
+	d, err := LoadDocument(t.Context(), []byte(bodySpec))
 	if err != nil {
 		t.Fatal(err)
 	}

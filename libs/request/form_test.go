@@ -39,7 +39,7 @@ paths:
 // each value read as its property's type, a repeated part as a list, every problem an
 // issue at the part's name (and index).
 func TestFormIssues(t *testing.T) {
-	d, err := LoadDocument([]byte(formSpec))
+	d, err := LoadDocument(t.Context(), []byte(formSpec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,9 +73,11 @@ func TestFormIssues(t *testing.T) {
 		{"parts not read", map[string][]string{"file": {""}, "kind": nil, "color": nil}, "[unrecognized_keys:[color]]"},
 	} {
 		values = tc.values
-		if _, err := app.Test(httptest.NewRequest("POST", "/v0/uploads", nil), -1); err != nil {
+		resp, err := app.Test(httptest.NewRequest("POST", "/v0/uploads", nil), -1)
+		if err != nil {
 			t.Fatal(err)
 		}
+		resp.Body.Close()
 		if fmt.Sprint(got) != tc.want && !(tc.want == "[]" && got == nil) {
 			t.Errorf("%s: %v, want %s", tc.name, got, tc.want)
 		}

@@ -32,9 +32,11 @@ func TestQueryRawRefusesWhatPostgreSQLCannotStore(t *testing.T) {
 				issues = len(q.Issues())
 				return nil
 			})
-			if _, err := app.Test(httptest.NewRequest("GET", "/?"+tc.rawQuery, nil)); err != nil {
+			resp, err := app.Test(httptest.NewRequest("GET", "/?"+tc.rawQuery, nil))
+			if err != nil {
 				t.Fatal(err)
 			}
+			resp.Body.Close()
 			if got != tc.want || ok != tc.ok {
 				t.Fatalf("Raw = %q, %v; want %q, %v", got, ok, tc.want, tc.ok)
 			}
@@ -47,7 +49,7 @@ func TestQueryRawRefusesWhatPostgreSQLCannotStore(t *testing.T) {
 
 func TestTextPathRefusesWhatNoIDCanBe(t *testing.T) {
 	app := fiber.New(fiber.Config{ErrorHandler: func(c *fiber.Ctx, err error) error {
-		return c.SendStatus(err.(*apierror.Error).Status)
+		return c.SendStatus(apierror.From(err).Status)
 	}})
 	app.Get("/v0/things/:id", TextPath(), func(c *fiber.Ctx) error { return c.SendStatus(200) })
 	for path, want := range map[string]int{
@@ -63,6 +65,7 @@ func TestTextPathRefusesWhatNoIDCanBe(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		resp.Body.Close()
 		if resp.StatusCode != want {
 			t.Errorf("%q: %d, want %d", path, resp.StatusCode, want)
 		}

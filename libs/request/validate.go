@@ -2,6 +2,7 @@ package request
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"reflect"
@@ -111,8 +112,8 @@ func (v *Validator) Struct(field string, s any, present map[string]bool) *apierr
 	if err == nil {
 		return nil
 	}
-	verrs, ok := err.(validator.ValidationErrors)
-	if !ok {
+	var verrs validator.ValidationErrors
+	if !errors.As(err, &verrs) {
 		return apierror.Validation(field, apierror.Issue{Code: "custom", Message: err.Error(), Path: []any{}})
 	}
 	issues := make([]apierror.Issue, 0, len(verrs))

@@ -91,6 +91,8 @@ func appendBase32(dst []byte, hi, lo uint64) []byte {
 
 // Middleware takes the request ID from the request header when it is sane, or makes a new
 // one, stores it on the Fiber context and the user context, and sets the response header.
+//
+// nolint: contextcheck // c.UserContext() is the request's own context, not a new one.
 func Middleware() fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		Ensure(c)

@@ -16,11 +16,12 @@ import (
 func refuseEncodedBodies() fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		bad := ""
-		c.Request().Header.VisitAll(func(k, v []byte) {
-			if bad == "" && strings.EqualFold(string(k), fiber.HeaderContentEncoding) && !isIdentity(string(v)) {
+		for k, v := range c.Request().Header.All() {
+			if strings.EqualFold(string(k), fiber.HeaderContentEncoding) && !isIdentity(string(v)) {
 				bad = string(v)
+				break
 			}
-		})
+		}
 		if bad == "" {
 			return c.Next()
 		}

@@ -105,6 +105,8 @@ type Server struct {
 
 // New builds the app with the shared middleware and probe routes; the caller adds its
 // own routes to s.App before Run.
+//
+// nolint: contextcheck // its handlers log with c.UserContext(), the request's own context.
 func New(cfg Config, deps Deps) *Server {
 	if cfg.BodyLimit == 0 {
 		cfg.BodyLimit = 4 * apierror.MaxBodyBytes
@@ -197,6 +199,10 @@ func (s *Server) Ready(ctx context.Context, local bool) (failed, degraded map[st
 	return failed, degraded
 }
 
+// readyz answers whether the process can serve: its checks, run once for every caller
+// waiting on them and cached briefly.
+//
+// nolint: contextcheck // one check serves every caller waiting on it, so none's context may end it.
 func (s *Server) readyz(c *fiber.Ctx) error {
 	local := strings.HasSuffix(c.Path(), "/local")
 	var r readyResult

@@ -48,6 +48,7 @@ func do(t *testing.T, s *Server, method, path, body string, hdr map[string]strin
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	h := map[string]string{}
 	for k := range resp.Header {

@@ -92,9 +92,10 @@ func ConfigFromEnv(env *config.Env, name, defaultAddr string) Config {
 	if env.String("INTERNAL_AUTH_SECRET", "") == "" { // set but short: Secret said so
 		env.Fail("INTERNAL_AUTH_SECRET", "is required (at least 32 bytes, e.g. 64 hex digits; the same as the gateway's)")
 	}
-	if c.MetricsAddr == "" {
+	switch c.MetricsAddr {
+	case "":
 		env.Fail("METRICS_ADDR", "is required")
-	} else if c.MetricsAddr == c.HTTPAddr {
+	case c.HTTPAddr:
 		env.Fail("METRICS_ADDR", "must differ from HTTP_ADDR (the API listener serves no metrics)")
 	}
 	return c
@@ -206,7 +207,7 @@ func New(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.
 	rt.Metrics = server.New(server.Config{Name: cfg.Name + "-metrics", Addr: cfg.MetricsAddr, Listener: cfg.MetricsListener,
 		BaseURL: cfg.PublicBaseURL, Metrics: true, Pprof: cfg.Pprof, ShutdownTimeout: cfg.ShutdownTimeout},
 		server.Deps{Log: log, Registry: rt.Registry})
-	doc, err := request.LoadDocument(api.Spec)
+	doc, err := request.LoadDocument(ctx, api.Spec)
 	if err != nil {
 		rt.Close()
 		return nil, err

@@ -27,7 +27,9 @@ func (h HeaderCarrier) Set(key, value string) { h.C.Set(key, value) }
 // Keys returns the request header names.
 func (h HeaderCarrier) Keys() []string {
 	var keys []string
-	h.C.Request().Header.VisitAll(func(k, _ []byte) { keys = append(keys, string(k)) })
+	for k := range h.C.Request().Header.All() {
+		keys = append(keys, string(k))
+	}
 	return keys
 }
 
@@ -37,6 +39,8 @@ var _ propagation.TextMapCarrier = HeaderCarrier{}
 // caller's trace (traceparent) in a server span, records the request metrics and writes
 // one access log line per request. Errors from later handlers are rendered by render
 // first, so the status recorded is the status sent.
+//
+// nolint: contextcheck // c.UserContext() is the request's own context, not a new one.
 func Middleware(tracer trace.Tracer, m *HTTPMetrics, log *slog.Logger, render apierror.Renderer) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		start := time.Now()

@@ -30,7 +30,7 @@ func TestLabelsSurviveTheNextRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() { _ = app.Listener(ln) }()
-	defer app.Shutdown()
+	defer func() { _ = app.Shutdown() }()
 	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}} // one connection: its buffers are reused
 	for _, method := range []string{"PATCH", "GET", "DELETE", "POST", "GET", "OPTIONS", "GET"} {
 		req, _ := http.NewRequest(method, "http://"+ln.Addr().String()+"/v0/things", strings.NewReader(""))

@@ -117,7 +117,7 @@ func Setup(ctx context.Context, service, level string) (log *slog.Logger, tracin
 		return nil, nil, nil, err
 	}
 	shutdown = func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		_ = tracing.Shutdown(sctx)
 	}

@@ -81,9 +81,11 @@ func TestUnsampledMiddlewareContinuesTheTrace(t *testing.T) {
 	})
 	req := httptest.NewRequest("GET", "/x", nil)
 	req.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
-	if _, err := app.Test(req); err != nil {
+	resp, err := app.Test(req)
+	if err != nil {
 		t.Fatal(err)
 	}
+	resp.Body.Close()
 	if got.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" || got.SpanID().String() == "00f067aa0ba902b7" ||
 		!got.SpanID().IsValid() || got.IsSampled() {
 		t.Fatalf("handlers see %+v", got)

@@ -116,7 +116,13 @@ func startWith(t *testing.T, o observed, dbURL string, upstreams map[string]stri
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; a.Close() })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("the gateway stopped with %v, want a clean stop", err)
+		}
+		a.Close()
+	})
 	g := &gw{app: a, public: "http://" + cfg.HTTPAddr, admin: "http://" + cfg.AdminAddr}
 	waitUp(t, g.public+"/healthz")
 	waitUp(t, g.admin+"/healthz")

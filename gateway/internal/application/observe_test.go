@@ -125,7 +125,7 @@ func TestRequestMetricsTracesAndLogs(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, a := range span.Attributes() {
-		attrs[string(a.Key)] = a.Value.Emit()
+		attrs[string(a.Key)] = a.Value.String()
 	}
 	if attrs["tenant_id"] != "acme" || attrs["key_id"] != keyID {
 		t.Errorf("span attributes %v: want tenant_id acme and key_id %s", attrs, keyID)

@@ -9,8 +9,10 @@ import (
 
 func TestCapPerKeyAndForgetting(t *testing.T) {
 	l := New(2)
-	if !l.Acquire("a") || !l.Acquire("a") {
-		t.Fatal("the first two requests of a key must be admitted")
+	for i := range 2 {
+		if !l.Acquire("a") {
+			t.Fatalf("request %d of key a was refused; the first two of a key must be admitted", i+1)
+		}
 	}
 	if l.Acquire("a") {
 		t.Fatal("a third request in flight for one key must be refused at a cap of 2")

@@ -422,7 +422,9 @@ func (r requestHeaderCarrier) Get(key string) string { return string(r.h.Peek(ke
 func (r requestHeaderCarrier) Set(key, value string) { r.h.Set(key, value) }
 func (r requestHeaderCarrier) Keys() []string {
 	var out []string
-	r.h.VisitAll(func(k, _ []byte) { out = append(out, string(k)) })
+	for k := range r.h.All() {
+		out = append(out, string(k))
+	}
 	return out
 }
 

@@ -75,8 +75,10 @@ func TestLocalPerKeyAndPrune(t *testing.T) {
 	l.now = func() time.Time { return clock }
 	p := Policy{Limit: 2, Window: time.Second}
 	ctx := context.Background()
-	if !l.Allow(ctx, "a", p).Allowed || !l.Allow(ctx, "a", p).Allowed || l.Allow(ctx, "a", p).Allowed {
-		t.Fatal("key a: want 2 allowed then denied")
+	for i, want := range []bool{true, true, false} {
+		if got := l.Allow(ctx, "a", p).Allowed; got != want {
+			t.Fatalf("key a, request %d of a 2-per-second policy: allowed=%v, want %v", i+1, got, want)
+		}
 	}
 	if !l.Allow(ctx, "b", p).Allowed {
 		t.Fatal("key b is limited by key a")

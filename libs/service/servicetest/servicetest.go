@@ -73,7 +73,7 @@ func Start(t testing.TB, name string, migrations []postgres.MigrationSet,
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
 	}
-	var logOut io.Writer = io.Discard
+	logOut := io.Discard
 	if os.Getenv("SERVICETEST_LOGS") != "" {
 		logOut = os.Stderr
 	}

@@ -305,9 +305,14 @@ func TestConcurrentPurgesDeleteEachAssetOnce(t *testing.T) {
 		t.Fatalf("purged %d, want %d", total.Load(), n)
 	}
 	var deleted, events, distinct int
-	_ = pool.QueryRow(context.Background(), "SELECT count(*) FROM assets WHERE lifecycle_state = 'deleted'").Scan(&deleted)
-	_ = pool.QueryRow(context.Background(), `SELECT count(*), count(DISTINCT msg_key) FROM outbox
-		WHERE headers->>'event-type' = 'asset.deleted' OR convert_from(value, 'UTF8')::jsonb->>'type' = 'asset.deleted'`).Scan(&events, &distinct)
+	if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM assets WHERE lifecycle_state = 'deleted' AND asset_id = ANY($1)",
+		ids).Scan(&deleted); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.QueryRow(context.Background(), `SELECT count(*), count(DISTINCT msg_key) FROM outbox
+		WHERE headers->>'event-type' = 'asset.deleted' OR convert_from(value, 'UTF8')::jsonb->>'type' = 'asset.deleted'`).Scan(&events, &distinct); err != nil {
+		t.Fatal(err)
+	}
 	if deleted != n || events != n || distinct != n {
 		t.Fatalf("%d deleted, %d asset.deleted events for %d assets; want %d each", deleted, events, distinct, n)
 	}

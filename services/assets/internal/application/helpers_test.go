@@ -19,8 +19,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/customerapi/platform/api/apitest"
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/events/kafkatest"
@@ -83,13 +81,11 @@ func (e *env) objects(t *testing.T) []string {
 	return out
 }
 
-func (e *env) pool(t *testing.T) *pgxpool.Pool { return e.svc.Runtime.Pool }
-
 // count runs a count query on the service's database.
-func (e *env) count(t *testing.T, sql string, args ...any) int {
+func (e *env) count(t *testing.T, sql string) int {
 	t.Helper()
 	var n int
-	if err := e.pool(t).QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+	if err := e.svc.Runtime.Pool.QueryRow(context.Background(), sql).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n

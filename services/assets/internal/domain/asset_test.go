@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"errors"
 	"testing"
 	"time"
 )
@@ -8,13 +9,13 @@ import (
 func TestLifecycle(t *testing.T) {
 	now := time.Now()
 	a := Asset{State: Active, File: File{Key: "k"}, Preview: &File{Key: "p"}}
-	if err := a.Restore(now); err != ErrNotTrashed {
+	if err := a.Restore(now); !errors.Is(err, ErrNotTrashed) {
 		t.Fatalf("restore active: %v", err)
 	}
 	if err := a.Trash(now); err != nil || a.State != Trashed || a.TrashedAt == nil {
 		t.Fatalf("trash: %v %+v", err, a)
 	}
-	if err := a.Trash(now); err != ErrNotActive {
+	if err := a.Trash(now); !errors.Is(err, ErrNotActive) {
 		t.Fatalf("trash twice: %v", err)
 	}
 	if err := a.Restore(now); err != nil || a.State != Active || a.TrashedAt != nil {
@@ -26,7 +27,7 @@ func TestLifecycle(t *testing.T) {
 	if keys := a.Delete(now); keys != nil {
 		t.Fatalf("delete twice returned %v", keys)
 	}
-	if a.Trash(now) != ErrNotActive || a.Restore(now) != ErrNotTrashed {
+	if !errors.Is(a.Trash(now), ErrNotActive) || !errors.Is(a.Restore(now), ErrNotTrashed) {
 		t.Fatal("a deleted asset moved")
 	}
 }

@@ -27,7 +27,7 @@ func (h *Handlers) download(c *fiber.Ctx) error {
 		return apierror.NotFound("the asset of this link no longer exists")
 	}
 	if err != nil {
-		return h.mapError(ctx, err)
+		return h.mapError(err)
 	}
 	f := d.File
 	etag := `"` + f.SHA256 + `"`
@@ -68,7 +68,7 @@ func (h *Handlers) download(c *fiber.Ctx) error {
 		if errors.Is(err, storage.ErrNotFound) {
 			return apierror.NotFound("the asset's bytes are gone")
 		}
-		return h.mapError(ctx, err)
+		return h.mapError(err)
 	}
 	// A large file to a slow client may take longer than the usual write timeout.
 	_ = c.Context().SetWriteDeadline(time.Now().Add(h.TransferTimeout))

@@ -4,7 +4,6 @@
 package ports
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"time"
@@ -58,7 +57,7 @@ func (h *Handlers) respond(c *fiber.Ctx, status int, a domain.Asset) error {
 func (h *Handlers) get(c *fiber.Ctx) error {
 	a, err := h.App.Get(c.UserContext(), tenant.From(c), c.Params("asset_id"))
 	if err != nil {
-		return h.mapError(c.UserContext(), err)
+		return h.mapError(err)
 	}
 	return h.respond(c, fiber.StatusOK, a)
 }
@@ -67,7 +66,7 @@ func (h *Handlers) get(c *fiber.Ctx) error {
 func (h *Handlers) trash(c *fiber.Ctx) error {
 	a, err := h.App.Trash(c.UserContext(), tenant.From(c), c.Params("asset_id"))
 	if err != nil {
-		return h.mapError(c.UserContext(), err)
+		return h.mapError(err)
 	}
 	return h.respond(c, fiber.StatusOK, a)
 }
@@ -75,14 +74,14 @@ func (h *Handlers) trash(c *fiber.Ctx) error {
 func (h *Handlers) restore(c *fiber.Ctx) error {
 	a, err := h.App.Restore(c.UserContext(), tenant.From(c), c.Params("asset_id"))
 	if err != nil {
-		return h.mapError(c.UserContext(), err)
+		return h.mapError(err)
 	}
 	return h.respond(c, fiber.StatusOK, a)
 }
 
 func (h *Handlers) delete(c *fiber.Ctx) error {
 	if err := h.App.Delete(c.UserContext(), tenant.From(c), c.Params("asset_id")); err != nil {
-		return h.mapError(c.UserContext(), err)
+		return h.mapError(err)
 	}
 	return c.SendStatus(fiber.StatusNoContent)
 }
@@ -107,7 +106,7 @@ func (h *Handlers) list(state domain.State, name string) fiber.Handler {
 		}
 		assets, total, err := h.App.List(c.UserContext(), tenantID, state, f, after, p.Limit+1)
 		if err != nil {
-			return h.mapError(c.UserContext(), err)
+			return h.mapError(err)
 		}
 		views := make([]assetView, len(assets))
 		for i, a := range assets {
@@ -117,7 +116,7 @@ func (h *Handlers) list(state domain.State, name string) fiber.Handler {
 	}
 }
 
-func (h *Handlers) mapError(ctx context.Context, err error) error {
+func (h *Handlers) mapError(err error) error {
 	var media *app.MediaError
 	var undecodable *app.UndecodableError
 	switch {

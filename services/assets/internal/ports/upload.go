@@ -157,7 +157,7 @@ func (h *Handlers) upload(c *fiber.Ctx) (err error) {
 			case errors.Is(serr, app.ErrEmpty):
 				form.fail("too_small", "The file must not be empty", "file")
 			case errors.Is(serr, app.ErrTooLarge):
-				return h.mapError(ctx, serr)
+				return h.mapError(serr)
 			case src.err != nil:
 				return readFailure(src.err)
 			default:
@@ -208,7 +208,7 @@ func (h *Handlers) upload(c *fiber.Ctx) (err error) {
 	staged = nil // Create removes it on failure
 	a, cerr := h.App.Create(ctx, in, st)
 	if cerr != nil {
-		return h.mapError(ctx, cerr)
+		return h.mapError(cerr)
 	}
 	return h.respond(c, fiber.StatusCreated, a)
 }

@@ -149,7 +149,7 @@ func read[T any](open func() (io.ReadCloser, error), fn func(io.Reader) (T, erro
 	defer rc.Close()
 	v, err := fn(rc)
 	if err != nil {
-		return zero, fmt.Errorf("%w: %v", ErrUndecodable, err)
+		return zero, fmt.Errorf("%w: %w", ErrUndecodable, err)
 	}
 	return v, nil
 }

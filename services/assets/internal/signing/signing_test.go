@@ -1,6 +1,7 @@
 package signing
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -48,14 +49,14 @@ func TestSignAndVerify(t *testing.T) {
 		"huge":           strings.Repeat("a", 5000) + "." + sig,
 		"signed garbage": "e30." + flip(sig, 0), // {} with a wrong signature
 	} {
-		if _, err := s.Verify(bad, now); err != ErrInvalid {
+		if _, err := s.Verify(bad, now); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", name, err)
 		}
 	}
-	if _, err := s.Verify(tok, c.Expires); err != ErrExpired {
+	if _, err := s.Verify(tok, c.Expires); !errors.Is(err, ErrExpired) {
 		t.Fatalf("at expiry: %v", err)
 	}
-	if _, err := s.Verify(tok, now.Add(2*time.Hour)); err != ErrExpired {
+	if _, err := s.Verify(tok, now.Add(2*time.Hour)); !errors.Is(err, ErrExpired) {
 		t.Fatalf("after expiry: %v", err)
 	}
 }

@@ -444,7 +444,7 @@ func (s *Store) CreateLog(ctx context.Context, o domain.LogOwner, tenantID strin
 	case postgres.IsCode(err, postgres.ForeignKeyViolation):
 		return domain.Log{}, false, k.notFound
 	case isDataException(err):
-		return domain.Log{}, false, fmt.Errorf("%w: %v", domain.ErrInvalidPayload, err)
+		return domain.Log{}, false, fmt.Errorf("%w: %w", domain.ErrInvalidPayload, err)
 	case !postgres.IsNoRows(err):
 		return domain.Log{}, false, fmt.Errorf("insert log: %w", err)
 	}

@@ -194,6 +194,8 @@ func event(t testing.TB, tenantID, typ, subject string) events.Envelope {
 
 // publish writes envelopes to the producing context's topic, keyed by subject, as the
 // outbox relay does.
+//
+// nolint: contextcheck // it writes within the test's own context (t.Context).
 func publish(t testing.TB, b *kafkatest.Broker, evts ...events.Envelope) {
 	t.Helper()
 	w := &kafka.Writer{Addr: kafka.TCP(b.Addr), Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll,
@@ -211,7 +213,7 @@ func publish(t testing.TB, b *kafkatest.Broker, evts ...events.Envelope) {
 		}
 		msgs[i] = kafka.Message{Topic: topic, Key: []byte(e.Subject), Value: v}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	if err := w.WriteMessages(ctx, msgs...); err != nil {
 		t.Fatal(err)

@@ -80,7 +80,9 @@ func TestManyTenantsWaitingForRetries(t *testing.T) {
 	go func() { stopped <- d.Run(runCtx) }()
 	t.Cleanup(func() {
 		cancel()
-		<-stopped
+		if err := <-stopped; err != nil {
+			t.Errorf("the dispatcher stopped with %v, want a clean stop", err)
+		}
 	})
 
 	time.Sleep(300 * time.Millisecond) // the first round

@@ -268,7 +268,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	defer cancelSends()
 	d.sendCtx = sendCtx
 	written := make(chan struct{})
-	go func() { d.writeResults(); close(written) }()
+	go func() { d.writeResults(context.WithoutCancel(ctx)); close(written) }()
 	listened := make(chan struct{})
 	go func() { d.listen(ctx); close(listened) }()
 	timer := time.NewTimer(0)
@@ -627,8 +627,9 @@ func (d *Dispatcher) shutdown(cancelSends context.CancelFunc) {
 }
 
 // writeResults records results in batches: whatever has arrived by the time the
-// previous batch is written goes in the next transaction.
-func (d *Dispatcher) writeResults() {
+// previous batch is written goes in the next transaction. ctx carries no cancellation:
+// results that arrive while Run stops are still recorded (write gives up on its own).
+func (d *Dispatcher) writeResults(ctx context.Context) {
 	batch := make([]adapters.Result, 0, 256)
 	for r := range d.results {
 		batch = append(batch[:0], r)
@@ -644,18 +645,18 @@ func (d *Dispatcher) writeResults() {
 				break more
 			}
 		}
-		d.write(batch)
+		d.write(ctx, batch)
 	}
 }
 
 // write records one batch, retrying while the database is unreachable (the attempts
 // waiting to report hold their slots meanwhile, which pauses the engine). At shutdown it
 // gives up after a few tries: the leases run out and the deliveries are attempted again.
-func (d *Dispatcher) write(batch []adapters.Result) {
+func (d *Dispatcher) write(ctx context.Context, batch []adapters.Result) {
 	backoff := 100 * time.Millisecond
 	for try := 1; ; try++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		disabled, err := d.queue.Complete(ctx, batch, d.cfg.DisableAfter)
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		disabled, err := d.queue.Complete(wctx, batch, d.cfg.DisableAfter)
 		cancel()
 		if err == nil {
 			for _, s := range disabled {

@@ -196,7 +196,9 @@ func runEngine(t *testing.T, cfg Config, q Queue) *Dispatcher {
 	go func() { done <- d.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			t.Errorf("the dispatcher stopped with %v, want a clean stop", err)
+		}
 	})
 	return d
 }

@@ -143,7 +143,9 @@ func TestTenantWithSlowBacklogDoesNotDelayOthers(t *testing.T) {
 	go func() { stopped <- d.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		<-stopped
+		if err := <-stopped; err != nil {
+			t.Errorf("the dispatcher stopped with %v, want a clean stop", err)
+		}
 	})
 
 	select {

@@ -32,7 +32,7 @@ func newSender(timeout time.Duration) *Sender {
 func TestSendClassifiesAnswers(t *testing.T) {
 	var redirectedTo atomic.Int32
 	mux := http.NewServeMux()
-	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("thanks")) })
+	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("thanks")) })
 	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/target", http.StatusFound) })
 	mux.HandleFunc("/target", func(w http.ResponseWriter, r *http.Request) { redirectedTo.Add(1) })
 	mux.HandleFunc("/gone", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusGone) })
@@ -47,11 +47,11 @@ func TestSendClassifiesAnswers(t *testing.T) {
 		}
 	})
 	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte(strings.Repeat("é", 1<<20)))
+		_, _ = w.Write([]byte(strings.Repeat("é", 1<<20)))
 	})
 	mux.HandleFunc("/binary", func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(400)
-		w.Write([]byte{'a', 0, 0xff, 0xfe, 'b'})
+		_, _ = w.Write([]byte{'a', 0, 0xff, 0xfe, 'b'})
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()

@@ -36,7 +36,7 @@ func TestEachAttemptIsASpan(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, a := range ended[0].Attributes() {
-		attrs[string(a.Key)] = a.Value.Emit()
+		attrs[string(a.Key)] = a.Value.String()
 	}
 	for k, want := range map[string]string{"tenant_id": "acme", "webhook.subscription_id": "whsub_1",
 		"webhook.delivery_id": "whdel_1", "webhook.event_id": "evt_1", "webhook.attempt": "2",

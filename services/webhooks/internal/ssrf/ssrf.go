@@ -164,7 +164,10 @@ func (g *Guard) lookup(ctx context.Context, host string) ([]netip.Addr, error) {
 	}
 	for _, a := range addrs {
 		if err := g.policy.Check(a); err != nil {
-			err.(*RefusedError).Host = host
+			var refused *RefusedError
+			if errors.As(err, &refused) {
+				refused.Host = host
+			}
 			return nil, err
 		}
 	}

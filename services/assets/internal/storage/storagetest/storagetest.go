@@ -40,9 +40,9 @@ func (f *failingReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func read(t *testing.T, s storage.Storage, key string, offset, length int64) []byte {
+func read(ctx context.Context, t *testing.T, s storage.Storage, key string, offset, length int64) []byte {
 	t.Helper()
-	rc, err := s.Open(context.Background(), key, offset, length)
+	rc, err := s.Open(ctx, key, offset, length)
 	if err != nil {
 		t.Fatalf("open %s [%d,%d]: %v", key, offset, length, err)
 	}
@@ -54,9 +54,9 @@ func read(t *testing.T, s storage.Storage, key string, offset, length int64) []b
 	return b
 }
 
-func missing(t *testing.T, s storage.Storage, key string) {
+func missing(ctx context.Context, t *testing.T, s storage.Storage, key string) {
 	t.Helper()
-	rc, err := s.Open(context.Background(), key, 0, -1)
+	rc, err := s.Open(ctx, key, 0, -1)
 	if err == nil {
 		rc.Close()
 		t.Fatalf("%s exists, want it missing", key)
@@ -81,7 +81,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Storage) {
 			if err != nil || n != int64(size) {
 				t.Fatalf("put %d bytes: n=%d err=%v", size, n, err)
 			}
-			if got := read(t, s, key, 0, -1); !bytes.Equal(got, data) {
+			if got := read(ctx, t, s, key, 0, -1); !bytes.Equal(got, data) {
 				t.Fatalf("%d bytes: read back %d different bytes", size, len(got))
 			}
 		}
@@ -96,18 +96,18 @@ func Run(t *testing.T, open func(t *testing.T) storage.Storage) {
 		for _, r := range []struct{ off, n int64 }{
 			{0, 1}, {0, 100}, {5, 10}, {int64(large) - 1, 1}, {1 << 20, 3 << 20}, {0, int64(large)}, {10, 0},
 		} {
-			if got := read(t, s, "acme/ranged", r.off, r.n); !bytes.Equal(got, data[r.off:r.off+r.n]) {
+			if got := read(ctx, t, s, "acme/ranged", r.off, r.n); !bytes.Equal(got, data[r.off:r.off+r.n]) {
 				t.Fatalf("range %d+%d: %d bytes, not the stored ones", r.off, r.n, len(got))
 			}
 		}
-		if got := read(t, s, "acme/ranged", int64(large)-10, -1); !bytes.Equal(got, data[large-10:]) {
+		if got := read(ctx, t, s, "acme/ranged", int64(large)-10, -1); !bytes.Equal(got, data[large-10:]) {
 			t.Fatal("range to the end")
 		}
 	})
 
 	t.Run("missing and delete", func(t *testing.T) {
 		s := open(t)
-		missing(t, s, "acme/never")
+		missing(ctx, t, s, "acme/never")
 		if err := s.Delete(ctx, "acme/never"); err != nil {
 			t.Fatalf("deleting a missing object: %v", err)
 		}
@@ -117,7 +117,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Storage) {
 		if err := s.Delete(ctx, "acme/doomed"); err != nil {
 			t.Fatal(err)
 		}
-		missing(t, s, "acme/doomed")
+		missing(ctx, t, s, "acme/doomed")
 	})
 
 	t.Run("a failed put leaves nothing", func(t *testing.T) {
@@ -127,14 +127,14 @@ func Run(t *testing.T, open func(t *testing.T) storage.Storage) {
 			if _, err := s.Put(ctx, key, &failingReader{data: Bytes(1, size)}, "image/png"); !errors.Is(err, errBroken) {
 				t.Fatalf("put failing after %d bytes: %v, want the reader's error", size, err)
 			}
-			missing(t, s, key)
+			missing(ctx, t, s, key)
 		}
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
 		if _, err := s.Put(cctx, "acme/cancelled", bytes.NewReader(Bytes(2, 100)), "image/png"); err == nil {
 			t.Fatal("put with a cancelled context succeeded")
 		}
-		missing(t, s, "acme/cancelled")
+		missing(ctx, t, s, "acme/cancelled")
 	})
 
 	t.Run("keys stay inside", func(t *testing.T) {
@@ -164,7 +164,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Storage) {
 		}
 		wg.Wait()
 		for i := range 8 {
-			if got := read(t, s, fmt.Sprintf("t%d/f", i), 0, -1); !bytes.Equal(got, Bytes(uint64(100+i), 200_000)) {
+			if got := read(ctx, t, s, fmt.Sprintf("t%d/f", i), 0, -1); !bytes.Equal(got, Bytes(uint64(100+i), 200_000)) {
 				t.Fatalf("object %d corrupted", i)
 			}
 		}
