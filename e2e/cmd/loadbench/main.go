@@ -96,6 +96,13 @@ func run() error {
 	var extraEnv envFlag
 	flag.Var(&extraEnv, "env", "extra process setting NAME=value or process:NAME=value (repeatable; both systems)")
 	goBench := flag.String("go-bench", "", "write this file of go test -bench output into the \"go\" section of -out and exit")
+	events := flag.Bool("events", false, "run the end-to-end event benchmark instead (audience version creates → "+
+		"page.version.created at a webhook receiver) and write the \"events\" section of -out")
+	eo := eventOptions{settle: 60 * time.Second}
+	flag.IntVar(&eo.rate, "event-rate", 1000, "-events: creates per second")
+	flag.DurationVar(&eo.dur, "event-duration", 60*time.Second, "-events: how long the creates are sent")
+	flag.IntVar(&eo.audiences, "event-audiences", 100, "-events: audiences the creates go to in turn")
+	flag.IntVar(&eo.inflight, "event-inflight", 256, "-events: creates in flight at most")
 	flag.Parse()
 	if *goBench != "" {
 		b, err := os.ReadFile(*goBench)
@@ -103,6 +110,9 @@ func run() error {
 			return err
 		}
 		return replaceSection(*out, "go", "```\n"+strings.TrimSpace(string(b))+"\n```\n")
+	}
+	if *events {
+		return runEventBench(*bin, *out, eo, extraEnv)
 	}
 	explicit := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { explicit[f.Name] = true })

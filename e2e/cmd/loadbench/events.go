@@ -1,0 +1,376 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/customerapi/platform/libs/devstack"
+)
+
+// The end-to-end event run (-events): audience version creates sent through the gateway
+// at a fixed rate, open loop, and each create's page.version.created event awaited at a
+// webhook receiver on 127.0.0.1. What it measures is the whole pipeline a customer sees:
+// gateway, pages service, its outbox and relay, the broker, the webhooks service's
+// consumer, queue and dispatcher, and the signed POST to the receiver.
+
+// eventOptions are the run's settings.
+type eventOptions struct {
+	rate      int           // creates per second
+	dur       time.Duration // how long the creates are sent
+	audiences int           // the creates go to this many audiences in turn
+	inflight  int           // creates in flight at most; beyond it a tick counts as late
+	settle    time.Duration // how long to wait for the last deliveries after the sends
+}
+
+// eventResult is what one run measured.
+type eventResult struct {
+	opts                          eventOptions
+	sent, created, failed, late   int
+	delivered, duplicate, missing int
+	sendDur                       time.Duration
+	// e2e is, per delivered event, the time from the start of its create request to the
+	// arrival of its delivery; answer is each create's request time.
+	e2e, answer []time.Duration
+	cpu         map[string]time.Duration
+	machine     time.Duration
+	lastArrival time.Duration // from the first send to the last delivery
+}
+
+// eventReceiver is the webhook endpoint: it records the arrival time of every
+// page.version.created delivery by version ID.
+type eventReceiver struct {
+	srv     *http.Server
+	url     string
+	mu      sync.Mutex
+	arrived map[string]time.Time
+	dups    int
+}
+
+func startEventReceiver() (*eventReceiver, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	r := &eventReceiver{url: "http://" + ln.Addr().String() + "/hook", arrived: map[string]time.Time{}}
+	r.srv = &http.Server{Handler: http.HandlerFunc(r.serve), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = r.srv.Serve(ln) }()
+	return r, nil
+}
+
+func (r *eventReceiver) serve(w http.ResponseWriter, req *http.Request) {
+	at := time.Now()
+	var d struct {
+		Payload struct {
+			Type      string `json:"type"`
+			VersionID string `json:"versionId"`
+		} `json:"payload"`
+	}
+	if err := json.NewDecoder(io.LimitReader(req.Body, 1<<20)).Decode(&d); err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	if d.Payload.Type == "page.version.created" && d.Payload.VersionID != "" {
+		r.mu.Lock()
+		if _, seen := r.arrived[d.Payload.VersionID]; seen {
+			r.dups++ // at-least-once: a redelivery is counted, not timed again
+		} else {
+			r.arrived[d.Payload.VersionID] = at
+		}
+		r.mu.Unlock()
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (r *eventReceiver) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.arrived)
+}
+
+// eventClient sends the run's requests through the gateway with the benchmark's key.
+type eventClient struct {
+	base, key string
+	http      *http.Client
+}
+
+func (c *eventClient) post(ctx context.Context, path string, body any, want int, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", c.base+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("x-api-key", c.key)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("POST %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != want {
+		return fmt.Errorf("POST %s: status %d, want %d: %s", path, resp.StatusCode, want, b)
+	}
+	if out != nil {
+		return json.Unmarshal(b, out)
+	}
+	return nil
+}
+
+// runEvents prepares a page, its audiences and a subscription on s, then runs the load.
+func runEvents(ctx context.Context, s *system, o eventOptions) (eventResult, error) {
+	res := eventResult{opts: o}
+	rcv, err := startEventReceiver()
+	if err != nil {
+		return res, err
+	}
+	defer func() { _ = rcv.srv.Close() }()
+	c := &eventClient{base: s.stack.GatewayURL, key: s.key, http: &http.Client{
+		Timeout:   10 * time.Second,
+		Transport: &http.Transport{MaxIdleConnsPerHost: o.inflight, MaxConnsPerHost: o.inflight},
+	}}
+	if err := c.post(ctx, "/v0/webhook_subscriptions", map[string]any{"url": rcv.url,
+		"events": []string{"page.version.created"}}, http.StatusCreated, nil); err != nil {
+		return res, err
+	}
+	var page struct {
+		PageID string `json:"pageId"`
+	}
+	if err := c.post(ctx, "/v0/pages", map[string]any{"name": "Event benchmark", "title": "Events",
+		"pageContext": "The page whose audience versions the event benchmark creates", "brandId": "brand_bench",
+		"pageType": "inbound"}, http.StatusCreated, &page); err != nil {
+		return res, err
+	}
+	paths := make([]string, o.audiences)
+	for i := range paths {
+		var aud struct {
+			AudienceID string `json:"audienceId"`
+		}
+		if err := c.post(ctx, "/v0/pages/"+page.PageID+"/audiences", map[string]any{"publishBehavior": "publish"},
+			http.StatusCreated, &aud); err != nil {
+			return res, err
+		}
+		paths[i] = "/v0/pages/" + page.PageID + "/audiences/" + aud.AudienceID + "/versions"
+	}
+	// Each audience's first version (created with it) is delivered too: wait for those,
+	// so that the run starts with an idle pipeline.
+	if err := waitFor(ctx, 60*time.Second, func() bool { return rcv.count() >= o.audiences }); err != nil {
+		return res, fmt.Errorf("the audiences' first versions were not delivered: %w", err)
+	}
+	preloaded := rcv.count()
+
+	groups, err := eventGroups(s)
+	if err != nil {
+		return res, err
+	}
+	before, err := takeSnapshot(groups)
+	if err != nil {
+		return res, err
+	}
+	var (
+		mu      sync.Mutex
+		sentAt  = map[string]time.Time{}
+		answers []time.Duration
+		failed  atomic.Int64
+		wg      sync.WaitGroup
+	)
+	slots := make(chan struct{}, o.inflight)
+	interval := time.Second / time.Duration(o.rate)
+	start := time.Now()
+	total := int(o.dur / interval)
+	for i := range total {
+		time.Sleep(time.Until(start.Add(time.Duration(i) * interval))) // the open loop's schedule
+		select {
+		case slots <- struct{}{}:
+		default:
+			res.late++ // every slot busy: the platform is behind the schedule
+			continue
+		}
+		res.sent++
+		wg.Add(1)
+		go func(path string) {
+			defer func() { <-slots; wg.Done() }()
+			t0 := time.Now()
+			var v struct {
+				VersionID string `json:"versionId"`
+			}
+			if err := c.post(ctx, path, nil, http.StatusCreated, &v); err != nil || v.VersionID == "" {
+				failed.Add(1)
+				return
+			}
+			mu.Lock()
+			sentAt[v.VersionID] = t0
+			answers = append(answers, time.Since(t0))
+			mu.Unlock()
+		}(paths[i%len(paths)])
+	}
+	res.sendDur = time.Since(start)
+	wg.Wait()
+	res.failed = int(failed.Load())
+	res.created = len(sentAt)
+	_ = waitFor(ctx, o.settle, func() bool { return rcv.count()-preloaded >= res.created })
+	after, err := takeSnapshot(groups)
+	if err != nil {
+		return res, err
+	}
+	res.cpu, res.machine = after.since(before)
+
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	res.duplicate = rcv.dups
+	var last time.Time
+	for id, t0 := range sentAt {
+		at, ok := rcv.arrived[id]
+		if !ok {
+			res.missing++
+			continue
+		}
+		res.delivered++
+		res.e2e = append(res.e2e, at.Sub(t0))
+		if at.After(last) {
+			last = at
+		}
+	}
+	res.lastArrival = last.Sub(start)
+	res.answer = answers
+	slices.Sort(res.e2e)
+	slices.Sort(res.answer)
+	return res, nil
+}
+
+// eventGroups are the processes whose CPU the run records: the gateway, the pages and
+// webhooks services (the event's path), the other services, PostgreSQL and this process
+// (the embedded broker, the load generator and the receiver).
+func eventGroups(s *system) ([]group, error) {
+	pm, err := postmasterPID(s.pgData)
+	if err != nil {
+		return nil, err
+	}
+	var others []int
+	for _, spec := range devstack.Services {
+		if spec.Name != "pages" && spec.Name != "webhooks" {
+			others = append(others, s.stack.PID(spec.Name))
+		}
+	}
+	return []group{
+		{label: roleGateway, roots: []int{s.stack.PID("gateway")}},
+		{label: "pages service", roots: []int{s.stack.PID("pages")}},
+		{label: "webhooks service", roots: []int{s.stack.PID("webhooks")}},
+		{label: roleOthers, roots: others},
+		{label: rolePostgres, roots: []int{pm}},
+		{label: "loadbench process (broker, load, receiver)", roots: []int{os.Getpid()}, self: true},
+	}, nil
+}
+
+// waitFor polls cond until it holds, ctx ends or within passes.
+func waitFor(ctx context.Context, within time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not within %s", within)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// eventReport renders a run as the "events" section of the benchmarks document.
+func eventReport(command string, started time.Time, machine string, r eventResult) string {
+	var b strings.Builder
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+	fmt.Fprintf(&b, "Command: `%s` (%s; %s).\n\n", command, started.Format("2006-01-02 15:04"), machine)
+	o := r.opts
+	fmt.Fprintf(&b, "Audience version creates through the gateway, open loop at %d/s for %s over %d audiences "+
+		"(at most %d in flight), each awaited as a signed `page.version.created` delivery at a receiver on "+
+		"127.0.0.1.\n\n", o.rate, o.dur, o.audiences, o.inflight)
+	achieved := float64(r.created) / r.sendDur.Seconds()
+	fmt.Fprintf(&b, "| figure | value |\n|---|---|\n")
+	fmt.Fprintf(&b, "| creates sent / answered 201 / failed / late (no slot free) | %d / %d / %d / %d |\n", r.sent, r.created, r.failed, r.late)
+	fmt.Fprintf(&b, "| creates per second achieved | %.0f |\n", achieved)
+	fmt.Fprintf(&b, "| events delivered / missing / redelivered | %d / %d / %d |\n", r.delivered, r.missing, r.duplicate)
+	if len(r.e2e) > 0 {
+		fmt.Fprintf(&b, "| create → delivery p50 / p90 / p99 / max | %s / %s / %s / %s |\n",
+			ms(percentile(r.e2e, 0.50)), ms(percentile(r.e2e, 0.90)), ms(percentile(r.e2e, 0.99)), ms(r.e2e[len(r.e2e)-1]))
+	}
+	if len(r.answer) > 0 {
+		fmt.Fprintf(&b, "| create's answer p50 / p99 | %s / %s |\n", ms(percentile(r.answer, 0.50)), ms(percentile(r.answer, 0.99)))
+	}
+	fmt.Fprintf(&b, "| last delivery after the first send | %.1f s |\n", r.lastArrival.Seconds())
+	if r.delivered > 0 {
+		fmt.Fprintf(&b, "| whole machine's busy CPU per event | %.0f µs |\n", float64(r.machine.Microseconds())/float64(r.delivered))
+		labels := make([]string, 0, len(r.cpu))
+		for k := range r.cpu {
+			labels = append(labels, k)
+		}
+		slices.Sort(labels)
+		for _, k := range labels {
+			fmt.Fprintf(&b, "| CPU per event: %s | %.0f µs |\n", k, float64(r.cpu[k].Microseconds())/float64(r.delivered))
+		}
+	}
+	return b.String()
+}
+
+// runEventBench starts one system from binDir, runs the event benchmark and writes its
+// section into out (stdout when empty).
+func runEventBench(binDir, out string, o eventOptions, env map[string]string) error {
+	if o.rate < 1 || o.audiences < 1 || o.inflight < 1 || o.dur <= 0 {
+		return fmt.Errorf("-event-rate, -event-audiences, -event-inflight and -event-duration must be positive")
+	}
+	command := "go run ./e2e/cmd/loadbench " + strings.Join(os.Args[1:], " ")
+	started := time.Now()
+	dir, err := os.MkdirTemp("", "eventbench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	_ = os.Chmod(dir, 0o755)
+	ctx := context.Background()
+	abs, err := filepath.Abs(binDir)
+	if err != nil {
+		return err
+	}
+	all := map[string]string{"webhooks:WEBHOOK_ALLOW_PRIVATE_TARGETS": "true"} // the receiver is on 127.0.0.1
+	for k, v := range env {
+		all[k] = v
+	}
+	s, err := startSystem(ctx, "current", abs, dir, all, false)
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	r, err := runEvents(ctx, s, o)
+	if err != nil {
+		return err
+	}
+	md := eventReport(command, started, machineDescription(), r)
+	if out == "" {
+		fmt.Print(md)
+		return nil
+	}
+	fmt.Fprint(os.Stderr, md)
+	return replaceSection(out, "events", md)
+}
