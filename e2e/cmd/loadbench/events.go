@@ -105,7 +105,8 @@ type eventClient struct {
 	http      *http.Client
 }
 
-func (c *eventClient) post(ctx context.Context, path string, body any, want int, out any) error {
+// create POSTs body (none when nil) to path, requires a 201 and decodes the answer into out.
+func (c *eventClient) create(ctx context.Context, path string, body any, out any) error {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -128,8 +129,8 @@ func (c *eventClient) post(ctx context.Context, path string, body any, want int,
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != want {
-		return fmt.Errorf("POST %s: status %d, want %d: %s", path, resp.StatusCode, want, b)
+	if resp.StatusCode != http.StatusCreated {
+		return fmt.Errorf("POST %s: status %d, want 201: %s", path, resp.StatusCode, b)
 	}
 	if out != nil {
 		return json.Unmarshal(b, out)
@@ -149,16 +150,16 @@ func runEvents(ctx context.Context, s *system, o eventOptions) (eventResult, err
 		Timeout:   10 * time.Second,
 		Transport: &http.Transport{MaxIdleConnsPerHost: o.inflight, MaxConnsPerHost: o.inflight},
 	}}
-	if err := c.post(ctx, "/v0/webhook_subscriptions", map[string]any{"url": rcv.url,
-		"events": []string{"page.version.created"}}, http.StatusCreated, nil); err != nil {
+	if err := c.create(ctx, "/v0/webhook_subscriptions", map[string]any{"url": rcv.url,
+		"events": []string{"page.version.created"}}, nil); err != nil {
 		return res, err
 	}
 	var page struct {
 		PageID string `json:"pageId"`
 	}
-	if err := c.post(ctx, "/v0/pages", map[string]any{"name": "Event benchmark", "title": "Events",
+	if err := c.create(ctx, "/v0/pages", map[string]any{"name": "Event benchmark", "title": "Events",
 		"pageContext": "The page whose audience versions the event benchmark creates", "brandId": "brand_bench",
-		"pageType": "inbound"}, http.StatusCreated, &page); err != nil {
+		"pageType": "inbound"}, &page); err != nil {
 		return res, err
 	}
 	paths := make([]string, o.audiences)
@@ -166,8 +167,7 @@ func runEvents(ctx context.Context, s *system, o eventOptions) (eventResult, err
 		var aud struct {
 			AudienceID string `json:"audienceId"`
 		}
-		if err := c.post(ctx, "/v0/pages/"+page.PageID+"/audiences", map[string]any{"publishBehavior": "publish"},
-			http.StatusCreated, &aud); err != nil {
+		if err := c.create(ctx, "/v0/pages/"+page.PageID+"/audiences", map[string]any{"publishBehavior": "publish"}, &aud); err != nil {
 			return res, err
 		}
 		paths[i] = "/v0/pages/" + page.PageID + "/audiences/" + aud.AudienceID + "/versions"
@@ -214,7 +214,7 @@ func runEvents(ctx context.Context, s *system, o eventOptions) (eventResult, err
 			var v struct {
 				VersionID string `json:"versionId"`
 			}
-			if err := c.post(ctx, path, nil, http.StatusCreated, &v); err != nil || v.VersionID == "" {
+			if err := c.create(ctx, path, nil, &v); err != nil || v.VersionID == "" {
 				failed.Add(1)
 				return
 			}

@@ -221,7 +221,7 @@ func readConfigs(cur *system, systems []*system, dir string, o options) []*confi
 	direct := func(s *system) *config {
 		return &config{name: "service directly (Fiber)", sys: s, start: func() (*runPlan, error) {
 			url, headers := s.stack.ServiceURL("topics")+path(s), s.signedHeaders()
-			if err := expectStatus(url, headers, 200); err != nil {
+			if err := expectOK(url, headers); err != nil {
 				return nil, err
 			}
 			return &runPlan{load: wrkRun(url, headers)}, nil
@@ -231,7 +231,7 @@ func readConfigs(cur *system, systems []*system, dir string, o options) []*confi
 		return &config{name: "through the gateway (key check, rate limit, proxy)", sys: s, proxyRole: roleGateway,
 			ref: ref, profile: s == cur, start: func() (*runPlan, error) {
 				url := s.stack.GatewayURL + path(s)
-				if err := expectStatus(url, keyHeader(s), 200); err != nil {
+				if err := expectOK(url, keyHeader(s)); err != nil {
 					return nil, err
 				}
 				return &runPlan{load: wrkRun(url, keyHeader(s))}, nil
@@ -246,7 +246,7 @@ func readConfigs(cur *system, systems []*system, dir string, o options) []*confi
 			if err != nil {
 				return nil, err
 			}
-			if err := expectStatus(n.url+path(cur), nil, 200); err != nil {
+			if err := expectOK(n.url+path(cur), nil); err != nil {
 				n.stop()
 				return nil, fmt.Errorf("nginx plain: %w", err)
 			}
@@ -261,7 +261,7 @@ func readConfigs(cur *system, systems []*system, dir string, o options) []*confi
 					return nil, err
 				}
 				url := n.url + path(cur)
-				err = expectStatus(url, keyHeader(cur), 200)
+				err = expectOK(url, keyHeader(cur))
 				if err == nil {
 					err = expectRefusal(url, nil)
 				}
