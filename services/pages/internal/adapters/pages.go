@@ -1,6 +1,6 @@
-// Package adapters stores the pages core (pages, audiences, versions, messages) in
-// PostgreSQL; every change that causes an event writes it to the outbox in the same
-// transaction.
+// Package adapters stores the pages service (pages, audiences, versions, messages,
+// audience sessions, page links) in PostgreSQL; every change that causes an event writes
+// it to the outbox in the same transaction.
 package adapters
 
 import (

@@ -1,5 +1,6 @@
-// Package app holds the pages core use cases: it makes IDs and timestamps, applies
-// domain rules and calls the store, which keeps each change with its events.
+// Package app holds the pages use cases (the core, audience sessions, page links) and
+// their workers: it makes IDs and timestamps, applies domain rules, and calls the store,
+// which keeps each change with its events.
 package app
 
 import (

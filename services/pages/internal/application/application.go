@@ -1,18 +1,16 @@
 // Package application wires the pages service onto the shared service runtime: the
-// pages core routes and its version processing worker, the sessions and the page links.
+// routes of the core, the audience sessions and the page links, the version processing
+// workers and the session computation worker.
 package application
 
 import (
 	"time"
 
 	"github.com/customerapi/platform/libs/config"
-	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/libs/service"
 	"github.com/customerapi/platform/services/pages/internal/adapters"
 	"github.com/customerapi/platform/services/pages/internal/app"
-	"github.com/customerapi/platform/services/pages/internal/pagelinks"
 	"github.com/customerapi/platform/services/pages/internal/ports"
-	"github.com/customerapi/platform/services/pages/internal/sessions"
 	"github.com/customerapi/platform/services/pages/migrations"
 )
 
@@ -23,8 +21,8 @@ const Name = "pages"
 const DefaultAddr = "127.0.0.1:25012"
 
 // Migrations are the service's own migration sets: the core (pages, audiences, versions,
-// messages), then sessions and page links.
-var Migrations = []postgres.MigrationSet{migrations.Set, sessions.Migrations, pagelinks.Migrations}
+// messages), then the audience sessions and the page links.
+var Migrations = migrations.Sets
 
 // Settings are the pages core's own settings (docs/architecture.md lists them).
 type Settings struct {
@@ -56,25 +54,24 @@ func SettingsFromEnv(env *config.Env) Settings {
 	return s
 }
 
-// Setup adds the pages routes and the version processing workers to a runtime.
+// Setup adds the pages routes (core, audience sessions, page links) and the background
+// workers (version processing, session computation) to a runtime.
 func Setup(rt *service.Runtime, env *config.Env) error {
 	s := SettingsFromEnv(env)
+	ss := SessionSettingsFromEnv(env)
 	if err := env.Err(); err != nil {
 		return err
 	}
 	store := adapters.NewStore(rt.Pool, rt.Outbox)
-	h := &ports.Handlers{
-		App:     &app.Service{Store: store},
-		Cursors: rt.Cursors,
-	}
-	h.Register(rt.API)
-	computeSessions, err := sessions.Register(rt, env)
-	if err != nil {
-		return err
-	}
-	if err := pagelinks.Register(rt, env); err != nil {
-		return err
-	}
+	sessionStore := adapters.NewSessionStore(rt.Pool, rt.Outbox)
+	computeSessions := app.NewSessionWorker(sessionStore, ss.Metrics, ss.Idle, rt.Log, app.NewSessionCounters(rt.Registry))
+
+	// The routes.
+	(&ports.Handlers{App: &app.Service{Store: store}, Cursors: rt.Cursors}).Register(rt.API)
+	(&ports.SessionHandlers{App: &app.Sessions{Store: sessionStore, Recorded: computeSessions.Poke},
+		Cursors: rt.Cursors}).Register(rt.API)
+	(&ports.PageLinkHandlers{App: &app.PageLinks{Store: adapters.NewPageLinkStore(rt.Pool)},
+		Cursors: rt.Cursors}).Register(rt.API)
 
 	// The background workers, all of them.
 	metrics := app.NewMetrics(rt.Registry)
@@ -82,6 +79,6 @@ func Setup(rt *service.Runtime, env *config.Env) error {
 		w := &app.Worker{Store: store, Pool: rt.Pool, Channel: adapters.WorkChannel, Log: rt.Log, Lease: s.Lease, Poll: s.Poll, Metrics: metrics}
 		rt.Go(w.Run)
 	}
-	rt.Go(computeSessions)
+	rt.Go(computeSessions.Run)
 	return nil
 }

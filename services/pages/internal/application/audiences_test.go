@@ -48,6 +48,9 @@ func TestAudienceToPublishedVersionAndSupersede(t *testing.T) {
 	a = waitAudience(t, c, pageID, aid, func(a map[string]any) bool {
 		return a["status"] == "published" && obj(a["publishedVersion"])["versionId"] == v2["versionId"]
 	})
+	if obj(a["latestVersion"])["versionId"] != v2["versionId"] || obj(a["publishedVersion"])["publishedAt"] == nil {
+		t.Fatalf("audience after the second version = %v", a)
+	}
 	list := mustStatus(t, c.Do("GET", fmt.Sprintf("/v0/pages/%s/audiences/%s/versions?include=snapshot", pageID, aid), nil), 200)
 	items := list["items"].([]any)
 	if list["totalCount"] != 2.0 || len(items) != 2 {

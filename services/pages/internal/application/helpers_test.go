@@ -1,12 +1,16 @@
 package application_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/libs/ids"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 	"github.com/customerapi/platform/libs/service/servicetest"
 	"github.com/customerapi/platform/libs/tenant"
@@ -74,4 +78,49 @@ func status(want string) func(map[string]any) bool {
 func obj(v any) map[string]any {
 	m, _ := v.(map[string]any)
 	return m
+}
+
+// seedPage inserts a draft page and n audiences of it straight into the pages tables
+// (no versions, so no version events) and returns their IDs.
+func seedPage(t testing.TB, pool *pgxpool.Pool, tenantID string, n int) (string, []string) {
+	t.Helper()
+	ctx := context.Background()
+	pageID := ids.New("page")
+	now := time.Now().UTC()
+	if _, err := pool.Exec(ctx, `INSERT INTO pages (tenant_id, id, name, title, page_type, status, created_at, updated_at)
+		VALUES ($1, $2, 'p', 'P', 'inbound', 'draft', $3, $3)`, tenantID, pageID, now); err != nil {
+		t.Fatal(err)
+	}
+	var audiences []string
+	for i := 0; i < n; i++ {
+		id := ids.New("audience")
+		if _, err := pool.Exec(ctx, `INSERT INTO audiences (tenant_id, id, page_id, computed_name, status, publish_behavior,
+			created_at, updated_at) VALUES ($1, $2, $3, $4, 'draft', 'draft', $5, $5)`,
+			tenantID, id, pageID, fmt.Sprint("audience ", i), now); err != nil {
+			t.Fatal(err)
+		}
+		audiences = append(audiences, id)
+	}
+	return pageID, audiences
+}
+
+// deletePage soft-deletes a page straight in the pages table.
+func deletePage(t testing.TB, pool *pgxpool.Pool, tenantID, pageID string) {
+	t.Helper()
+	if _, err := pool.Exec(context.Background(), `UPDATE pages SET deleted_at = now() WHERE tenant_id = $1 AND id = $2`,
+		tenantID, pageID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventually fails the test unless cond holds within timeout.
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -124,6 +124,7 @@ func checkEventPayload(t testing.TB, typ string, raw json.RawMessage) {
 		events.TypePageVersionCreated:   "PageVersionCreatedEventPayload",
 		events.TypePageVersionProcessed: "PageVersionProcessedEventPayload",
 		events.TypePageVersionPublished: "PageVersionPublishedEventPayload",
+		events.TypeFormSubmitted:        "FormSubmittedEventPayload",
 	}[typ]
 	if name == "" {
 		t.Fatalf("no payload schema known for %s", typ)

@@ -266,8 +266,7 @@ func CheckChange(field, value string) string {
 // ApplyChange sets the audience field a change names.
 func (a *Audience) ApplyChange(c Change) {
 	v := c.NewValue
-	switch c.Field {
-	case FieldSupplementaryContext:
+	if c.Field == FieldSupplementaryContext {
 		if v == "" {
 			a.SupplementaryContext = nil
 		} else {

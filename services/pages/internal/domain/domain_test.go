@@ -52,7 +52,7 @@ func TestAudienceChangesAndContext(t *testing.T) {
 func TestPageStatus(t *testing.T) {
 	now := time.Now()
 	p := &Page{Status: PageDraft}
-	if err := p.Restore(now); err != ErrNotRestorable {
+	if err := p.Restore(now); !errors.Is(err, ErrNotRestorable) {
 		t.Fatalf("restore of a draft = %v", err)
 	}
 	if err := p.Publish(now); err != nil || p.Status != PagePublished {
@@ -62,7 +62,7 @@ func TestPageStatus(t *testing.T) {
 	if p.Status != PageArchived || p.ArchivedAt == nil {
 		t.Fatalf("archive = %+v", p)
 	}
-	if err := p.Publish(now); err != ErrPageArchived {
+	if err := p.Publish(now); !errors.Is(err, ErrPageArchived) {
 		t.Fatalf("publish of an archived page = %v", err)
 	}
 	if err := p.Restore(now); err != nil || p.Status != PageDraft || p.ArchivedAt != nil {
@@ -73,7 +73,7 @@ func TestPageStatus(t *testing.T) {
 		t.Fatalf("restore of a deleted page = %v", err)
 	}
 	p.Actions = []Action{{ActionID: "a"}}
-	if err := p.Apply(PagePatch{SetHeaderAction: true, HeaderActionID: ptr("b")}, now); err != ErrUnknownHeaderAct {
+	if err := p.Apply(PagePatch{SetHeaderAction: true, HeaderActionID: ptr("b")}, now); !errors.Is(err, ErrUnknownHeaderAct) {
 		t.Fatalf("unknown header action = %v", err)
 	}
 	dup := []Action{{ActionID: "a"}, {ActionID: "b"}, {ActionID: "a"}}

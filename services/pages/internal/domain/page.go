@@ -1,5 +1,6 @@
-// Package domain holds the pages context's types and rules (pages, audiences, versions,
-// messages), free of transport and storage concerns.
+// Package domain holds the pages context's types, rules, errors and events (pages,
+// audiences, versions, messages, audience sessions, page links), free of transport and
+// storage concerns.
 package domain
 
 import (

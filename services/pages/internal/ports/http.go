@@ -1,5 +1,6 @@
-// Package ports serves the pages core over HTTP: it maps requests to use cases and
-// results to the API's shapes, and nothing else.
+// Package ports serves the pages service over HTTP (the core, audience sessions and page
+// links): it maps requests to use cases and results to the API's shapes, and nothing
+// else.
 package ports
 
 import (

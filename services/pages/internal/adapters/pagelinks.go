@@ -1,8 +1,7 @@
-package pagelinks
+package adapters
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -11,21 +10,22 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/customerapi/platform/libs/postgres"
-	"github.com/customerapi/platform/services/pages/internal/adapters"
+	"github.com/customerapi/platform/services/pages/internal/domain"
 )
 
-// Store keeps page links in PostgreSQL. It reads the pages and audiences tables of the
-// pages service for existence checks only.
-type Store struct{ pool *pgxpool.Pool }
+// PageLinkStore keeps page links in PostgreSQL (domain.PageLinkRepository). It reads the
+// pages and audiences tables only through the service's existence checks (CheckPage,
+// PageOfAudience).
+type PageLinkStore struct{ pool *pgxpool.Pool }
 
-// NewStore returns a Store on pool.
-func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+// NewPageLinkStore returns a PageLinkStore on pool.
+func NewPageLinkStore(pool *pgxpool.Pool) *PageLinkStore { return &PageLinkStore{pool: pool} }
 
 const linkCols = `id, tenant_id, tenant_domain_id, path, path_key, target_type, page_id, audience_id,
 	created_at, updated_at, deleted_at`
 
-func scanLink(r pgx.Row) (Link, error) {
-	var l Link
+func scanLink(r pgx.Row) (domain.PageLink, error) {
+	var l domain.PageLink
 	err := r.Scan(&l.ID, &l.TenantID, &l.DomainID, &l.Path, &l.PathKey, &l.TargetType, &l.PageID, &l.AudienceID,
 		&l.CreatedAt, &l.UpdatedAt, &l.DeletedAt)
 	return l, err
@@ -34,22 +34,22 @@ func scanLink(r pgx.Row) (Link, error) {
 // Create stores a new link after checking its target: a page of the tenant that is not
 // deleted, or an audience of such a page (whose page becomes the link's PageID; a
 // PageID given with an audience must be that page). A path already linked on the domain
-// is ErrPathTaken.
-func (s *Store) Create(ctx context.Context, l Link) (Link, error) {
+// is domain.ErrPathTaken.
+func (s *PageLinkStore) Create(ctx context.Context, l domain.PageLink) (domain.PageLink, error) {
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		if l.AudienceID != nil {
-			pageID, err := adapters.PageOfAudience(ctx, tx, l.TenantID, *l.AudienceID, l.PageID)
+			pageID, err := PageOfAudience(ctx, tx, l.TenantID, *l.AudienceID, l.PageID)
 			if err != nil {
 				return err
 			}
 			l.PageID = pageID
-		} else if err := adapters.CheckPage(ctx, tx, l.TenantID, l.PageID); err != nil {
+		} else if err := CheckPage(ctx, tx, l.TenantID, l.PageID); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO page_links (`+linkCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 			l.ID, l.TenantID, l.DomainID, l.Path, l.PathKey, l.TargetType, l.PageID, l.AudienceID, l.CreatedAt, l.UpdatedAt, l.DeletedAt)
 		if postgres.IsCode(err, postgres.UniqueViolation) && postgres.ConstraintOf(err) == "page_links_path" {
-			return ErrPathTaken
+			return domain.ErrPathTaken
 		}
 		if err != nil {
 			return fmt.Errorf("insert page link: %w", err)
@@ -60,19 +60,19 @@ func (s *Store) Create(ctx context.Context, l Link) (Link, error) {
 }
 
 // Get returns a link of the tenant, deleted or not.
-func (s *Store) Get(ctx context.Context, tenantID, id string) (Link, error) {
+func (s *PageLinkStore) Get(ctx context.Context, tenantID, id string) (domain.PageLink, error) {
 	l, err := scanLink(s.pool.QueryRow(ctx, `SELECT `+linkCols+` FROM page_links WHERE tenant_id = $1 AND id = $2`, tenantID, id))
 	if postgres.IsNoRows(err) {
-		return Link{}, ErrNotFound
+		return domain.PageLink{}, domain.ErrPageLinkNotFound
 	}
 	if err != nil {
-		return Link{}, fmt.Errorf("get page link: %w", err)
+		return domain.PageLink{}, fmt.Errorf("get page link: %w", err)
 	}
 	return l, nil
 }
 
 // Delete soft-deletes a link, freeing its path. Deleting a deleted link changes nothing.
-func (s *Store) Delete(ctx context.Context, tenantID, id string, now time.Time) error {
+func (s *PageLinkStore) Delete(ctx context.Context, tenantID, id string, now time.Time) error {
 	var found bool
 	err := s.pool.QueryRow(ctx, `WITH d AS (
 			UPDATE page_links SET deleted_at = $3, updated_at = $3
@@ -83,37 +83,9 @@ func (s *Store) Delete(ctx context.Context, tenantID, id string, now time.Time) 
 		return fmt.Errorf("delete page link: %w", err)
 	}
 	if !found {
-		return ErrNotFound
+		return domain.ErrPageLinkNotFound
 	}
 	return nil
-}
-
-// Search narrows the links of one domain. Empty fields do not filter.
-type Search struct {
-	// DomainID is the tenant domain; nil searches the fallback subdomain's links.
-	DomainID *string
-	// Query matches the path case-insensitively (a substring) or a target identifier
-	// (the audience or page ID) exactly.
-	Query      string
-	TargetType string
-	PageID     string
-}
-
-// After is a keyset position in path order: the last item's path key and ID.
-type After struct{ PathKey, ID string }
-
-// Keys renders a position for a cursor.
-func (a After) Keys() []string { return []string{a.PathKey, a.ID} }
-
-// ParseAfter reads a position from cursor keys; nil keys mean the first page.
-func ParseAfter(keys []string) (*After, error) {
-	if keys == nil {
-		return nil, nil
-	}
-	if len(keys) != 2 || keys[1] == "" {
-		return nil, errors.New("malformed position")
-	}
-	return &After{PathKey: keys[0], ID: keys[1]}, nil
 }
 
 // likeEscape escapes LIKE's wildcards (the escape character is the backslash).
@@ -123,10 +95,11 @@ func likeEscape(s string) string {
 
 // Search returns up to limit live links matching q after the position, in path order,
 // and the number of links matching q.
-func (s *Store) Search(ctx context.Context, tenantID string, q Search, after *After, limit int) ([]Link, int64, error) {
+func (s *PageLinkStore) Search(ctx context.Context, tenantID string, q domain.PageLinkSearch, after *domain.PageLinkAfter,
+	limit int) ([]domain.PageLink, int64, error) {
 	var query, pattern, targetType, pageID *string
 	if q.Query != "" {
-		p := "%" + likeEscape(PathKey(q.Query)) + "%"
+		p := "%" + likeEscape(domain.PathKey(q.Query)) + "%"
 		query, pattern = &q.Query, &p
 	}
 	if q.TargetType != "" {
@@ -155,7 +128,7 @@ func (s *Store) Search(ctx context.Context, tenantID string, q Search, after *Af
 	if err != nil {
 		return nil, 0, fmt.Errorf("search page links: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Link, error) { return scanLink(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.PageLink, error) { return scanLink(r) })
 	if err != nil {
 		return nil, 0, fmt.Errorf("search page links: %w", err)
 	}

@@ -1,4 +1,4 @@
-package sessions_test
+package application_test
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // relay retried that batch forever and no later event of any tenant left the service. The
 // request must be refused with 400, store nothing, and events recorded after it must flow.
 func TestOversizedFormSubmissionIsRefusedAndLaterEventsFlow(t *testing.T) {
-	s := start(t, nil)
+	s := start(t, servicetest.Options{})
 	c := client(t, s, "acme")
 	pageID, audiences := seedPage(t, s.Runtime.Pool, "acme", 1)
 	sessions := "/v0/pages/" + pageID + "/audience_sessions"
@@ -37,7 +37,7 @@ func TestOversizedFormSubmissionIsRefusedAndLaterEventsFlow(t *testing.T) {
 // producer's limit (KAFKA_MAX_MESSAGE_BYTES, lowered here to 20,000 bytes) is refused as a
 // whole by the outbox's write-time check, and later events flow.
 func TestSessionWhoseEventExceedsTheKafkaLimitIsRefused(t *testing.T) {
-	s := start(t, nil, servicetest.Options{Configure: func(c *service.Config) { c.Kafka.MaxMessageBytes = 20_000 }})
+	s := start(t, servicetest.Options{Configure: func(c *service.Config) { c.Kafka.MaxMessageBytes = 20_000 }})
 	c := client(t, s, "acme")
 	pageID, audiences := seedPage(t, s.Runtime.Pool, "acme", 1)
 	sessions := "/v0/pages/" + pageID + "/audience_sessions"

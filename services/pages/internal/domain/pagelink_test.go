@@ -1,4 +1,4 @@
-package pagelinks
+package domain
 
 import (
 	"fmt"
@@ -54,11 +54,5 @@ func TestCheckTarget(t *testing.T) {
 		if fmt.Sprint(got) != tc.want {
 			t.Errorf("%s: %v, want %s", name, got, tc.want)
 		}
-	}
-}
-
-func TestLikeEscape(t *testing.T) {
-	if got := likeEscape(`50%_off\`); got != `50\%\_off\\` {
-		t.Fatalf("likeEscape = %q", got)
 	}
 }

@@ -1,11 +1,12 @@
-package sessions
+package domain
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
-	"github.com/customerapi/platform/libs/config"
+	"github.com/customerapi/platform/libs/events"
 )
 
 func TestIdentify(t *testing.T) {
@@ -39,11 +40,11 @@ func TestValidators(t *testing.T) {
 	}
 }
 
-func TestCheck(t *testing.T) {
+func TestSessionCheck(t *testing.T) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := func(v string) *string { return &v }
 	before, after := at.Add(-time.Second), at.Add(time.Second)
-	late := MaxTime.Add(time.Second)
+	late := MaxSessionTime.Add(time.Second)
 	deep := map[string]any{"a": []any{map[string]any{"b": []any{map[string]any{"c": []any{map[string]any{"d": []any{map[string]any{"e": 1}}}}}}}}}
 	for name, tc := range map[string]struct {
 		s    Session
@@ -51,7 +52,7 @@ func TestCheck(t *testing.T) {
 	}{
 		"plain":                 {Session{StartedAt: at, EndedAt: &after}, "[]"},
 		"end before start":      {Session{StartedAt: at, EndedAt: &before}, "[custom:[sessionEndedAt]]"},
-		"before 1970":           {Session{StartedAt: MinTime.Add(-time.Millisecond)}, "[invalid_date:[sessionStartedAt]]"},
+		"before 1970":           {Session{StartedAt: MinSessionTime.Add(-time.Millisecond)}, "[invalid_date:[sessionStartedAt]]"},
 		"after 9999":            {Session{StartedAt: at, EndedAt: &late}, "[invalid_date:[sessionEndedAt]]"},
 		"form without identity": {Session{StartedAt: at, Form: &FormSubmission{Name: s("Ann")}}, "[custom:[formSubmission]]"},
 		"form with a phone":     {Session{StartedAt: at, Form: &FormSubmission{Phone: s("+1 555 010 9999")}}, "[]"},
@@ -62,63 +63,63 @@ func TestCheck(t *testing.T) {
 		for _, p := range tc.s.Check() {
 			got = append(got, fmt.Sprintf("%s:%v", p.Code, p.Path))
 		}
-		if fmt.Sprint(got) != tc.want && !(len(got) == 0 && tc.want == "[]") {
+		if fmt.Sprint(got) != tc.want && (len(got) != 0 || tc.want != "[]") {
 			t.Errorf("%s: %v, want %s", name, got, tc.want)
 		}
 	}
-	if err := (Filter{Start: &at, End: &before}).Check(); err != ErrEndBeforeStart {
+	if err := (SessionFilter{Start: &at, End: &before}).Check(); !errors.Is(err, ErrEndBeforeStart) {
 		t.Errorf("filter end before start: %v", err)
 	}
-	if err := (Filter{Start: &at, End: &at}).Check(); err != nil {
+	if err := (SessionFilter{Start: &at, End: &at}).Check(); err != nil {
 		t.Errorf("filter of one instant: %v", err)
 	}
 }
 
-func TestCompute(t *testing.T) {
+func TestSessionCompute(t *testing.T) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	end := func(d time.Duration) *time.Time { e := at.Add(d); return &e }
-	m := Metrics{BounceThreshold: 10 * time.Second, MaxDuration: time.Hour}
+	m := SessionMetrics{BounceThreshold: 10 * time.Second, MaxDuration: time.Hour}
 	for name, tc := range map[string]struct {
 		s      Session
 		status string
 		bounce bool
 		spent  float64 // -1: unknown
 	}{
-		"bounce":          {Session{StartedAt: at, EndedAt: end(9 * time.Second)}, StatusCompleted, true, 9},
-		"at threshold":    {Session{StartedAt: at, EndedAt: end(10 * time.Second)}, StatusCompleted, false, 10},
-		"no end":          {Session{StartedAt: at}, StatusCompleted, true, -1},
-		"question":        {Session{StartedAt: at, QuestionsAsked: 1}, StatusCompleted, false, -1},
-		"form":            {Session{StartedAt: at, Form: &FormSubmission{}}, StatusCompleted, false, -1},
-		"too long":        {Session{StartedAt: at, EndedAt: end(2 * time.Hour)}, StatusFailed, false, -1},
-		"ends before":     {Session{StartedAt: at, EndedAt: end(-time.Second)}, StatusFailed, false, -1},
-		"exactly maximum": {Session{StartedAt: at, EndedAt: end(time.Hour)}, StatusCompleted, false, 3600},
+		"bounce":          {Session{StartedAt: at, EndedAt: end(9 * time.Second)}, ComputationCompleted, true, 9},
+		"at threshold":    {Session{StartedAt: at, EndedAt: end(10 * time.Second)}, ComputationCompleted, false, 10},
+		"no end":          {Session{StartedAt: at}, ComputationCompleted, true, -1},
+		"question":        {Session{StartedAt: at, QuestionsAsked: 1}, ComputationCompleted, false, -1},
+		"form":            {Session{StartedAt: at, Form: &FormSubmission{}}, ComputationCompleted, false, -1},
+		"too long":        {Session{StartedAt: at, EndedAt: end(2 * time.Hour)}, ComputationFailed, false, -1},
+		"ends before":     {Session{StartedAt: at, EndedAt: end(-time.Second)}, ComputationFailed, false, -1},
+		"exactly maximum": {Session{StartedAt: at, EndedAt: end(time.Hour)}, ComputationCompleted, false, 3600},
 	} {
 		r := m.Compute(tc.s)
 		spent := -1.0
 		if r.TimeSpentSeconds != nil {
 			spent = *r.TimeSpentSeconds
 		}
-		if r.Status != tc.status || r.IsBounce != tc.bounce || spent != tc.spent || (r.Status == StatusFailed) != (r.Error != nil) {
+		if r.Status != tc.status || r.IsBounce != tc.bounce || spent != tc.spent || (r.Status == ComputationFailed) != (r.Error != nil) {
 			t.Errorf("%s: %+v (spent %v)", name, r, spent)
 		}
 	}
 }
 
-func TestSettingsFromEnv(t *testing.T) {
-	env := config.FromMap(nil)
-	if s := SettingsFromEnv(env); env.Err() != nil || s.Metrics != DefaultMetrics || s.Idle != 2*time.Second {
-		t.Fatalf("defaults = %+v, %v", s, env.Err())
+// form.submitted is keyed by the session's audience, or by its page when it has none.
+func TestFormSubmitted(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	audience, email := "audience_1", "ann@example.com"
+	s := Session{TenantID: "acme", ID: "session_1", PageID: "page_1", AudienceID: &audience,
+		Form: &FormSubmission{ID: "formsub_1", Email: &email, Identifier: email, IdentifierType: IdentifierEmail, SubmittedAt: at}}
+	e := FormSubmitted(&s)
+	p, ok := e.Payload.(events.FormSubmitted)
+	if e.Type != events.TypeFormSubmitted || e.Subject != audience || !ok || p.Type != events.TypeFormSubmitted ||
+		p.AudienceSessionID != "session_1" || p.FormSubmissionID != "formsub_1" || p.Identifier != email ||
+		p.PageID != "page_1" || p.SubmittedAt != "2026-01-01T00:00:00.000Z" {
+		t.Fatalf("event = %+v", e)
 	}
-	for name, vars := range map[string]map[string]string{
-		"zero threshold":      {"SESSION_BOUNCE_THRESHOLD": "0s"},
-		"max below threshold": {"SESSION_BOUNCE_THRESHOLD": "1m", "SESSION_MAX_DURATION": "30s"},
-		"no interval":         {"SESSION_COMPUTE_INTERVAL": "0s"},
-		"not a duration":      {"SESSION_COMPUTE_INTERVAL": "soon"},
-	} {
-		env := config.FromMap(vars)
-		SettingsFromEnv(env)
-		if env.Err() == nil {
-			t.Errorf("%s: accepted", name)
-		}
+	s.AudienceID = nil
+	if e := FormSubmitted(&s); e.Subject != "page_1" {
+		t.Fatalf("without an audience the subject is %q, want the page", e.Subject)
 	}
 }

@@ -1,11 +1,10 @@
-package pagelinks
+package domain
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"time"
-
-	"github.com/customerapi/platform/services/pages/internal/domain"
 )
 
 // Target types of a page link.
@@ -15,16 +14,15 @@ const (
 	TargetPageRouting = "page_routing"
 )
 
-// Errors the use cases report; the HTTP layer maps them.
+// Errors of the page links (a missing target is ErrPageNotFound or ErrAudienceNotFound,
+// as everywhere in the service).
 var (
-	ErrNotFound         = errors.New("page link not found")
-	ErrPageNotFound     = domain.ErrPageNotFound // the pages core's errors: one set for the service
-	ErrAudienceNotFound = domain.ErrAudienceNotFound
+	ErrPageLinkNotFound = errors.New("page link not found")
 	ErrPathTaken        = errors.New("path already linked on this domain")
 )
 
-// Link maps a path on a tenant domain to a target.
-type Link struct {
+// PageLink maps a path on a tenant domain to a target.
+type PageLink struct {
 	TenantID string
 	ID       string
 	// DomainID is the tenant domain; nil means the tenant's fallback subdomain.
@@ -99,4 +97,50 @@ func CheckTarget(targetType string, audienceID, pageID *string) []TargetError {
 		}
 	}
 	return out
+}
+
+// PageLinkSearch narrows the links of one domain. Empty fields do not filter.
+type PageLinkSearch struct {
+	// DomainID is the tenant domain; nil searches the fallback subdomain's links.
+	DomainID *string
+	// Query matches the path case-insensitively (a substring) or a target identifier
+	// (the audience or page ID) exactly.
+	Query      string
+	TargetType string
+	PageID     string
+}
+
+// PageLinkAfter is a keyset position in path order: the last item's path key and ID.
+type PageLinkAfter struct{ PathKey, ID string }
+
+// Keys renders a position for a cursor.
+func (a PageLinkAfter) Keys() []string { return []string{a.PathKey, a.ID} }
+
+// ParsePageLinkAfter reads a position from cursor keys; nil keys mean the first page.
+func ParsePageLinkAfter(keys []string) (*PageLinkAfter, error) {
+	if keys == nil {
+		return nil, nil
+	}
+	if len(keys) != 2 || keys[1] == "" {
+		return nil, errors.New("malformed position")
+	}
+	return &PageLinkAfter{PathKey: keys[0], ID: keys[1]}, nil
+}
+
+// PageLinkRepository is the storage of page links. It sees the pages and audiences only
+// to check a link's target (ErrPageNotFound, ErrAudienceNotFound).
+type PageLinkRepository interface {
+	// Create stores a new link after checking its target: a page of the tenant that is
+	// not deleted, or an audience of such a page (whose page becomes the link's PageID;
+	// a PageID given with an audience must be that page). A path already linked on the
+	// domain is ErrPathTaken.
+	Create(ctx context.Context, l PageLink) (PageLink, error)
+	// Get returns a link of the tenant, deleted or not (ErrPageLinkNotFound).
+	Get(ctx context.Context, tenantID, id string) (PageLink, error)
+	// Delete soft-deletes a link, freeing its path; deleting a deleted link changes
+	// nothing (ErrPageLinkNotFound).
+	Delete(ctx context.Context, tenantID, id string, now time.Time) error
+	// Search returns up to limit live links matching q after the position, in path
+	// order, and the number of links matching q.
+	Search(ctx context.Context, tenantID string, q PageLinkSearch, after *PageLinkAfter, limit int) ([]PageLink, int64, error)
 }

@@ -1,4 +1,4 @@
-package sessions_test
+package application_test
 
 import (
 	"context"
@@ -15,12 +15,13 @@ import (
 	"github.com/customerapi/platform/api/apitest"
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/events/kafkatest"
+	"github.com/customerapi/platform/libs/service/servicetest"
 	"github.com/customerapi/platform/libs/timestamp"
-	pagesessions "github.com/customerapi/platform/services/pages/internal/sessions"
+	"github.com/customerapi/platform/services/pages/internal/domain"
 )
 
-func TestRecordWithFormSubmission(t *testing.T) {
-	s := start(t, nil)
+func TestSessionRecordWithFormSubmission(t *testing.T) {
+	s := start(t, servicetest.Options{})
 	c := client(t, s, "acme")
 	pageID, audiences := seedPage(t, s.Runtime.Pool, "acme", 1)
 	start := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
@@ -67,7 +68,7 @@ func TestRecordWithFormSubmission(t *testing.T) {
 	if e.Type != events.TypeFormSubmitted || e.TenantID != "acme" {
 		t.Fatalf("event = %+v", e)
 	}
-	checkSchema(t, "FormSubmittedEventPayload", e.Payload)
+	checkEventPayload(t, e.Type, e.Payload)
 	var p map[string]any
 	_ = json.Unmarshal(e.Payload, &p)
 	if p["type"] != "form.submitted" || p["audienceSessionId"] != id || p["formSubmissionId"] != created["formSubmissionId"] ||
@@ -80,8 +81,8 @@ func TestRecordWithFormSubmission(t *testing.T) {
 	}
 }
 
-func TestIdentifierChoice(t *testing.T) {
-	s := start(t, nil)
+func TestSessionIdentifierChoice(t *testing.T) {
+	s := start(t, servicetest.Options{})
 	c := client(t, s, "acme")
 	pageID, _ := seedPage(t, s.Runtime.Pool, "acme", 0)
 	for i, tc := range []struct {
@@ -111,8 +112,8 @@ func TestIdentifierChoice(t *testing.T) {
 	}
 }
 
-func TestComputationOutcomes(t *testing.T) {
-	s := start(t, map[string]string{"SESSION_MAX_DURATION": "1h", "SESSION_BOUNCE_THRESHOLD": "10s"})
+func TestSessionComputationOutcomes(t *testing.T) {
+	s := start(t, servicetest.Options{Env: map[string]string{"SESSION_MAX_DURATION": "1h", "SESSION_BOUNCE_THRESHOLD": "10s"}})
 	c := client(t, s, "acme")
 	pageID, _ := seedPage(t, s.Runtime.Pool, "acme", 0)
 	at := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
@@ -149,8 +150,8 @@ func TestComputationOutcomes(t *testing.T) {
 	}
 }
 
-func TestListFiltersAndPagination(t *testing.T) {
-	s := start(t, nil)
+func TestSessionListFiltersAndPagination(t *testing.T) {
+	s := start(t, servicetest.Options{})
 	c := client(t, s, "acme")
 	pageID, audiences := seedPage(t, s.Runtime.Pool, "acme", 2)
 	otherPage, _ := seedPage(t, s.Runtime.Pool, "acme", 0)
@@ -217,8 +218,8 @@ func TestListFiltersAndPagination(t *testing.T) {
 	}
 }
 
-func TestNotFound(t *testing.T) {
-	s := start(t, nil)
+func TestSessionNotFound(t *testing.T) {
+	s := start(t, servicetest.Options{})
 	c := client(t, s, "acme")
 	pageID, audiences := seedPage(t, s.Runtime.Pool, "acme", 1)
 	otherPage, otherAudiences := seedPage(t, s.Runtime.Pool, "acme", 1)
@@ -257,8 +258,8 @@ func TestNotFound(t *testing.T) {
 	}
 }
 
-func TestBadInput(t *testing.T) {
-	s := start(t, nil)
+func TestSessionBadInput(t *testing.T) {
+	s := start(t, servicetest.Options{})
 	c := client(t, s, "acme")
 	pageID, _ := seedPage(t, s.Runtime.Pool, "acme", 0)
 	ok := func(extra map[string]any) map[string]any {
@@ -333,9 +334,9 @@ func TestBadInput(t *testing.T) {
 		"start in year 10000": {"POST", sessions, ok(map[string]any{"sessionStartedAt": "9999-12-31T23:59:59-23:59"}), "body:invalid_date:[sessionStartedAt]"},
 		"end in year 10000": {"POST", sessions, ok(map[string]any{"sessionEndedAt": "9999-12-31T23:00:00-02:00"}),
 			"body:invalid_date:[sessionEndedAt]"},
-		"form fields too deep": {"POST", sessions, form(map[string]any{"email": "a@b.co", "fields": nested(pagesessions.MaxFieldsDepth + 1)}),
+		"form fields too deep": {"POST", sessions, form(map[string]any{"email": "a@b.co", "fields": nested(domain.MaxFieldsDepth + 1)}),
 			"body:too_big:[formSubmission fields]"},
-		"form fields too large": {"POST", sessions, form(map[string]any{"email": "a@b.co", "fields": fieldsOfSize(pagesessions.MaxFieldsBytes + 1)}),
+		"form fields too large": {"POST", sessions, form(map[string]any{"email": "a@b.co", "fields": fieldsOfSize(domain.MaxFieldsBytes + 1)}),
 			"body:too_big:[formSubmission fields]"},
 		"form fields too many keys": {"POST", sessions, form(map[string]any{"email": "a@b.co", "fields": manyKeys(101)}),
 			"body:too_big:[formSubmission fields]"},
@@ -359,9 +360,9 @@ func TestBadInput(t *testing.T) {
 	mustStatus(t, c.Do("POST", sessions, ok(map[string]any{"analyticsSessionId": "edge-late",
 		"sessionStartedAt": "9999-12-31T23:59:59Z", "sessionEndedAt": "9999-12-31T23:59:59Z"})), 201)
 	mustStatus(t, c.Do("POST", sessions, ok(map[string]any{"analyticsSessionId": "edge-early", "sessionStartedAt": "1970-01-01T00:00:00Z",
-		"formSubmission": map[string]any{"email": "a@b.co", "fields": nested(pagesessions.MaxFieldsDepth)}})), 201)
+		"formSubmission": map[string]any{"email": "a@b.co", "fields": nested(domain.MaxFieldsDepth)}})), 201)
 	mustStatus(t, c.Do("POST", sessions, ok(map[string]any{"analyticsSessionId": "edge-large",
-		"formSubmission": map[string]any{"email": "a@b.co", "fields": fieldsOfSize(pagesessions.MaxFieldsBytes)}})), 201)
+		"formSubmission": map[string]any{"email": "a@b.co", "fields": fieldsOfSize(domain.MaxFieldsBytes)}})), 201)
 }
 
 // fieldsOfSize returns form fields whose compact JSON is n bytes (n ≥ 8).
@@ -398,8 +399,8 @@ func readPagesEvents(t *testing.T, brokers []string, subject string, n int) []ev
 
 // Concurrent identical recordings (a client retrying while its first request is still
 // running) store one session and emit one form.submitted; the others are replays.
-func TestConcurrentReplays(t *testing.T) {
-	s := start(t, nil)
+func TestSessionConcurrentReplays(t *testing.T) {
+	s := start(t, servicetest.Options{})
 	c := client(t, s, "acme")
 	pageID, audiences := seedPage(t, s.Runtime.Pool, "acme", 1)
 	body := map[string]any{"analyticsSessionId": "retried", "audienceId": audiences[0], "sessionStartedAt": "2026-11-20T10:00:00Z",

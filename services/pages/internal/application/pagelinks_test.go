@@ -1,53 +1,24 @@
-package pagelinks_test
+package application_test
 
 import (
 	"context"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/customerapi/platform/api/apitest"
-	"github.com/customerapi/platform/libs/config"
-	"github.com/customerapi/platform/libs/postgres"
-	"github.com/customerapi/platform/libs/postgres/pgtest"
-	"github.com/customerapi/platform/libs/service"
 	"github.com/customerapi/platform/libs/service/servicetest"
-	"github.com/customerapi/platform/libs/tenant"
-	"github.com/customerapi/platform/services/pages/internal/pagelinks"
-	"github.com/customerapi/platform/services/pages/internal/pagestest"
-	"github.com/customerapi/platform/services/pages/migrations"
 )
-
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
-
-var contract = apitest.MustLoad()
-
-func start(t testing.TB) *servicetest.Service {
-	t.Helper()
-	return servicetest.Start(t, "pages", []postgres.MigrationSet{migrations.Set, pagelinks.Migrations},
-		func(rt *service.Runtime, env *config.Env) error { return pagelinks.Register(rt, env) }, servicetest.Options{})
-}
-
-func client(t apitest.TB, s *servicetest.Service, tenantID string) *apitest.Client {
-	return (&apitest.Client{T: t, Base: s.URL, Contract: contract, Prepare: s.Sign}).With(tenant.Header, tenantID)
-}
-
-// mustStatus checks a response's status and returns its JSON object.
-var mustStatus = apitest.MustStatus
-
-// seedPage inserts a page and n audiences of it straight into the pages tables.
-var seedPage = pagestest.SeedPage
 
 func audienceTarget(id string) map[string]any {
 	return map[string]any{"targetType": "audience", "audienceId": id}
 }
 
-func TestLifecycle(t *testing.T) {
-	s := start(t)
+func TestPageLinkLifecycle(t *testing.T) {
+	s := start(t, servicetest.Options{})
 	c := client(t, s, "acme")
 	pageID, audiences := seedPage(t, s.Runtime.Pool, "acme", 1)
 
@@ -97,8 +68,8 @@ func TestLifecycle(t *testing.T) {
 	mustStatus(t, c.Do("DELETE", "/v0/page_links/x%00", nil), 404)
 }
 
-func TestTargets(t *testing.T) {
-	s := start(t)
+func TestPageLinkTargets(t *testing.T) {
+	s := start(t, servicetest.Options{})
 	c := client(t, s, "acme")
 	pageID, audiences := seedPage(t, s.Runtime.Pool, "acme", 1)
 	otherPage, _ := seedPage(t, s.Runtime.Pool, "acme", 0)
@@ -131,8 +102,8 @@ func TestTargets(t *testing.T) {
 	mustStatus(t, c.Do("POST", "/v0/page_links", map[string]any{"path": "/gone", "target": audienceTarget(audiences[0])}), 404)
 }
 
-func TestSearch(t *testing.T) {
-	s := start(t)
+func TestPageLinkSearch(t *testing.T) {
+	s := start(t, servicetest.Options{})
 	c := client(t, s, "acme")
 	pageA, audA := seedPage(t, s.Runtime.Pool, "acme", 2)
 	pageB, _ := seedPage(t, s.Runtime.Pool, "acme", 0)
@@ -211,8 +182,8 @@ func TestSearch(t *testing.T) {
 }
 
 // Concurrent creations of one path on one domain: exactly one wins, the rest get 409.
-func TestConcurrentSamePath(t *testing.T) {
-	s := start(t)
+func TestPageLinkConcurrentSamePath(t *testing.T) {
+	s := start(t, servicetest.Options{})
 	c := client(t, s, "acme")
 	pageID, _ := seedPage(t, s.Runtime.Pool, "acme", 0)
 	var wg sync.WaitGroup
@@ -240,8 +211,8 @@ func TestConcurrentSamePath(t *testing.T) {
 	}
 }
 
-func TestBadInput(t *testing.T) {
-	s := start(t)
+func TestPageLinkBadInput(t *testing.T) {
+	s := start(t, servicetest.Options{})
 	c := client(t, s, "acme")
 	pageID, _ := seedPage(t, s.Runtime.Pool, "acme", 0)
 	page := map[string]any{"targetType": "page", "pageId": pageID}

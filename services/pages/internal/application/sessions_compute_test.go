@@ -1,4 +1,4 @@
-package sessions_test
+package application_test
 
 import (
 	"context"
@@ -11,22 +11,24 @@ import (
 	"github.com/customerapi/platform/libs/outbox"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 	"github.com/customerapi/platform/libs/service/servicetest"
-	"github.com/customerapi/platform/services/pages/internal/sessions"
+	"github.com/customerapi/platform/services/pages/internal/adapters"
+	"github.com/customerapi/platform/services/pages/internal/domain"
+	"github.com/customerapi/platform/services/pages/migrations"
 )
 
 // Several workers (replicas) at once compute every pending session exactly once.
-func TestComputeConcurrentWorkers(t *testing.T) {
-	pool := pgtest.NewPool(t, sets...)
-	store := sessions.NewStore(pool, outbox.Writer{})
+func TestSessionComputeConcurrentWorkers(t *testing.T) {
+	pool := pgtest.NewPool(t, migrations.Set, migrations.Sessions)
+	store := adapters.NewSessionStore(pool, outbox.Writer{})
 	ctx := context.Background()
 	pageID, _ := seedPage(t, pool, "acme", 0)
 	const n = 450
 	at := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
 	for i := 0; i < n; i++ {
 		end := at.Add(time.Duration(i) * time.Second)
-		if _, _, err := store.Record(ctx, sessions.Session{TenantID: "acme", ID: ids.New("session"), PageID: pageID,
+		if _, _, err := store.Record(ctx, domain.Session{TenantID: "acme", ID: ids.New("session"), PageID: pageID,
 			AnalyticsSessionID: fmt.Sprint("s", i), RequestHash: []byte{1}, StartedAt: at, EndedAt: &end,
-			CreatedAt: time.Now().UTC()}); err != nil {
+			CreatedAt: time.Now().UTC()}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -38,7 +40,7 @@ func TestComputeConcurrentWorkers(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for {
-				done, err := store.ComputePending(ctx, sessions.DefaultMetrics, 25, time.Now())
+				done, err := store.ComputePending(ctx, domain.DefaultSessionMetrics, 25, time.Now())
 				if err != nil {
 					t.Error(err)
 					return
@@ -66,22 +68,22 @@ func TestComputeConcurrentWorkers(t *testing.T) {
 }
 
 // Sessions left pending while the service was down are computed after it restarts.
-func TestComputeAfterRestart(t *testing.T) {
-	first := start(t, map[string]string{"SESSION_COMPUTE_INTERVAL": "1h"})
+func TestSessionComputeAfterRestart(t *testing.T) {
+	first := start(t, servicetest.Options{Env: map[string]string{"SESSION_COMPUTE_INTERVAL": "1h"}})
 	pool := first.Runtime.Pool
 	pageID, _ := seedPage(t, pool, "acme", 0)
 	// Written behind the worker's back (no wake-up), as if a replica died before computing.
-	store := sessions.NewStore(pool, outbox.Writer{})
+	store := adapters.NewSessionStore(pool, outbox.Writer{})
 	id := ids.New("session")
-	if _, _, err := store.Record(context.Background(), sessions.Session{TenantID: "acme", ID: id, PageID: pageID,
-		AnalyticsSessionID: "left", RequestHash: []byte{1}, StartedAt: time.Now().UTC(), CreatedAt: time.Now().UTC()}); err != nil {
+	if _, _, err := store.Record(context.Background(), domain.Session{TenantID: "acme", ID: id, PageID: pageID,
+		AnalyticsSessionID: "left", RequestHash: []byte{1}, StartedAt: time.Now().UTC(), CreatedAt: time.Now().UTC()}, nil); err != nil {
 		t.Fatal(err)
 	}
 	dbURL := first.DatabaseURL
 	broker := first.Broker
 	first.Stop()
 
-	second := start(t, nil, servicetest.Options{DatabaseURL: dbURL, Broker: broker})
+	second := start(t, servicetest.Options{DatabaseURL: dbURL, Broker: broker})
 	c := client(t, second, "acme")
 	eventually(t, 10*time.Second, "computation after restart", func() bool {
 		return mustStatus(t, c.Do("GET", "/v0/pages/"+pageID+"/audience_sessions/"+id, nil), 200)["computationStatus"] == "completed"

@@ -1,0 +1,136 @@
+package domain
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/timestamp"
+)
+
+// Computation states of a session's derived metrics.
+const (
+	ComputationPending   = "pending"
+	ComputationCompleted = "completed"
+	ComputationFailed    = "failed"
+)
+
+// Errors of the audience sessions (a missing page or audience is ErrPageNotFound or
+// ErrAudienceNotFound, as everywhere in the service).
+var (
+	ErrSessionNotFound = errors.New("audience session not found")
+	ErrReplayConflict  = errors.New("analyticsSessionId already recorded with a different body")
+	ErrEndBeforeStart  = errors.New("endDate must not be before startDate")
+)
+
+// Session is one recorded visit to a page (and usually one of its audiences).
+type Session struct {
+	TenantID           string
+	ID                 string
+	PageID             string
+	AudienceID         *string
+	AnalyticsSessionID string
+	RequestHash        []byte
+	PageTitle          *string
+	PageURL            *string
+	StartedAt          time.Time
+	EndedAt            *time.Time
+	HasConversion      bool
+	MaxScrollDepth     *float64
+	QuestionsAsked     int64
+	TotalClicks        int64
+	UTM                UTM
+	Form               *FormSubmission
+	// Derived by the computation.
+	ComputationStatus string
+	ComputationError  *string
+	IsBounce          bool
+	TimeSpentSeconds  *float64
+	CreatedAt         time.Time
+}
+
+// UTM holds the campaign parameters of the visit.
+type UTM struct {
+	Campaign, Content, Medium, Source, Term *string
+}
+
+// FormSubmitted announces a session's form submission (form.submitted). Its subject (the
+// Kafka key) is the audience, so a session's event is ordered with its audience's
+// version events; a session without an audience is keyed by its page.
+func FormSubmitted(s *Session) Event {
+	f := s.Form
+	subject := s.PageID
+	if s.AudienceID != nil {
+		subject = *s.AudienceID
+	}
+	return Event{Type: events.TypeFormSubmitted, Subject: subject, Payload: events.FormSubmitted{
+		Type: events.TypeFormSubmitted, PageID: s.PageID, AudienceID: s.AudienceID, AudienceSessionID: s.ID,
+		FormSubmissionID: f.ID, Identifier: f.Identifier, IdentifierType: f.IdentifierType, Email: f.Email,
+		Phone: f.Phone, LinkedinProfileURL: f.LinkedInURL, Name: f.Name, Fields: f.Fields,
+		SubmittedAt: timestamp.Format(f.SubmittedAt)}}
+}
+
+// SessionFilter narrows a session list. Start and End bound sessionStartedAt, inclusive.
+type SessionFilter struct {
+	Start, End *time.Time
+	AudienceID string
+}
+
+// Check reports ErrEndBeforeStart when the filter's end is before its start.
+func (f SessionFilter) Check() error {
+	if f.Start != nil && f.End != nil && f.End.Before(*f.Start) {
+		return ErrEndBeforeStart
+	}
+	return nil
+}
+
+// SessionAfter is a keyset position in the newest-first order of sessions: the last
+// item's start and ID.
+type SessionAfter struct {
+	StartedAt time.Time
+	ID        string
+}
+
+// Keys renders a position for a cursor.
+func (a SessionAfter) Keys() []string {
+	return []string{strconv.FormatInt(a.StartedAt.UnixMicro(), 10), a.ID}
+}
+
+// ParseSessionAfter reads a position from cursor keys; nil keys mean the first page.
+func ParseSessionAfter(keys []string) (*SessionAfter, error) {
+	if keys == nil {
+		return nil, nil
+	}
+	if len(keys) != 2 || keys[1] == "" {
+		return nil, errors.New("malformed position")
+	}
+	us, err := strconv.ParseInt(keys[0], 10, 64)
+	if err != nil {
+		return nil, errors.New("malformed position")
+	}
+	return &SessionAfter{StartedAt: time.UnixMicro(us).UTC(), ID: keys[1]}, nil
+}
+
+// SessionRepository is the storage of audience sessions. It sees the pages and audiences
+// only to check that they exist (ErrPageNotFound, ErrAudienceNotFound).
+type SessionRepository interface {
+	// Record stores a new session with the events it announces, in one transaction. A
+	// session whose analyticsSessionId the page already has is a replay: with the same
+	// request hash the stored session is returned (replayed true) and nothing is
+	// announced, with another it is ErrReplayConflict.
+	Record(ctx context.Context, s Session, announce []Event) (out Session, replayed bool, err error)
+	// Get returns a session of a visible page (ErrSessionNotFound).
+	Get(ctx context.Context, tenantID, pageID, id string) (Session, error)
+	// List returns up to limit sessions of a visible page after the position, newest
+	// sessionStartedAt first, and the number of sessions matching the filter.
+	List(ctx context.Context, tenantID, pageID string, f SessionFilter, after *SessionAfter, limit int) ([]Session, int64, error)
+}
+
+// SessionQueue is the sessions whose metrics wait to be computed.
+type SessionQueue interface {
+	// ComputePending claims up to n pending sessions, computes their metrics by m and
+	// stores the results in one transaction; several replicas may call it at once.
+	ComputePending(ctx context.Context, m SessionMetrics, n int, now time.Time) (SessionsComputed, error)
+}

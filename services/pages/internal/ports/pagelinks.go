@@ -1,0 +1,107 @@
+package ports
+
+import (
+	"errors"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/customerapi/platform/libs/apierror"
+	"github.com/customerapi/platform/libs/pagination"
+	"github.com/customerapi/platform/libs/request"
+	"github.com/customerapi/platform/libs/tenant"
+	"github.com/customerapi/platform/services/pages/internal/app"
+	"github.com/customerapi/platform/services/pages/internal/domain"
+)
+
+// PageLinkHandlers serve the page link routes.
+type PageLinkHandlers struct {
+	App     *app.PageLinks
+	Cursors *pagination.Codec
+}
+
+// Register mounts the routes on the tenant-scoped /v0 router.
+func (h *PageLinkHandlers) Register(r fiber.Router) {
+	r.Post("/page_links", h.create)
+	r.Get("/page_links/search", h.search) // before /:page_link_id, which would match "search"
+	r.Get("/page_links/:page_link_id", h.get)
+	r.Delete("/page_links/:page_link_id", h.delete)
+}
+
+func (h *PageLinkHandlers) create(c *fiber.Ctx) error {
+	var in linkCreate
+	if err := request.Decode(c, &in); err != nil {
+		return err
+	}
+	path, issues := in.check()
+	if len(issues) > 0 {
+		return apierror.Validation(apierror.FieldBody, issues...)
+	}
+	l := domain.PageLink{TenantID: tenant.From(c), DomainID: in.TenantDomainID.Ptr(), Path: path,
+		TargetType: in.Target.TargetType, AudienceID: in.Target.AudienceID}
+	if in.Target.PageID != nil {
+		l.PageID = *in.Target.PageID
+	}
+	out, err := h.App.Create(c.UserContext(), l)
+	if err != nil {
+		return mapPageLinkError(err)
+	}
+	return c.Status(fiber.StatusCreated).JSON(viewPageLink(out))
+}
+
+func (h *PageLinkHandlers) get(c *fiber.Ctx) error {
+	l, err := h.App.Get(c.UserContext(), tenant.From(c), c.Params("page_link_id"))
+	if err != nil {
+		return mapPageLinkError(err)
+	}
+	return c.JSON(viewPageLink(l))
+}
+
+func (h *PageLinkHandlers) delete(c *fiber.Ctx) error {
+	if err := h.App.Delete(c.UserContext(), tenant.From(c), c.Params("page_link_id")); err != nil {
+		return mapPageLinkError(err)
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+func (h *PageLinkHandlers) search(c *fiber.Ctx) error {
+	// The document judged the parameters (lengths, the target type's values).
+	q := request.NewQuery(c)
+	s := domain.PageLinkSearch{Query: q.String("query"), PageID: q.String("pageId"), TargetType: q.String("targetType")}
+	if d, ok := q.Raw("tenantDomainId"); ok {
+		s.DomainID = &d
+	}
+	scope := pagination.Scope(tenant.From(c), "page_links", request.Value(s.DomainID), s.Query, s.TargetType, s.PageID)
+	p := h.Cursors.Parse(q, scope)
+	after, err := domain.ParsePageLinkAfter(p.After)
+	if err != nil {
+		q.Fail("cursor", "invalid_cursor", "Invalid cursor: "+err.Error())
+	}
+	if err := q.Err(); err != nil {
+		return err
+	}
+	links, total, err := h.App.Search(c.UserContext(), tenant.From(c), s, after, p.Limit+1)
+	if err != nil {
+		return mapPageLinkError(err)
+	}
+	views := make([]linkView, len(links))
+	for i, l := range links {
+		views[i] = viewPageLink(l)
+	}
+	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v linkView) []string {
+		return domain.PageLinkAfter{PathKey: domain.PathKey(v.Path), ID: v.PageLinkID}.Keys()
+	}))
+}
+
+func mapPageLinkError(err error) error {
+	switch {
+	case errors.Is(err, domain.ErrPageLinkNotFound):
+		return apierror.NotFound("page link not found")
+	case errors.Is(err, domain.ErrPageNotFound):
+		return apierror.NotFound("target page not found")
+	case errors.Is(err, domain.ErrAudienceNotFound):
+		return apierror.NotFound("target audience not found")
+	case errors.Is(err, domain.ErrPathTaken):
+		return apierror.Conflict("this path is already linked on this domain")
+	}
+	return apierror.Internal(err)
+}
