@@ -27,19 +27,6 @@ import (
 	"github.com/customerapi/platform/services/assets/internal/storage"
 )
 
-// Repository is what the use cases need from the database.
-type Repository interface {
-	Reserve(ctx context.Context, tenantID string, keys []string, due time.Time) error
-	Forget(ctx context.Context, keys []string) error
-	DueNow(ctx context.Context, keys []string, now time.Time) error
-	Create(ctx context.Context, a domain.Asset, keys []string) error
-	Get(ctx context.Context, tenantID, id string) (domain.Asset, error)
-	Update(ctx context.Context, tenantID, id string, now time.Time, fn func(*domain.Asset) (domain.Change, error)) (domain.Asset, domain.Change, error)
-	List(ctx context.Context, tenantID string, state domain.State, f domain.Filter, after string, limit int) ([]domain.Asset, int64, error)
-	PurgeDue(ctx context.Context, cutoff, now time.Time, limit int) (int, []string, error)
-	Sweep(ctx context.Context, now time.Time, limit int, retry time.Duration, remove func(context.Context, string) error) (int, error)
-}
-
 // Errors of uploads the handlers map to 400s.
 var (
 	ErrTooLarge = errors.New("the file exceeds the upload limit")
@@ -63,7 +50,7 @@ func (e *UndecodableError) Error() string { return "the file is not a valid " + 
 
 // Service runs the assets use cases.
 type Service struct {
-	Repo     Repository
+	Repo     domain.Repository
 	Storage  storage.Storage
 	Signer   *signing.Signer
 	Previews *preview.Generator

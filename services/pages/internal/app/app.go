@@ -6,35 +6,15 @@ package app
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/customerapi/platform/libs/ids"
 	"github.com/customerapi/platform/libs/timestamp"
 	"github.com/customerapi/platform/services/pages/internal/domain"
 )
 
-// Repository is the storage of pages, audiences, versions and messages; each change is
-// kept with its events.
-type Repository interface {
-	CreatePage(ctx context.Context, p domain.Page) error
-	GetPage(ctx context.Context, tenantID, id string) (domain.Page, error)
-	ListPages(ctx context.Context, tenantID, afterID string, limit int) ([]domain.Page, int64, error)
-	UpdatePage(ctx context.Context, tenantID, id string, withDeleted bool, fn func(*domain.Page) error) (domain.Page, error)
-	CreateAudience(ctx context.Context, a domain.Audience, v domain.Version, name func(n int64) string) (domain.Audience, error)
-	GetAudience(ctx context.Context, tenantID, pageID, id string) (domain.Audience, error)
-	ListAudiences(ctx context.Context, tenantID, pageID, afterID string, limit int) ([]domain.Audience, int64, error)
-	UpdateAudience(ctx context.Context, tenantID, pageID, id string, fn func(*domain.Audience) error) (domain.Audience, error)
-	ArchiveAudience(ctx context.Context, tenantID, pageID, id string, now time.Time) (domain.Audience, error)
-	CreateVersion(ctx context.Context, v domain.Version) (domain.Version, bool, error)
-	ListVersions(ctx context.Context, tenantID, pageID, audienceID string, below int64, limit int) ([]domain.Version, int64, error)
-	Messages(ctx context.Context, tenantID, pageID, audienceID string) (domain.Messages, error)
-	AddMessage(ctx context.Context, tenantID, pageID string, m domain.Message, conversationID string,
-		prev func(a *domain.Audience, pageContext string) domain.Context) (domain.Message, error)
-}
-
 // Service runs the pages core use cases.
 type Service struct {
-	Store Repository
+	Store domain.Repository
 	// Clock tells the time (the system clock when nil).
 	Clock timestamp.Clock
 }

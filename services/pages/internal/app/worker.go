@@ -13,22 +13,13 @@ import (
 	"github.com/customerapi/platform/services/pages/internal/domain"
 )
 
-// Queue is the versions' processing queue in storage.
-type Queue interface {
-	// Claim leases the next version to process (domain.ErrNothingToProcess when none is
-	// ready, domain.ErrGaveUp when it cancelled one that failed too often).
-	Claim(ctx context.Context, now time.Time, lease time.Duration) (domain.Claim, error)
-	// Finish completes a claimed version (domain.ErrLeaseLost when another worker took it).
-	Finish(ctx context.Context, c domain.Claim, now time.Time) (domain.Version, error)
-}
-
 // Worker processes queued versions. Its whole state is in the database: a version is
 // claimed with a lease (FOR UPDATE SKIP LOCKED), processed, and finished in one
 // transaction fenced by the claim, so a worker that dies mid-processing leaves a version
 // that another worker (or the restarted one) claims again once the lease expires, and
 // finishing happens exactly once. Several replicas run side by side safely.
 type Worker struct {
-	Store Queue
+	Store domain.Queue
 	Pool  *pgxpool.Pool
 	// Channel is the NOTIFY channel on which new versions wake the worker.
 	Channel string

@@ -6,7 +6,6 @@ package app
 import (
 	"context"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -18,20 +17,11 @@ import (
 	"github.com/customerapi/platform/services/persons/internal/domain"
 )
 
-// Repository is what the use cases need from storage.
-type Repository interface {
-	CreatePerson(ctx context.Context, p domain.Person) (domain.Person, error)
-	GetPerson(ctx context.Context, tenantID, id string) (domain.Person, error)
-	UpdatePerson(ctx context.Context, tenantID, id string, fn func(*domain.Person) bool) (domain.Person, error)
-	DeletePerson(ctx context.Context, tenantID, id string) error
-	SearchPersons(ctx context.Context, tenantID, query, after string, limit int) ([]domain.Person, *int64, error)
-	CreateAccount(ctx context.Context, a domain.Account) (domain.Account, error)
-	GetAccount(ctx context.Context, tenantID, id string) (domain.Account, error)
-	ListAccounts(ctx context.Context, tenantID string, emptyOnly bool, after string, limit int) ([]domain.Account, int64, error)
-	CreateLog(ctx context.Context, k domain.LogOwner, tenantID string, l domain.Log) (domain.Log, bool, error)
-	GetLog(ctx context.Context, k domain.LogOwner, tenantID, ownerID, id string) (domain.Log, error)
-	ListLogs(ctx context.Context, k domain.LogOwner, tenantID, ownerID string, includeDeleted bool, before string, limit int) ([]domain.Log, int64, error)
-	DeleteLog(ctx context.Context, k domain.LogOwner, tenantID, ownerID, id string, now time.Time) error
+// Store is what the use cases need from storage: the repository, and the enrichment's
+// steps, which run in the transaction of the consumed event (so they take its pgx.Tx and
+// stay out of the domain, which imports no driver).
+type Store interface {
+	domain.Repository
 	Enrichments
 }
 
@@ -53,7 +43,7 @@ type Enrichments interface {
 
 // Service runs the persons use cases.
 type Service struct {
-	Repo Repository
+	Repo Store
 	// Clock tells the time (the system clock when nil).
 	Clock timestamp.Clock
 }

@@ -11,24 +11,9 @@ import (
 	"github.com/customerapi/platform/services/topics/internal/domain"
 )
 
-// Repository is what the use cases need from storage. Every write stores its event in
-// the same transaction as the change.
-type Repository interface {
-	CreateTopic(ctx context.Context, t domain.Topic, evt domain.Event) error
-	UpdateTopic(ctx context.Context, tenantID, id string, change domain.Change[domain.Topic]) (domain.Topic, error)
-	DeleteTopic(ctx context.Context, tenantID, id string, evt domain.Event) error
-	GetTopic(ctx context.Context, tenantID, id string) (domain.Topic, error)
-	ListTopics(ctx context.Context, tenantID string, after *domain.After, limit int) ([]domain.Topic, int64, error)
-	AddEntry(ctx context.Context, tenantID string, e domain.Entry, evt domain.Event) error
-	UpdateEntry(ctx context.Context, tenantID, topicID, entryID string, change domain.Change[domain.Entry]) (domain.Entry, error)
-	DeleteEntry(ctx context.Context, tenantID, topicID, entryID string, evt domain.Event) error
-	GetEntry(ctx context.Context, tenantID, topicID, entryID string) (domain.Entry, error)
-	ListEntries(ctx context.Context, tenantID, topicID string, after *domain.After, limit int) ([]domain.Entry, int64, error)
-}
-
 // Service runs the topics use cases.
 type Service struct {
-	Repo Repository
+	Repo domain.Repository
 	// Clock tells the time (the system clock when nil).
 	Clock timestamp.Clock
 }

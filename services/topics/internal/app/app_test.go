@@ -11,10 +11,10 @@ import (
 // memory is a Repository that keeps one topic and one entry and records the events it
 // was asked to store.
 type memory struct {
-	Repository // the reads are not used here
-	topic      domain.Topic
-	entry      domain.Entry
-	stored     []domain.Event
+	domain.Repository // the reads are not used here
+	topic             domain.Topic
+	entry             domain.Entry
+	stored            []domain.Event
 }
 
 func (m *memory) CreateTopic(_ context.Context, t domain.Topic, evt domain.Event) error {

@@ -16,18 +16,6 @@ import (
 	"github.com/customerapi/platform/services/webhooks/internal/ssrf"
 )
 
-// Repository is what the use cases need from storage.
-type Repository interface {
-	CreateSubscription(ctx context.Context, s domain.Subscription) error
-	GetSubscription(ctx context.Context, tenantID, id string) (domain.Subscription, error)
-	ListSubscriptions(ctx context.Context, tenantID, after string, limit int) ([]domain.Subscription, int64, error)
-	UpdateSubscription(ctx context.Context, tenantID, id string, fn func(*domain.Subscription) bool) (domain.Subscription, error)
-	DeleteSubscription(ctx context.Context, tenantID, id string) error
-	ListDeliveries(ctx context.Context, tenantID, subscriptionID string, f domain.DeliveryFilter, limit int) ([]domain.Delivery, int64, error)
-	GetDelivery(ctx context.Context, tenantID, subscriptionID, deliveryID string) (domain.Delivery, error)
-	RetryDelivery(ctx context.Context, tenantID, subscriptionID, deliveryID string) (domain.Delivery, error)
-}
-
 // URLChecker checks a target URL against the SSRF policy (*ssrf.Guard is one).
 type URLChecker interface {
 	CheckURL(ctx context.Context, u *url.URL) error
@@ -41,7 +29,7 @@ func (e *RefusedURLError) Error() string { return e.Reason }
 
 // Service runs the webhooks use cases.
 type Service struct {
-	Repo Repository
+	Repo domain.Repository
 	URLs URLChecker
 	// Clock tells the time (the system clock when nil).
 	Clock timestamp.Clock

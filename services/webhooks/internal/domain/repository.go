@@ -1,0 +1,17 @@
+package domain
+
+import (
+	"context"
+)
+
+// Repository is what the use cases need from storage.
+type Repository interface {
+	CreateSubscription(ctx context.Context, s Subscription) error
+	GetSubscription(ctx context.Context, tenantID, id string) (Subscription, error)
+	ListSubscriptions(ctx context.Context, tenantID, after string, limit int) ([]Subscription, int64, error)
+	UpdateSubscription(ctx context.Context, tenantID, id string, fn func(*Subscription) bool) (Subscription, error)
+	DeleteSubscription(ctx context.Context, tenantID, id string) error
+	ListDeliveries(ctx context.Context, tenantID, subscriptionID string, f DeliveryFilter, limit int) ([]Delivery, int64, error)
+	GetDelivery(ctx context.Context, tenantID, subscriptionID, deliveryID string) (Delivery, error)
+	RetryDelivery(ctx context.Context, tenantID, subscriptionID, deliveryID string) (Delivery, error)
+}
