@@ -299,6 +299,8 @@ func (s *Store) UpdateAudience(ctx context.Context, tenantID, pageID, id string,
 		if err := fn(&a); err != nil {
 			return err
 		}
+		// The row written is the one locked: fn changes the audience, never which one it is.
+		a.ID, a.TenantID, a.PageID = id, tenantID, pageID
 		if err := saveAudience(ctx, tx, &a); err != nil {
 			return err
 		}

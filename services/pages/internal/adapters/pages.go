@@ -156,6 +156,8 @@ func (s *Store) UpdatePage(ctx context.Context, tenantID, id string, withDeleted
 		if err := fn(&p); err != nil {
 			return err
 		}
+		// The row written is the one locked: fn changes the page, never which page it is.
+		p.ID, p.TenantID = id, tenantID
 		args, err := pageArgs(p)
 		if err != nil {
 			return err
