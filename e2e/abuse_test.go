@@ -15,6 +15,7 @@ import (
 	"hash/crc32"
 	"image"
 	"image/png"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -31,6 +32,7 @@ import (
 	"github.com/customerapi/platform/api/apitest"
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/events/kafkatest"
+	"github.com/customerapi/platform/libs/testwait"
 	"github.com/customerapi/platform/libs/timestamp"
 )
 
@@ -106,7 +108,7 @@ func TestAbuseReadyzIsCheapAndDiscreet(t *testing.T) {
 	before := brokerConns(t, port)
 	for range 100 {
 		readyz("")
-		time.Sleep(20 * time.Millisecond) // over two seconds: several fresh runs of the checks
+		time.Sleep(20 * time.Millisecond) // pacing, over two seconds: several fresh runs of the checks
 	}
 	if after := brokerConns(t, port); after > before+5 || after < before-5 {
 		t.Fatalf("100 public /readyz calls changed the broker connections from %d to %d (allowed ±5)", before, after)
@@ -118,7 +120,10 @@ func TestAbuseReadyzIsCheapAndDiscreet(t *testing.T) {
 			t.Fatal(err)
 		}
 	}()
-	waitUntil(t, 10*time.Second, func() bool { st, _ := readyz(""); return st == 503 })
+	testwait.For(t, 10*time.Second, "the gateway's /readyz to answer 503 with persons killed", func() (bool, string) {
+		st, body := readyz("")
+		return st == 503, fmt.Sprintf("%d %s", st, clip(body, 200))
+	})
 	_, public := readyz("")
 	if !strings.Contains(public, `"details":{"persons":"failing"}`) || strings.Contains(public, "dial") || strings.Contains(public, "connection refused") {
 		t.Fatalf("/readyz without the admin token must name the failing check and nothing more: %s", public)
@@ -129,8 +134,8 @@ func TestAbuseReadyzIsCheapAndDiscreet(t *testing.T) {
 }
 
 // Writes while PostgreSQL crashes and comes back (postmaster SIGKILLed under 16 writers,
-// restarted 3 s later) answer 201 or 503 in the envelope, never 500, and every
-// acknowledged write survives.
+// restarted once every writer has met the outage) answer 201 or 503 in the envelope,
+// never 500, and every acknowledged write survives.
 func TestAbuseDatabaseRestartAnswers503(t *testing.T) {
 	s := local(t)
 	c := api(t, newKey(t, map[string]any{"rateLimit": map[string]any{"limit": 100000, "windowMs": 1000}}))
@@ -139,6 +144,8 @@ func TestAbuseDatabaseRestartAnswers503(t *testing.T) {
 	var acked []string
 	statuses := map[int]int{}
 	var bad []string
+	var killed bool
+	var met [16]bool // the writers that got a 503 since the kill
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for w := range 16 {
@@ -146,6 +153,7 @@ func TestAbuseDatabaseRestartAnswers503(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; ctx.Err() == nil; i++ {
+				//nolint:contextcheck // the client's calls take no context: the loop checks ctx between them
 				r, err := c.Try("POST", "/v0/topics", map[string]any{"title": fmt.Sprintf("w%d-%d", w, i)})
 				mu.Lock()
 				switch {
@@ -160,20 +168,46 @@ func TestAbuseDatabaseRestartAnswers503(t *testing.T) {
 					} else if r.Status != 503 {
 						bad = append(bad, r.String())
 					}
+					if r.Status == 503 && killed {
+						met[w] = true
+					}
 				}
 				mu.Unlock()
 				if r != nil && r.Status == 503 {
-					time.Sleep(20 * time.Millisecond) // as a client honouring Retry-After would, sooner
+					time.Sleep(20 * time.Millisecond) // pacing: as a client honouring Retry-After would, sooner
 				}
 			}
 		}()
 	}
-	count := func() int { mu.Lock(); defer mu.Unlock(); return len(acked) }
-	waitUntil(t, 20*time.Second, func() bool { return count() >= 50 })
+	defer wg.Wait() // after cancel (deferred last: it runs first) when a wait below fails the test
+	defer cancel()
+	count := func() (int, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked), fmt.Sprintf("answers %v", statuses)
+	}
+	acks := func(n int) func() (bool, string) {
+		return func() (bool, string) { got, state := count(); return got >= n, state }
+	}
+	testwait.For(t, 20*time.Second, "50 acknowledged writes before the crash", acks(50))
+	mu.Lock()
+	killed = true
+	mu.Unlock()
 	if err := s.KillPostgres(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * time.Second) // the outage the attack observed
+	// The outage lasts until every writer has met it.
+	testwait.For(t, 20*time.Second, "every writer to get a 503 from the outage", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, m := range met {
+			if m {
+				n++
+			}
+		}
+		return n == len(met), fmt.Sprintf("%d of %d writers got a 503; answers %v", n, len(met), statuses)
+	})
 	restartCtx, restartCancel := context.WithTimeout(context.Background(), time.Minute)
 	defer restartCancel()
 	if err := s.StartPostgres(restartCtx); err != nil {
@@ -181,8 +215,8 @@ func TestAbuseDatabaseRestartAnswers503(t *testing.T) {
 		wg.Wait()
 		t.Fatal(err)
 	}
-	atRestart := count()
-	waitUntil(t, 30*time.Second, func() bool { return count() >= atRestart+50 })
+	atRestart, _ := count()
+	testwait.For(t, 30*time.Second, "50 more acknowledged writes after the restart", acks(atRestart+50))
 	cancel()
 	wg.Wait()
 
@@ -200,13 +234,13 @@ func TestAbuseDatabaseRestartAnswers503(t *testing.T) {
 		must(t, c.Do("GET", "/v0/topics/"+id, nil), 200)
 	}
 	// Every process of the stack lived through it, and the platform is ready again.
-	waitUntil(t, 30*time.Second, func() bool {
+	testwait.For(t, 30*time.Second, "the gateway's /readyz to answer 200 again", func() (bool, string) {
 		resp, err := http.Get(sys.base + "/readyz")
 		if err != nil {
-			return false
+			return false, err.Error()
 		}
 		resp.Body.Close()
-		return resp.StatusCode == 200
+		return resp.StatusCode == 200, resp.Status
 	})
 }
 
@@ -363,18 +397,6 @@ func brokerConns(t *testing.T, port int) int {
 	return n
 }
 
-// waitUntil polls cond every 20 ms until it holds, failing the test after within.
-func waitUntil(t *testing.T, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s", within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // A small image that would decode to hundreds of megabytes under the pixel limit (a
 // 16-bit PNG of 8000×2000: 122 MiB as RGBA64, from a file of about 130 KB) is stored
 // without a preview, and the assets service's memory stays as it was.
@@ -405,19 +427,23 @@ func TestAbuseSlowDownloadsAreCapped(t *testing.T) {
 	link := a["downloadUrl"].(string)
 	u, _ := url.Parse(link)
 	target := strings.TrimRight(sys.base, "/") + u.RequestURI()
-	var readers []*http.Response
+	var readers []io.Closer // the bodies of the downloads in flight
 	defer func() {
 		for _, r := range readers {
-			r.Body.Close()
+			r.Close()
 		}
 	}()
 	for i := range 8 {
 		// A client that asks and then does not read: its download stays in flight.
+		//nolint:bodyclose // left open on purpose; closed through readers
 		resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Get(target)
-		if err != nil || resp.StatusCode != 200 {
-			t.Fatalf("download %d of the link: %v %v", i+1, resp, err)
+		if err != nil {
+			t.Fatalf("download %d of the link: %v", i+1, err)
 		}
-		readers = append(readers, resp)
+		readers = append(readers, resp.Body) // closed by the deferred function, or once the upload went through
+		if resp.StatusCode != 200 {
+			t.Fatalf("download %d of the link: %s", i+1, resp.Status)
+		}
 	}
 	r := assetFetch(t, link)
 	if r.Status != 429 || r.Map()["code"] != "RATE_LIMITED" || r.Header.Get("Retry-After") == "" {
@@ -429,16 +455,16 @@ func TestAbuseSlowDownloadsAreCapped(t *testing.T) {
 		t.Fatalf("an upload waited %s behind the slow downloads", took)
 	}
 	for _, r := range readers {
-		r.Body.Close()
+		r.Close()
 	}
 	readers = nil
-	waitUntil(t, 10*time.Second, func() bool {
+	testwait.For(t, 10*time.Second, "the link's download slots to come back (HEAD answers 200)", func() (bool, string) {
 		resp, err := http.Head(target)
 		if err != nil {
-			return false
+			return false, err.Error()
 		}
 		resp.Body.Close()
-		return resp.StatusCode == 200
+		return resp.StatusCode == 200, resp.Status
 	})
 }
 
@@ -543,7 +569,7 @@ func TestAbuseWebhookTenantCannotStarveOthers(t *testing.T) {
 			`"pageId":"page_b","versionId":"version_b","createdAt":"`+timestamp.Format(time.Now())+`"`)
 		sent[e.ID] = time.Now()
 		whPublish(t, e)
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // pacing: tenant B's events arrive one by one, each timed from its publish
 	}
 	whWait(t, 30*time.Second, "tenant B's 20 deliveries", func() bool { return len(fast.all()) >= 20 })
 	var lat []time.Duration

@@ -152,6 +152,7 @@ func oversizedHead(base, path string) (int, error) {
 		if err == nil {
 			var resp *http.Response
 			if resp, err = http.ReadResponse(bufio.NewReader(conn), nil); err == nil {
+				resp.Body.Close()
 				conn.Close()
 				return resp.StatusCode, nil
 			}

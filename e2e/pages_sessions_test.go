@@ -10,6 +10,7 @@ import (
 	"github.com/customerapi/platform/api/apitest"
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/events/kafkatest"
+	"github.com/customerapi/platform/libs/testwait"
 )
 
 // newPageWithAudience creates a page and a draft audience through the gateway.
@@ -45,19 +46,13 @@ func TestPageSessionWithFormSubmission(t *testing.T) {
 		t.Fatalf("replay = %v", again)
 	}
 
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		got := must(t, c.Do("GET", sessions+"/"+id, nil), 200)
-		if got["computationStatus"] == "completed" {
-			if got["timeSpentSeconds"] != 42.0 || got["isBounce"] != false || got["hasConversion"] != true {
-				t.Fatalf("computed = %v", got)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still %v", got["computationStatus"])
-		}
-		time.Sleep(100 * time.Millisecond)
+	var got map[string]any
+	testwait.For(t, 20*time.Second, "the session's computation to complete", func() (bool, string) {
+		got = must(t, c.Do("GET", sessions+"/"+id, nil), 200)
+		return got["computationStatus"] == "completed", fmt.Sprintf("computationStatus %v", got["computationStatus"])
+	})
+	if got["timeSpentSeconds"] != 42.0 || got["isBounce"] != false || got["hasConversion"] != true {
+		t.Fatalf("computed = %v", got)
 	}
 
 	q := "?audienceId=" + audienceID + "&startDate=" + url.QueryEscape(started.Add(-time.Second).Format(time.RFC3339)) +

@@ -9,23 +9,20 @@ import (
 
 	"github.com/customerapi/platform/api/apitest"
 	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/testwait"
 )
 
 // waitPublished polls an audience through the gateway until its published version is
 // the one wanted.
 func waitPublished(t *testing.T, c *apitest.Client, pageID, audienceID, versionID string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		a := must(t, c.Do("GET", fmt.Sprintf("/v0/pages/%s/audiences/%s", pageID, audienceID), nil), 200)
-		if pv, _ := a["publishedVersion"].(map[string]any); pv != nil && pv["versionId"] == versionID && a["status"] == "published" {
-			return a
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("version %s never published: %v", versionID, a)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	var a map[string]any
+	testwait.For(t, 20*time.Second, "version "+versionID+" to be published", func() (bool, string) {
+		a = must(t, c.Do("GET", fmt.Sprintf("/v0/pages/%s/audiences/%s", pageID, audienceID), nil), 200)
+		pv, _ := a["publishedVersion"].(map[string]any)
+		return pv != nil && pv["versionId"] == versionID && a["status"] == "published", fmt.Sprint(a)
+	})
+	return a
 }
 
 // A page from create to publish; an audience from create to a published version; a

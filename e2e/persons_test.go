@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/customerapi/platform/api/apitest"
 	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/testwait"
 	"github.com/customerapi/platform/libs/timestamp"
 )
 
@@ -197,23 +200,23 @@ func TestPersonsFormSubmissionIsEnriched(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	msg := kafka.Message{Topic: events.TopicPages, Key: []byte(evt.Subject), Value: v}
+	duplicates := func() float64 {
+		return metricValue(t, local(t).MetricsURL("persons"), `consumer_events_total{consumer="persons-enrichment",outcome="duplicate"}`)
+	}
+	duplicatesBefore := duplicates()
 	// The same event twice: the second delivery is a no-op.
 	if err := w.WriteMessages(ctx, msg, msg); err != nil {
 		t.Fatal(err)
 	}
 	var person map[string]any
-	deadline := time.Now().Add(60 * time.Second)
-	for person == nil {
+	testwait.For(t, 60*time.Second, "the submission to be enriched", func() (bool, string) {
 		page := must(t, c.Do("GET", apitest.Query("/v0/persons/search", "query", email), nil), 200)
-		if its := page["items"].([]any); len(its) > 0 {
+		its := page["items"].([]any)
+		if len(its) > 0 {
 			person = its[0].(map[string]any)
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the submission was not enriched within 60 s")
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return person != nil, fmt.Sprintf("%d persons found", len(its))
+	})
 	if person["name"] != "E2E Visitor" || person["domain"] != "enriched.example" {
 		t.Fatalf("person = %v", person)
 	}
@@ -221,7 +224,11 @@ func TestPersonsFormSubmissionIsEnriched(t *testing.T) {
 	if l := got["linkedPersons"].([]any); len(l) != 1 || l[0].(map[string]any)["personId"] != person["personId"] {
 		t.Fatalf("account = %v", got)
 	}
-	time.Sleep(time.Second)
+	// The consumer has seen the redelivery (as a duplicate) once its counter moves.
+	testwait.For(t, 30*time.Second, "the persons consumer to count the redelivered event as a duplicate", func() (bool, string) {
+		n := duplicates() - duplicatesBefore
+		return n >= 1, fmt.Sprintf("%v duplicates since the event was written", n)
+	})
 	if n := must(t, c.Do("GET", "/v0/persons/search", nil), 200)["totalCount"]; n != 1.0 {
 		t.Fatalf("%v persons after a redelivered event", n)
 	}
@@ -241,19 +248,33 @@ func TestPersonsEnrichPagesFormSubmissions(t *testing.T) {
 	must(t, c.Do("POST", "/v0/pages/"+page["pageId"].(string)+"/audience_sessions", map[string]any{
 		"analyticsSessionId": fmt.Sprintf("as_%d", time.Now().UnixNano()), "sessionStartedAt": timestamp.Format(time.Now()),
 		"formSubmission": map[string]any{"email": email, "name": "Flow Visitor"}}), 201)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	var linked []any
+	testwait.For(t, 60*time.Second, "the form submission to be enriched and linked to the account", func() (bool, string) {
 		got := must(t, c.Do("GET", "/v0/accounts/"+acc["accountId"].(string), nil), 200)
-		if l := got["linkedPersons"].([]any); len(l) == 1 {
-			p := l[0].(map[string]any)
-			if p["name"] != "Flow Visitor" || p["email"] != email {
-				t.Fatalf("person = %v", p)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the form submission was not enriched within 60 s")
-		}
-		time.Sleep(200 * time.Millisecond)
+		linked = got["linkedPersons"].([]any)
+		return len(linked) == 1, fmt.Sprintf("%d linked persons", len(linked))
+	})
+	if p := linked[0].(map[string]any); p["name"] != "Flow Visitor" || p["email"] != email {
+		t.Fatalf("person = %v", p)
 	}
+}
+
+// metricValue reads a process's /metrics at base and returns the value of the series with
+// exactly the given name and labels, 0 when absent.
+func metricValue(t *testing.T, base, series string) float64 {
+	t.Helper()
+	status, body := direct(t, "GET", base+"/metrics", nil)
+	if status != 200 {
+		t.Fatalf("%s/metrics: %d", base, status)
+	}
+	for line := range strings.Lines(body) {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("%s/metrics: %q: %v", base, line, err)
+			}
+			return f
+		}
+	}
+	return 0
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/customerapi/platform/libs/testwait"
 )
 
 func TestAuthenticationRules(t *testing.T) {
@@ -43,17 +45,10 @@ func TestRevokedKeyStopsWorkingWithin2s(t *testing.T) {
 	id, key := r.Map()["keyId"].(string), r.Map()["key"].(string)
 	must(t, api(t, key).Do("GET", "/v0/topics", nil), 200)
 	must(t, admin(t).Do("DELETE", "/admin/v0/keys/"+id, nil), 204)
-	deadline := time.Now().Add(2 * time.Second)
-	for {
+	testwait.For(t, 2*time.Second, "the revoked key to be refused with 401", func() (bool, string) {
 		r := api(t, key).Do("GET", "/v0/topics", nil)
-		if r.Status == 401 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("revoked key still answered %d after 2 s", r.Status)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return r.Status == 401, fmt.Sprintf("it answered %d", r.Status)
+	})
 }
 
 func TestErrorsAndRequestIDs(t *testing.T) {
@@ -120,8 +115,13 @@ func TestServiceDownGives503ThenRecovers(t *testing.T) {
 	if r.Status != 503 || r.Map()["code"] != "SERVICE_UNAVAILABLE" || time.Since(start) > 2*time.Second {
 		t.Fatalf("with topics stopped: %s after %s", r, time.Since(start))
 	}
-	if resp, err := http.Get(sys.base + "/readyz"); err != nil || resp.StatusCode != 503 {
-		t.Fatalf("gateway readyz with a service down: %v %v", resp, err)
+	resp, err := http.Get(sys.base + "/readyz")
+	if err != nil {
+		t.Fatalf("gateway readyz with a service down: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 503 {
+		t.Fatalf("gateway readyz with a service down: %s", resp.Status)
 	}
 	if err := s.Restart(context.Background(), "topics"); err != nil {
 		t.Fatal(err)
@@ -135,6 +135,8 @@ func TestKilledServiceLosesNoAcknowledgedWrite(t *testing.T) {
 	c := api(t, newKey(t, map[string]any{"rateLimit": map[string]any{"limit": 100000, "windowMs": 1000}}))
 	var mu sync.Mutex
 	var acked []string
+	var killed bool
+	var met [8]bool // the writers whose request failed since the kill
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for w := 0; w < 8; w++ {
@@ -142,33 +144,46 @@ func TestKilledServiceLosesNoAcknowledgedWrite(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; ctx.Err() == nil; i++ {
+				//nolint:contextcheck // the client's calls take no context: the loop checks ctx between them
 				r, err := c.Try("POST", "/v0/topics", map[string]any{"title": fmt.Sprintf("load-%d", i)})
+				mu.Lock()
 				if err == nil && r.Status == 201 {
-					mu.Lock()
 					acked = append(acked, r.Map()["topicId"].(string))
-					mu.Unlock()
+				} else if killed {
+					met[w] = true
 				}
+				mu.Unlock()
 			}
 		}()
 	}
+	defer wg.Wait() // after cancel (deferred last: it runs first) when a wait below fails the test
+	defer cancel()
 	// Kill it mid-load: after 400 ms of load, once writes are being acknowledged (however
 	// slow the machine).
 	began := time.Now()
-	for deadline := began.Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	testwait.For(t, 20*time.Second, "20 acknowledged writes and 400 ms of load before the kill", func() (bool, string) {
 		mu.Lock()
 		n := len(acked)
 		mu.Unlock()
-		if n >= 20 && time.Since(began) >= 400*time.Millisecond {
-			break
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			wg.Wait()
-			t.Fatalf("only %d writes acknowledged in 20 s before the kill", n)
-		}
-	}
+		return n >= 20 && time.Since(began) >= 400*time.Millisecond, fmt.Sprintf("%d acknowledged in %s", n, time.Since(began))
+	})
+	mu.Lock()
+	killed = true
+	mu.Unlock()
 	s.Kill("topics")
-	time.Sleep(200 * time.Millisecond)
+	// Each writer's request in flight at the kill has been answered: every writer has had
+	// one fail since.
+	testwait.For(t, 20*time.Second, "every writer to meet the killed service", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, m := range met {
+			if m {
+				n++
+			}
+		}
+		return n == len(met), fmt.Sprintf("%d of %d writers had a request fail", n, len(met))
+	})
 	cancel()
 	wg.Wait()
 	if err := s.Restart(context.Background(), "topics"); err != nil {

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/customerapi/platform/libs/testwait"
 )
 
 // quickstartBlock is a fenced sh block of docs/quickstart.md; background blocks run in a
@@ -137,10 +139,7 @@ func TestQuickstart(t *testing.T) {
 	// group: stop them all at the end, gently first, as Ctrl-C would.
 	defer func() {
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) && syscall.Kill(-pgid, 0) == nil {
-			time.Sleep(200 * time.Millisecond)
-		}
+		testwait.Until(30*time.Second, func() bool { return syscall.Kill(-pgid, 0) != nil }) // the group is gone
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}()
 	err = cmd.Wait()

@@ -21,6 +21,7 @@ import (
 
 	"github.com/customerapi/platform/api/apitest"
 	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/testwait"
 	"github.com/customerapi/platform/libs/timestamp"
 )
 
@@ -81,15 +82,10 @@ func (rc *whReceiver) matching(keep func(p map[string]any) bool) []whDelivery {
 	return out
 }
 
+// whWait fails the test, naming what, unless cond holds within timeout.
 func whWait(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.For(t, timeout, what, func() (bool, string) { return cond(), "" })
 }
 
 // whSubscribe creates a subscription through the gateway; it returns its ID and secret.
@@ -226,9 +222,9 @@ func TestWebhookDeliveryOfPublicEvents(t *testing.T) {
 		newWhReceiver(t, nil), newWhReceiver(t, nil), newWhReceiver(t, nil)
 	_, versionSecret := whSubscribe(t, c, map[string]any{"url": versions.URL,
 		"events": []string{"page.version.created", "page.version.processed", "page.version.published"}})
-	whSubscribe(t, c, map[string]any{"url": everything.URL, "events": nil})
-	whSubscribe(t, c, map[string]any{"url": inactive.URL, "events": nil, "active": false})
-	whSubscribe(t, c, map[string]any{"url": formsOnly.URL, "events": []string{"form.enriched"}})
+	everythingID, _ := whSubscribe(t, c, map[string]any{"url": everything.URL, "events": nil})
+	inactiveID, _ := whSubscribe(t, c, map[string]any{"url": inactive.URL, "events": nil, "active": false})
+	formsOnlyID, _ := whSubscribe(t, c, map[string]any{"url": formsOnly.URL, "events": []string{"form.enriched"}})
 	whSubscribe(t, other, map[string]any{"url": foreign.URL, "events": nil})
 
 	now := timestamp.Format(time.Now())
@@ -255,7 +251,14 @@ func TestWebhookDeliveryOfPublicEvents(t *testing.T) {
 	}
 	whWait(t, 30*time.Second, "the catch-all subscription", func() bool { return len(everything.all()) == 3 })
 	whWait(t, 30*time.Second, "the other tenant's event", func() bool { return len(foreign.all()) == 1 })
-	time.Sleep(500 * time.Millisecond)
+	// An event's deliveries are all recorded in the one transaction that consumes it: every
+	// event has been delivered somewhere, so every delivery there will ever be is recorded.
+	recorded := func(id string) int {
+		return len(must(t, c.Do("GET", "/v0/webhook_subscriptions/"+id+"/deliveries", nil), 200)["items"].([]any))
+	}
+	if n, m, k := recorded(inactiveID), recorded(formsOnlyID), recorded(everythingID); n != 0 || m != 0 || k != 3 {
+		t.Fatalf("deliveries recorded: inactive %d, unlisted type %d, catch-all %d", n, m, k)
+	}
 	if len(inactive.all()) != 0 || len(formsOnly.all()) != 0 || len(everything.all()) != 3 {
 		t.Fatalf("inactive %d, unlisted type %d, catch-all %d", len(inactive.all()), len(formsOnly.all()), len(everything.all()))
 	}
@@ -308,7 +311,7 @@ func TestWebhookRestartLosesNothing(t *testing.T) {
 	s := local(t)
 	tenant, c := whTenant(t)
 	rc := newWhReceiver(t, func(int) int {
-		time.Sleep(30 * time.Millisecond)
+		time.Sleep(30 * time.Millisecond) // a slow receiver, so that the restart finds a backlog
 		return 200
 	})
 	whSubscribe(t, c, map[string]any{"url": rc.URL, "events": nil})

@@ -34,6 +34,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/customerapi/platform/libs/testwait"
 )
 
 // crdSources are the CustomResourceDefinitions the chart's objects need, from the Go
@@ -205,7 +207,7 @@ metadata:
 	if _, err := k.run(ctx, []byte(doc), k.kubectl, "create", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the default ServiceAccount of namespace "+ns, func() (bool, string) {
+	testwait.For(t, 30*time.Second, "the default ServiceAccount of namespace "+ns, func() (bool, string) {
 		_, err := k.run(ctx, nil, k.kubectl, "-n", ns, "get", "serviceaccount", "default")
 		return err == nil, fmt.Sprint(err)
 	})
@@ -219,22 +221,6 @@ metadata:
 		_, _ = k.run(ctx, nil, k.kubectl, "delete", "namespace", ns, "--wait=false")
 	})
 	return ns
-}
-
-// waitFor polls cond every half second until it holds, failing with its last note.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		ok, note := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %s", what, limit, note)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
 }
 
 // warnings returns the "Warning:" lines kubectl or helm printed: the API server's
@@ -329,7 +315,7 @@ type podInfo struct {
 func (k *kube) readRollout(t *testing.T, ns string, m *Manifest) rollout {
 	t.Helper()
 	r := rollout{pods: map[string]map[string]podInfo{}}
-	waitFor(t, 2*time.Minute, "every Deployment rolled out in "+ns, func() (bool, string) {
+	testwait.For(t, 2*time.Minute, "every Deployment to roll out in "+ns, func() (bool, string) {
 		var deps appsv1.DeploymentList
 		k.get(t, &deps, "-n", ns, "deployments")
 		var pods corev1.PodList
@@ -505,7 +491,7 @@ func (k *kube) uninstall(t *testing.T, ns string, keep []string) {
 	if out, err := k.h(3*time.Minute, "uninstall", release, "-n", ns, "--wait", "--timeout", "2m"); err != nil {
 		t.Fatalf("helm uninstall: %v\n%s", err, out)
 	}
-	waitFor(t, 2*time.Minute, "helm uninstall leaves only "+strings.Join(keep, ", ")+" in "+ns, func() (bool, string) {
+	testwait.For(t, 2*time.Minute, "helm uninstall to leave only "+strings.Join(keep, ", ")+" in "+ns, func() (bool, string) {
 		left := k.leftovers(t, ns, keep)
 		return len(left) == 0, "left behind: " + strings.Join(left, ", ")
 	})
@@ -706,7 +692,7 @@ func TestClusterProductionLifecycle(t *testing.T) {
 	}
 	scaled := func(why string) {
 		t.Helper()
-		waitFor(t, 2*time.Minute, why+": every HPA scales its Deployment to minReplicas", func() (bool, string) {
+		testwait.For(t, 2*time.Minute, "every HPA to scale its Deployment to minReplicas ("+why+")", func() (bool, string) {
 			for dep, want := range mins {
 				var d appsv1.Deployment
 				k.get(t, &d, "-n", ns, "deployment", dep)

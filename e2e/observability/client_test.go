@@ -48,14 +48,6 @@ func jsonRequest(base, key, method, path string, body any) *http.Request {
 	return req
 }
 
-func must(t *testing.T, want int, status int, m map[string]any) map[string]any {
-	t.Helper()
-	if status != want {
-		t.Fatalf("status %d, want %d: %v", status, want, m)
-	}
-	return m
-}
-
 func newKey(t *testing.T, rateLimit map[string]int) (id, key string) {
 	t.Helper()
 	body := map[string]any{"tenantIds": []string{fmt.Sprintf("obs%d", time.Now().UnixNano())}}

@@ -221,8 +221,11 @@ func renderAlertRules(root string) ([]byte, error) {
 			Groups []any `json:"groups"`
 		} `json:"spec"`
 	}
-	if err := yaml.Unmarshal(out, &pr); err != nil || pr.Kind != "PrometheusRule" || len(pr.Spec.Groups) == 0 {
-		return nil, fmt.Errorf("the chart rendered no PrometheusRule (%v):\n%s", err, out)
+	if err := yaml.Unmarshal(out, &pr); err != nil {
+		return nil, fmt.Errorf("the chart's PrometheusRule does not decode: %w:\n%s", err, out)
+	}
+	if pr.Kind != "PrometheusRule" || len(pr.Spec.Groups) == 0 {
+		return nil, fmt.Errorf("the chart rendered no PrometheusRule with groups:\n%s", out)
 	}
 	return yaml.Marshal(map[string]any{"groups": pr.Spec.Groups})
 }
@@ -285,8 +288,11 @@ func (r *redisServer) ping() error {
 		return err
 	}
 	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "+PONG") {
-		return fmt.Errorf("PING answered %q: %v", line, err)
+	if err != nil {
+		return fmt.Errorf("PING: %w", err)
+	}
+	if !strings.HasPrefix(line, "+PONG") {
+		return fmt.Errorf("PING answered %q", line)
 	}
 	return nil
 }

@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/customerapi/platform/libs/testwait"
 )
 
 // rateInterval stands for Grafana's $__rate_interval: with a 1 s scrape, a minute holds
@@ -393,13 +395,10 @@ func load(t *testing.T, d time.Duration) {
 		t.Fatal(err)
 	}
 	// The events of the load reach the receiver: the whole pipeline ran.
-	end := time.Now().Add(30 * time.Second)
-	for rc.got.Load() == 0 && time.Now().Before(end) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	if rc.got.Load() == 0 {
-		t.Fatal("no webhook delivery reached the receiver within 30 s of the load")
-	}
+	testwait.For(t, 30*time.Second, "a webhook delivery of the load to reach the receiver", func() (bool, string) {
+		n := rc.got.Load()
+		return n > 0, fmt.Sprintf("%d deliveries received", n)
+	})
 }
 
 // TestDashboardsAndAlertsHaveData evaluates, on a real Prometheus scraping the whole
@@ -439,8 +438,7 @@ func TestDashboardsAndAlertsHaveData(t *testing.T) {
 	// Series appear as the load's effects arrive (events consumed, deliveries made, the
 	// consumer lag read): evaluate until every check has data, or the time is up.
 	var failing []string
-	deadline := time.Now().Add(45 * time.Second)
-	for {
+	testwait.Until(45*time.Second, func() bool {
 		failing = failing[:0]
 		var names []string
 		if err := getJSON("/api/v1/label/__name__/values", &names); err != nil {
@@ -464,11 +462,8 @@ func TestDashboardsAndAlertsHaveData(t *testing.T) {
 				failing = append(failing, fmt.Sprintf("%s: no data\n    %s", c.where, c.expr))
 			}
 		}
-		if len(failing) == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(2 * time.Second)
-	}
+		return len(failing) == 0
+	})
 	for _, f := range failing {
 		t.Error(f)
 	}

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/customerapi/platform/libs/testwait"
 )
 
 // outcome is one request of the load: when it was sent and answered, by which replica,
@@ -108,19 +110,12 @@ func TestRateLimitAcrossReplicasWithRedis(t *testing.T) {
 	_, key := newKey(t, map[string]int{"limit": limit, "windowMs": int(window / time.Millisecond)})
 	// Both replicas know the key (the second learns it through the database's NOTIFY).
 	for r := range sys.gateways {
-		deadline := time.Now().Add(5 * time.Second)
-		for {
+		testwait.For(t, 5*time.Second, fmt.Sprintf("replica %d to know the new key", r), func() (bool, string) {
 			status, _ := call(t, sys.gateways[r].url, key, "GET", "/v0/topics?limit=1", nil)
-			if status == 200 || status == 429 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("replica %d does not know the new key: %d", r, status)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return status == 200 || status == 429, fmt.Sprintf("it answered %d", status)
+		})
 	}
-	time.Sleep(window + 100*time.Millisecond) // the whole burst is back
+	time.Sleep(window + 100*time.Millisecond) // the clock must move: a whole window refills the burst the probes took
 	fallbacks := func(r int) float64 {
 		return scrape(t, sys.gateways[r].admin, "gateway_ratelimit_redis_failures_total")
 	}
@@ -137,10 +132,10 @@ func TestRateLimitAcrossReplicasWithRedis(t *testing.T) {
 	go func() { results = hammer(key, 4, stop); close(finished) }()
 
 	const span = 3 * time.Second
-	time.Sleep(span)
+	time.Sleep(span) // a measured phase of the load: Redis up
 	killed := time.Now()
 	sys.redis.stop() // mid-run: the replicas' pooled connections to Redis break
-	time.Sleep(span)
+	time.Sleep(span) // a measured phase of the load: Redis down
 	after := [2]float64{fallbacks(0), fallbacks(1)}
 	restarted := time.Now()
 	if err := sys.redis.start(); err != nil {
@@ -150,17 +145,13 @@ func TestRateLimitAcrossReplicasWithRedis(t *testing.T) {
 	}
 	// Redis answers again once both replicas' decisions by Redis move on.
 	mark := [2]float64{byRedis(0), byRedis(1)}
-	deadline := time.Now().Add(10 * time.Second)
-	for byRedis(0) == mark[0] || byRedis(1) == mark[1] {
-		if time.Now().After(deadline) {
-			close(stop)
-			<-finished
-			t.Fatal("the replicas did not go back to Redis within 10 s of its restart")
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testwait.Until(10*time.Second, func() bool { return byRedis(0) != mark[0] && byRedis(1) != mark[1] }) {
+		close(stop)
+		<-finished
+		t.Fatal("the replicas did not go back to Redis within 10 s of its restart")
 	}
 	back := time.Now()
-	time.Sleep(span)
+	time.Sleep(span) // a measured phase of the load: Redis back
 	end := time.Now()
 	close(stop)
 	<-finished

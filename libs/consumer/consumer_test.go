@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/customerapi/platform/libs/outbox"
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
+	"github.com/customerapi/platform/libs/testwait"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -85,17 +87,10 @@ func count(t *testing.T, pool *pgxpool.Pool, q string, args ...any) int {
 
 func waitCount(t *testing.T, pool *pgxpool.Pool, want int, q string, args ...any) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testwait.For(t, 20*time.Second, fmt.Sprintf("%s = %d", q, want), func() (bool, string) {
 		n := count(t, pool, q, args...)
-		if n == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s = %d, want %d", q, n, want)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+		return n == want, fmt.Sprintf("%d", n)
+	})
 }
 
 func ev(t *testing.T, subject string, n int) events.Envelope {
@@ -130,9 +125,10 @@ func TestOutboxToConsumerKeepsOrderPerSubject(t *testing.T) {
 	w := cfg.Writer()
 	w.AllowAutoTopicCreation = true
 	defer w.Close()
+	pub := &failCounter{Publisher: w}
 	ctx, cancel := context.WithCancel(context.Background())
 	relayDone := make(chan struct{})
-	go func() { _ = (&outbox.Relay{Pool: producer, Publisher: w, Log: quiet}).Run(ctx); close(relayDone) }()
+	go func() { _ = (&outbox.Relay{Pool: producer, Publisher: pub, Log: quiet}).Run(ctx); close(relayDone) }()
 	defer func() { cancel(); <-relayDone }()
 
 	run(t, &consumer.Consumer{Name: "orders", Topics: []string{"things"}, Kafka: cfg, Pool: sink, Handler: record})
@@ -259,9 +255,10 @@ func TestEventsWrittenWhileBrokerIsDownArriveAfterwards(t *testing.T) {
 	w := cfg.Writer()
 	w.AllowAutoTopicCreation = true
 	defer w.Close()
+	pub := &failCounter{Publisher: w}
 	ctx, cancel := context.WithCancel(context.Background())
 	relayDone := make(chan struct{})
-	go func() { _ = (&outbox.Relay{Pool: producer, Publisher: w, Log: quiet}).Run(ctx); close(relayDone) }()
+	go func() { _ = (&outbox.Relay{Pool: producer, Publisher: pub, Log: quiet}).Run(ctx); close(relayDone) }()
 	defer func() { cancel(); <-relayDone }()
 	run(t, &consumer.Consumer{Name: "c", Topics: []string{"things"}, Kafka: cfg, Pool: sink, Handler: record})
 
@@ -270,11 +267,17 @@ func TestEventsWrittenWhileBrokerIsDownArriveAfterwards(t *testing.T) {
 	waitCount(t, sink, 1, "SELECT count(*) FROM seen")
 
 	broker.Stop()
+	failedBefore := pub.failed.Load()
 	during := []events.Envelope{ev(t, "s", 1), ev(t, "s", 2)}
 	for _, e := range during {
 		addEvent(t, producer, e) // the write commits although Kafka is down
 	}
-	time.Sleep(300 * time.Millisecond)
+	// The relay has tried to publish while the broker is down, and failed: a row it could
+	// not publish must stay in the outbox.
+	testwait.For(t, 20*time.Second, "the relay to fail publishing the events written while the broker is down", func() (bool, string) {
+		n := pub.failed.Load() - failedBefore
+		return n >= 1, fmt.Sprintf("%d failed publishes", n)
+	})
 	if n := count(t, producer, "SELECT count(*) FROM outbox"); n != 2 {
 		t.Fatalf("outbox holds %d events while the broker is down, want 2", n)
 	}
@@ -286,6 +289,20 @@ func TestEventsWrittenWhileBrokerIsDownArriveAfterwards(t *testing.T) {
 	defer restarted.Stop()
 	waitCount(t, sink, 3, "SELECT count(*) FROM seen")
 	waitCount(t, producer, 0, "SELECT count(*) FROM outbox")
+}
+
+// failCounter is a Publisher that counts the publishes that failed.
+type failCounter struct {
+	outbox.Publisher
+	failed atomic.Int64
+}
+
+func (f *failCounter) WriteMessages(ctx context.Context, msgs ...kafka.Message) error {
+	err := f.Publisher.WriteMessages(ctx, msgs...)
+	if err != nil {
+		f.failed.Add(1)
+	}
+	return err
 }
 
 func addEvent(t *testing.T, pool *pgxpool.Pool, e events.Envelope) {

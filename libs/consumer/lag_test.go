@@ -2,6 +2,7 @@ package consumer_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/customerapi/platform/libs/consumer"
 	"github.com/customerapi/platform/libs/events/kafkatest"
+	"github.com/customerapi/platform/libs/testwait"
 )
 
 // The lag of a group is read from the broker per partition: events nobody has consumed
@@ -57,24 +59,19 @@ func TestLagMonitorReadsTheGroupsLagPerPartition(t *testing.T) {
 		}
 		return sum
 	}
-	waitFor(t, "a lag of 5 before anything is consumed", func() bool { return total() == 5 })
+	lag := func(want float64) func() (bool, string) {
+		return func() (bool, string) {
+			n := total()
+			return n == want, fmt.Sprintf("a total lag of %v (-1: no series yet)", n)
+		}
+	}
+	testwait.For(t, 20*time.Second, "a lag of 5 before anything is consumed", lag(5))
 
 	run(t, &consumer.Consumer{Name: "lagging", Topics: []string{"things"}, Kafka: cfg, Pool: pool, Handler: record})
-	waitFor(t, "no lag once the group has committed every event", func() bool { return total() == 0 })
+	testwait.For(t, 20*time.Second, "no lag once the group has committed every event", lag(0))
 
 	// Every partition of the topic has its series, consumed or not.
 	if n := testutil.CollectAndCount(m, "kafka_consumer_lag_messages"); n < 2 {
 		t.Fatalf("%d partition series, want one per partition of the topic", n)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 20s: %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/customerapi/platform/libs/events/kafkatest"
 	"github.com/customerapi/platform/libs/outbox"
 	"github.com/customerapi/platform/libs/postgres"
+	"github.com/customerapi/platform/libs/testwait"
 )
 
 // addEvents commits one transaction that adds the given events to the outbox. The
@@ -130,8 +131,7 @@ func TestRelayDeadLettersWhatTheBrokerRefuses(t *testing.T) {
 	big := event(t, "k", "big", 8000)
 	addEvents(t, pool, event(t, "k", "k1", 0), big, event(t, "k", "k2", 0), event(t, "o", "o1", 0))
 	addEvents(t, pool, event(t, "o", "o2", 0))
-	waitFor(t, "a row the broker refuses must leave the outbox so the rows after it are published",
-		func() bool { return pending(t, pool) == 0 })
+	waitPending(t, pool, 0, "an empty outbox: a row the broker refuses must leave it so that the rows after it are published")
 	if got := payloads(kafkatest.ReadEvents(t, cfg.Brokers, "things", 2, kafkatest.OfSubject("k"))); got != "[k1 k2]" {
 		t.Fatalf("subject k published %s, want [k1 k2]: the rows around a refused one go out in order", got)
 	}
@@ -172,8 +172,7 @@ func TestRelayDoesNotDeadLetterTheRowsOfARefusedBatch(t *testing.T) {
 	}
 	addEvents(t, pool, evts...)
 	runRelay(t, pool, wake, w, cfg.EnsureTopics)
-	waitFor(t, "the rows of a batch the broker refuses as a whole are published one by one",
-		func() bool { return pending(t, pool) == 0 })
+	waitPending(t, pool, 0, "an empty outbox: the rows of a batch the broker refuses as a whole are published one by one")
 	for i, e := range kafkatest.ReadEvents(t, cfg.Brokers, "things", len(evts), nil) {
 		if e.ID != evts[i].ID {
 			t.Fatalf("event %d is %s, want %s: the rows of a refused batch go out in order", i, e.ID, evts[i].ID)
@@ -196,8 +195,7 @@ func TestRelayDeadLettersWhatTheProducerRefuses(t *testing.T) {
 	runRelay(t, pool, wake, w, cfg.EnsureTopics)
 	big := event(t, "k", "big", 8000)
 	addEvents(t, pool, event(t, "k", "k1", 0), big, event(t, "k", "k2", 0))
-	waitFor(t, "a row the producer refuses must leave the outbox so the rows after it are published",
-		func() bool { return pending(t, pool) == 0 })
+	waitPending(t, pool, 0, "an empty outbox: a row the producer refuses must leave it so that the rows after it are published")
 	if got := payloads(kafkatest.ReadEvents(t, cfg.Brokers, "things", 2, nil)); got != "[k1 k2]" {
 		t.Fatalf("published %s, want [k1 k2]", got)
 	}
@@ -218,7 +216,7 @@ func TestRelayDeadLettersARowItCannotDecode(t *testing.T) {
 	write(t, pool, "after")
 	runRelay(t, pool, wake, rec)
 	rec.wait(t, 1)
-	waitFor(t, "an undecodable row must leave the outbox", func() bool { return pending(t, pool) == 0 })
+	waitPending(t, pool, 0, "an empty outbox: an undecodable row must leave it")
 	if dead := deadLetters(t, pool); !strings.Contains(dead["evt_bad"], "headers") {
 		t.Fatalf("dead letters = %v, want evt_bad with the decoding error", dead)
 	}
@@ -262,13 +260,16 @@ func TestRelayRetriesTransientErrorsForever(t *testing.T) {
 			f := &flaky{recorder: newRecorder(), err: cause}
 			runRelay(t, pool, wake, f)
 			write(t, pool, "e1", "e2")
-			waitFor(t, "the relay retries", func() bool { return f.attempts() >= 3 })
+			testwait.For(t, 10*time.Second, "the relay's third attempt", func() (bool, string) {
+				n := f.attempts()
+				return n >= 3, fmt.Sprintf("%d attempts", n)
+			})
 			if n := pending(t, pool); n != 2 {
 				t.Fatalf("outbox holds %d rows while Kafka fails with %v, want 2", n, cause)
 			}
 			f.heal()
 			f.wait(t, 2)
-			waitFor(t, "the rows are published once Kafka heals", func() bool { return pending(t, pool) == 0 })
+			waitPending(t, pool, 0, "the rows to be published once Kafka heals")
 			if dead := deadLetters(t, pool); len(dead) != 0 {
 				t.Fatalf("dead letters = %v after %v: a transient error must never dead-letter", dead, cause)
 			}

@@ -6,7 +6,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"regexp"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"github.com/customerapi/platform/libs/outbox"
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
+	"github.com/customerapi/platform/libs/testwait"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -27,10 +30,11 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // recorder is a Publisher that keeps what it was given and can be made to fail.
 type recorder struct {
-	mu   sync.Mutex
-	msgs []kafka.Message
-	fail bool
-	got  chan struct{}
+	mu     sync.Mutex
+	msgs   []kafka.Message
+	fail   bool
+	failed int // publishes refused while failing
+	got    chan struct{}
 }
 
 func newRecorder() *recorder { return &recorder{got: make(chan struct{}, 1000)} }
@@ -39,6 +43,7 @@ func (r *recorder) WriteMessages(_ context.Context, msgs ...kafka.Message) error
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.fail {
+		r.failed++
 		return fmt.Errorf("broker down")
 	}
 	r.msgs = append(r.msgs, msgs...)
@@ -49,6 +54,17 @@ func (r *recorder) WriteMessages(_ context.Context, msgs ...kafka.Message) error
 }
 
 func (r *recorder) setFail(v bool) { r.mu.Lock(); r.fail = v; r.mu.Unlock() }
+
+func (r *recorder) failures() int { r.mu.Lock(); defer r.mu.Unlock(); return r.failed }
+
+// waitFailures waits until the relay has tried to publish n times and been refused.
+func (r *recorder) waitFailures(t *testing.T, n int) {
+	t.Helper()
+	testwait.For(t, 10*time.Second, fmt.Sprintf("%d refused publishes", n), func() (bool, string) {
+		got := r.failures()
+		return got >= n, fmt.Sprintf("%d refused", got)
+	})
+}
 
 func (r *recorder) keys() []string {
 	r.mu.Lock()
@@ -90,13 +106,31 @@ func write(t *testing.T, pool *pgxpool.Pool, subjects ...string) {
 	}
 }
 
+// selects counts the reads of the outbox begun on the tests' pools (SELECT … FROM outbox):
+// how a test knows that the relay has looked at the outbox.
+var selects atomic.Int64
+
+// readsOutbox matches a read of the outbox table (not of outbox_dead_letters).
+var readsOutbox = regexp.MustCompile(`(?s)^\s*SELECT\b.*\bFROM outbox\b`)
+
+// counted is a pool's tracer in these tests: the outbox's Wakeup, counting reads of the
+// outbox in selects.
+type counted struct{ *outbox.Wakeup }
+
+func (c counted) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	if readsOutbox.MatchString(data.SQL) {
+		selects.Add(1)
+	}
+	return c.Wakeup.TraceQueryStart(ctx, conn, data)
+}
+
 // newPool makes a database with the outbox schema and a pool whose commits wake the relay
 // (as service runtimes set it up); the Wakeup is returned for the relay.
 func newPool(t *testing.T) (*pgxpool.Pool, *outbox.Wakeup) {
 	t.Helper()
 	wake := outbox.NewWakeup()
 	ctx := context.Background()
-	pool, err := postgres.ConnectWith(ctx, pgtest.NewDatabase(t), func(c *pgxpool.Config) { c.ConnConfig.Tracer = wake })
+	pool, err := postgres.ConnectWith(ctx, pgtest.NewDatabase(t), func(c *pgxpool.Config) { c.ConnConfig.Tracer = counted{wake} })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +182,7 @@ func TestRelayPublishesInCommitOrderAndDeletes(t *testing.T) {
 	if got := fmt.Sprint(rec.keys()); got != "[a1 a2 b1]" {
 		t.Fatalf("order = %s", got)
 	}
-	waitFor(t, "published rows are deleted", func() bool { return pending(t, pool) == 0 })
+	waitPending(t, pool, 0, "the published rows to be deleted")
 }
 
 func TestRelayNeverSkipsRowsOfAnOpenTransaction(t *testing.T) {
@@ -166,7 +200,13 @@ func TestRelayNeverSkipsRowsOfAnOpenTransaction(t *testing.T) {
 	}
 	runRelay(t, pool, wake, rec)
 	write(t, pool, "from-B")
-	time.Sleep(300 * time.Millisecond)
+	// Three reads of the outbox begun after B committed hold a fetch of the rows to publish
+	// and a read after it: by then that fetch has held B back, or B has been published.
+	looks := selects.Load()
+	testwait.For(t, 10*time.Second, "the relay to read the outbox three times after B committed", func() (bool, string) {
+		n := selects.Load() - looks
+		return n >= 3 || len(rec.keys()) > 0, fmt.Sprintf("%d reads, %d published", n, len(rec.keys()))
+	})
 	if n := len(rec.keys()); n != 0 {
 		t.Fatalf("published %d rows while an older transaction was open: B would overtake A", n)
 	}
@@ -192,7 +232,8 @@ func TestRelayRollbackPublishesNothing(t *testing.T) {
 	_ = tx.Rollback(ctx)
 	write(t, pool, "kept")
 	rec.wait(t, 1)
-	time.Sleep(100 * time.Millisecond)
+	// Once the outbox is empty there is no row left that could be published later.
+	waitPending(t, pool, 0, "the published row to be deleted")
 	if got := fmt.Sprint(rec.keys()); got != "[kept]" {
 		t.Fatalf("published %s", got)
 	}
@@ -204,13 +245,13 @@ func TestRelayKeepsRowsWhileKafkaIsDown(t *testing.T) {
 	rec.setFail(true)
 	runRelay(t, pool, wake, rec)
 	write(t, pool, "e1", "e2")
-	time.Sleep(500 * time.Millisecond)
+	rec.waitFailures(t, 2) // a refusal, then a retry refused too
 	if n := pending(t, pool); n != 2 {
 		t.Fatalf("outbox holds %d rows while Kafka is down, want 2", n)
 	}
 	rec.setFail(false)
 	rec.wait(t, 2)
-	waitFor(t, "the rows are published once Kafka is back", func() bool { return pending(t, pool) == 0 })
+	waitPending(t, pool, 0, "the rows to be published once Kafka is back")
 }
 
 func TestOnlyOneRelayLeads(t *testing.T) {
@@ -221,7 +262,10 @@ func TestOnlyOneRelayLeads(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		write(t, pool, fmt.Sprintf("k%02d", i))
 	}
-	waitFor(t, "20 rows published", func() bool { return len(a.keys())+len(b.keys()) >= 20 })
+	testwait.For(t, 10*time.Second, "20 rows published", func() (bool, string) {
+		na, nb := len(a.keys()), len(b.keys())
+		return na+nb >= 20, fmt.Sprintf("%d by one relay, %d by the other", na, nb)
+	})
 	if len(a.keys()) != 0 && len(b.keys()) != 0 {
 		t.Fatalf("both relays published: %d and %d", len(a.keys()), len(b.keys()))
 	}
@@ -235,7 +279,7 @@ func TestRelayToRealBroker(t *testing.T) {
 	defer w.Close()
 	runRelay(t, pool, wake, w, cfg.EnsureTopics)
 	write(t, pool, "s1", "s1", "s2")
-	waitFor(t, "the rows are published", func() bool { return pending(t, pool) == 0 })
+	waitPending(t, pool, 0, "the rows to be published")
 	// Read every partition and collect the subjects seen.
 	seen := map[string]int{}
 	for part := 0; part < 3; part++ {
@@ -263,16 +307,13 @@ func TestRelayToRealBroker(t *testing.T) {
 	}
 }
 
-// waitFor fails the test, naming what, unless cond holds within 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// waitPending waits until the outbox holds want rows, failing with what was awaited.
+func waitPending(t *testing.T, pool *pgxpool.Pool, want int, what string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 10s: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, what, func() (bool, string) {
+		n := pending(t, pool)
+		return n == want, fmt.Sprintf("%d rows in the outbox", n)
+	})
 }
 
 func TestQueuedBatchCommitsAtomicallyAndWakesTheRelay(t *testing.T) {

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
+	"github.com/customerapi/platform/libs/testwait"
 )
 
 func TestListenLoopWakesOnNotifyNotOnTimer(t *testing.T) {
@@ -48,11 +50,8 @@ func TestListenLoopHonoursTheReturnedWait(t *testing.T) {
 
 func waitCalls(t *testing.T, calls *atomic.Int32, n int32) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for calls.Load() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d calls, want %d", calls.Load(), n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, 5*time.Second, fmt.Sprintf("%d calls of the work function", n), func() (bool, string) {
+		got := calls.Load()
+		return got >= n, fmt.Sprintf("%d calls", got)
+	})
 }

@@ -2,6 +2,9 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
+	"github.com/customerapi/platform/libs/testwait"
 )
 
 func gauge(t *testing.T, reg *prometheus.Registry, name string) (float64, bool) {
@@ -72,22 +76,20 @@ func TestPoolMetricsAndSpans(t *testing.T) {
 		}
 		got <- err
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if v, _ := gauge(t, reg, "pgxpool_waiting_acquires"); v == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("pgxpool_waiting_acquires never showed the waiting caller")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, 5*time.Second, "pgxpool_waiting_acquires to show the waiting caller", func() (bool, string) {
+		v, ok := gauge(t, reg, "pgxpool_waiting_acquires")
+		return v == 1, fmt.Sprintf("%v (present %v)", v, ok)
+	})
 	for name, want := range map[string]float64{"pgxpool_acquired_connections": 1, "pgxpool_max_connections": 1, "pgxpool_idle_connections": 0} {
 		if v, ok := gauge(t, reg, name); !ok || v != want {
 			t.Errorf("%s = %v (present %v), want %v", name, v, ok, want)
 		}
 	}
-	time.Sleep(50 * time.Millisecond)
+	// The gauge rises as the acquire begins, before the pool has it wait: released before
+	// then, the connection would be idle when the caller asks and its wait would not count.
+	testwait.For(t, 5*time.Second, "the waiting caller to be parked inside the pool", func() (bool, string) {
+		return waitsInPool("TestPoolMetricsAndSpans")
+	})
 	held.Release()
 	if err := <-got; err != nil {
 		t.Fatal(err)
@@ -125,4 +127,24 @@ func TestPoolMetricsAndSpans(t *testing.T) {
 	if attrs["db.query.text"] != "SELECT 1" || attrs["db.system.name"] != "postgresql" || attrs["db.namespace"] == "" {
 		t.Errorf("database span %q attributes %v", db.Name(), attrs)
 	}
+}
+
+// waitsInPool reports whether a goroutine of the test named test waits for a pool's
+// connection (on the pool's acquire semaphore), and else the test's goroutines' states.
+func waitsInPool(test string) (bool, string) {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var seen []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if !strings.Contains(g, test) {
+			continue
+		}
+		if strings.Contains(g, "semaphore.(*Weighted).Acquire") && strings.Contains(g, "puddle") {
+			return true, ""
+		}
+		header, rest, _ := strings.Cut(g, "\n")
+		top, _, _ := strings.Cut(rest, "\n")
+		seen = append(seen, header+" in "+top)
+	}
+	return false, fmt.Sprintf("the test's goroutines: %s", strings.Join(seen, "; "))
 }

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/customerapi/platform/libs/apierror"
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
+	"github.com/customerapi/platform/libs/testwait"
 )
 
 // Every failure a pool gives while its server is killed (SIGKILL of the postmaster under
@@ -61,13 +63,17 @@ func TestKilledServerFailuresAreUnavailable(t *testing.T) {
 			}
 		}()
 	}
-	waitFor(t, func() bool {
+	testwait.For(t, 20*time.Second, "more than 200 rows written before the kill", func() (bool, string) {
 		var n int
-		_ = pool.QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&n)
-		return n > 200
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&n)
+		return n > 200, fmt.Sprintf("%d rows (%v)", n, err)
 	})
 	cluster.Kill()
-	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(failures) >= 50 })
+	testwait.For(t, 20*time.Second, "50 failures of the writers during the outage", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(failures) >= 50, fmt.Sprintf("%d failures", len(failures))
+	})
 	close(stop)
 	wg.Wait()
 
@@ -79,16 +85,5 @@ func TestKilledServerFailuresAreUnavailable(t *testing.T) {
 	}
 	for msg, n := range kinds {
 		t.Errorf("%d failures during the outage would answer 500, not 503: %s", n, msg)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 20 s")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

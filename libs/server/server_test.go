@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/customerapi/platform/libs/apierror"
 	"github.com/customerapi/platform/libs/telemetry"
+	"github.com/customerapi/platform/libs/testwait"
 )
 
 func newTestServer(t *testing.T, checks ...Check) *Server {
@@ -255,7 +257,10 @@ func TestReadyzIsCheapAndDiscreet(t *testing.T) {
 			bodies <- string(body)
 		}()
 	}
-	waitUntil(t, func() bool { return runs.Load() >= 1 })
+	testwait.For(t, 5*time.Second, "the first readiness check to start", func() (bool, string) {
+		n := runs.Load()
+		return n >= 1, fmt.Sprintf("%d runs", n)
+	})
 	close(release)
 	wg.Wait()
 	close(bodies)
@@ -282,16 +287,5 @@ func TestReadyzIsCheapAndDiscreet(t *testing.T) {
 		if got := strings.Contains(string(body), "password authentication failed"); got != tc.reveal {
 			t.Fatalf("Authorization %q: error text shown = %v, want %v: %s", tc.auth, got, tc.reveal, body)
 		}
-	}
-}
-
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5 s")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"os"
 	"os/exec"
 	"runtime"
@@ -30,23 +31,46 @@ func TestTreeCPUMatchesRusage(t *testing.T) {
 		t.Skip("reads /proc")
 	}
 	// Two busy grandchildren under timeout(1): one ends well before the second reading,
-	// one just before it; the root then idles so that it is still alive at that reading.
+	// one just before it; the root, having waited for both, says so and idles until the
+	// test has taken that reading (it reads a line of its standard input, or its end).
 	cmd := exec.Command("sh", "-c", `timeout 0.4 sh -c 'while :; do :; done' &
 timeout 0.9 sh -c 'while :; do :; done' &
-wait; sleep 0.6`)
+wait; echo ended; read -r _ || :`)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	defer stdin.Close()
+	ended := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(stdout).ReadString('\n')
+		ended <- line
+	}()
 	g := []group{{label: "tree", roots: []int{cmd.Process.Pid}}}
 	before, err := takeSnapshot(g)
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1200 * time.Millisecond)
+	select {
+	case line := <-ended:
+		if line != "ended\n" {
+			t.Fatalf("the root said %q, want that its children ended", line)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the busy grandchildren did not end within 30 s")
+	}
 	after, err := takeSnapshot(g)
 	if err != nil {
 		t.Fatal(err)
 	}
+	stdin.Close()
 	if err := cmd.Wait(); err != nil {
 		t.Fatal(err)
 	}

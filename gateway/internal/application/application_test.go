@@ -22,6 +22,7 @@ import (
 	"github.com/customerapi/platform/libs/internalauth"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 	"github.com/customerapi/platform/libs/telemetry"
+	"github.com/customerapi/platform/libs/testwait"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -54,7 +55,7 @@ func echo(t *testing.T) *httptest.Server {
 			return
 		}
 		if r.URL.Path == "/v0/topics/slow" {
-			time.Sleep(3 * time.Second)
+			time.Sleep(3 * time.Second) // the slow upstream under test: it answers after the gateway's timeout
 		}
 		hdr := map[string]string{}
 		for k := range r.Header {
@@ -131,15 +132,14 @@ func startWith(t *testing.T, o observed, dbURL string, upstreams map[string]stri
 
 func waitUp(t *testing.T, url string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			return
+	testwait.For(t, 10*time.Second, url+" to answer", func() (bool, string) {
+		resp, err := http.Get(url)
+		if err != nil {
+			return false, err.Error()
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%s never came up", url)
+		resp.Body.Close()
+		return true, ""
+	})
 }
 
 var contract = apitest.MustLoad()
@@ -317,8 +317,7 @@ func TestUpstreamClosingIdleConnectionsIsRetried(t *testing.T) {
 		if r := c.Do("POST", "/v0/topics", map[string]any{"title": "t"}); r.Status != 201 {
 			t.Fatalf("POST %d after the upstream closed its connections: %s", i, r)
 		}
-		up.CloseClientConnections() // every pooled connection is now stale
-		time.Sleep(20 * time.Millisecond)
+		up.CloseClientConnections() // every pooled connection is now stale (it returns once they are closed)
 	}
 	if n := posts.Load(); n != 5 {
 		t.Fatalf("the upstream saw %d POSTs, want 5", n)
@@ -405,17 +404,10 @@ func TestRevocationReachesOtherReplicas(t *testing.T) {
 func waitStatus(t *testing.T, c *apitest.Client, status int, within time.Duration) {
 	t.Helper()
 	c.Contract = nil
-	start := time.Now()
-	for {
+	testwait.For(t, within, fmt.Sprintf("GET /v0/topics to answer %d", status), func() (bool, string) {
 		r := c.Do("GET", "/v0/topics", nil)
-		if r.Status == status {
-			return
-		}
-		if time.Since(start) > within {
-			t.Fatalf("status %d not reached within %s (last %s)", status, within, r)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return r.Status == status, r.String()
+	})
 }
 
 func TestAdminAPI(t *testing.T) {
@@ -593,9 +585,10 @@ func TestUpstreamRestartWithManyPooledConnections(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); c.Do("GET", "/v0/topics/hold", nil) }()
 	}
-	for arrived.Load() < 16 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, "the sixteen requests to reach the upstream", func() (bool, string) {
+		n := arrived.Load()
+		return n >= 16, fmt.Sprintf("%d arrived", n)
+	})
 	close(release)
 	wg.Wait()
 	up.CloseClientConnections() // the service restarted: all sixteen are stale

@@ -17,6 +17,7 @@ import (
 	"github.com/customerapi/platform/gateway/internal/proxy"
 	"github.com/customerapi/platform/libs/config"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
+	"github.com/customerapi/platform/libs/testwait"
 )
 
 // slowFileSize is what a download of slowAssets sends: 1 KiB per tick, so about 20 s
@@ -140,18 +141,6 @@ func startDownload(ctx context.Context, g *gw, path string, from net.Addr, heade
 	return d
 }
 
-// waitFor polls cond until it holds, and reports false if it does not within 10 s.
-func waitFor(cond func() bool) bool {
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return true
-}
-
 func statuses(ds []*download) map[int]int {
 	out := map[int]int{}
 	for _, d := range ds {
@@ -179,11 +168,11 @@ func check429(t *testing.T, d *download, want string) {
 // waitHeld waits until the gateway holds no download counters: every slot came back.
 func waitHeld(t *testing.T, g *gw, what string) {
 	t.Helper()
-	var links, clients int
-	if !waitFor(func() bool { links, clients = g.app.downloads.Held(); return links == 0 && clients == 0 }) {
-		t.Fatalf("%s: %d links and %d client addresses still held after 10 s; every ended download must give its slots back "+
-			"and entries must be removed when their count returns to zero", what, links, clients)
-	}
+	testwait.For(t, 10*time.Second, what+": no download counter held (every ended download must give its slots back "+
+		"and entries must be removed when their count returns to zero)", func() (bool, string) {
+		links, clients := g.app.downloads.Held()
+		return links == 0 && clients == 0, fmt.Sprintf("%d links and %d client addresses held", links, clients)
+	})
 }
 
 func uploadThrough(t *testing.T, g *gw, key string) (int, time.Duration) {
@@ -357,9 +346,10 @@ func TestDownloadSlotsComeBackHoweverDownloadsEnd(t *testing.T) {
 	if got := statuses([]*download{a, b}); got[200] != 2 {
 		t.Fatalf("two downloads within the cap: %v", got)
 	}
-	if !waitFor(func() bool { return atomic.LoadInt64(&a.got) > 0 && atomic.LoadInt64(&b.got) > 0 }) {
-		t.Fatal("the two admitted downloads never started streaming")
-	}
+	testwait.For(t, 10*time.Second, "the two admitted downloads to start streaming", func() (bool, string) {
+		na, nb := atomic.LoadInt64(&a.got), atomic.LoadInt64(&b.got)
+		return na > 0 && nb > 0, fmt.Sprintf("%d and %d bytes received", na, nb)
+	})
 	if links, clients := g.app.downloads.Held(); links != 1 || clients != 1 {
 		t.Fatalf("while two downloads of one link stream from one client, held %d links and %d clients, want 1 and 1", links, clients)
 	}
@@ -370,10 +360,11 @@ func TestDownloadSlotsComeBackHoweverDownloadsEnd(t *testing.T) {
 	<-a.done
 	<-b.done
 	waitHeld(t, g, "after the clients went away mid-download")
-	if !waitFor(func() bool { return up.streaming.Load() == 0 }) {
-		t.Fatalf("the service still sends %d downloads whose clients went away: the gateway must close their upstream connections",
-			up.streaming.Load())
-	}
+	testwait.For(t, 10*time.Second, "the service to stop sending the downloads whose clients went away "+
+		"(the gateway must close their upstream connections)", func() (bool, string) {
+		n := up.streaming.Load()
+		return n == 0, fmt.Sprintf("%d downloads still sent", n)
+	})
 
 	// The cap is whole again.
 	c, d := startDownload(ctx, g, "/v0/asset_files/slow", nil), startDownload(ctx, g, "/v0/asset_files/slow", nil)

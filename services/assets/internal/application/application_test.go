@@ -341,7 +341,7 @@ func TestLifecycle(t *testing.T) {
 	link, previewLink := a["downloadUrl"].(string), a["previewDownloadUrl"].(string)
 	keep := mustStatus(t, upload(c, file("other.png", pngImage(8, 8)), field("type", "image")), 201)["assetId"].(string)
 
-	time.Sleep(2 * time.Millisecond)
+	time.Sleep(2 * time.Millisecond) // the clock must move: timestamps have milliseconds, and updatedAt must change
 	tr := mustStatus(t, c.Do("POST", "/v0/assets/"+id+"/trash", nil), 200)
 	if tr["lifecycleState"] != "trashed" || tr["trashedAt"] == nil || tr["updatedAt"] == a["updatedAt"] || tr["downloadUrl"] == nil {
 		t.Fatalf("trashed = %v", tr)

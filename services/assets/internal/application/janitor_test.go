@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/customerapi/platform/libs/service/servicetest"
+	"github.com/customerapi/platform/libs/testwait"
 	"github.com/customerapi/platform/services/assets/internal/application"
 )
 
@@ -34,18 +35,13 @@ func TestTrashIsPurgedAfterTheRetention(t *testing.T) {
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for _, id := range trashed {
-		for {
-			a := mustStatus(t, c.Do("GET", "/v0/assets/"+id, nil), 200)
-			if a["lifecycleState"] == "deleted" {
-				if a["trashedAt"] == nil || a["deletedAt"] == nil || a["downloadUrl"] != nil {
-					t.Fatalf("purged = %v", a)
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s still %v", id, a["lifecycleState"])
-			}
-			time.Sleep(50 * time.Millisecond)
+		var a map[string]any
+		testwait.For(t, time.Until(deadline), id+" to be purged", func() (bool, string) {
+			a = mustStatus(t, c.Do("GET", "/v0/assets/"+id, nil), 200)
+			return a["lifecycleState"] == "deleted", fmt.Sprint(a["lifecycleState"])
+		})
+		if a["trashedAt"] == nil || a["deletedAt"] == nil || a["downloadUrl"] != nil {
+			t.Fatalf("purged = %v", a)
 		}
 	}
 	for _, id := range active {
@@ -53,13 +49,11 @@ func TestTrashIsPurgedAfterTheRetention(t *testing.T) {
 			t.Fatalf("active asset became %v", s)
 		}
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for len(e.objects(t)) != 2*len(active) || e.count(t, "SELECT count(*) FROM object_cleanup") != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d objects, %d cleanup records left", len(e.objects(t)), e.count(t, "SELECT count(*) FROM object_cleanup"))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, "the purged assets' objects and cleanup records to be removed", func() (bool, string) {
+		objects, cleanups := len(e.objects(t)), e.count(t, "SELECT count(*) FROM object_cleanup")
+		return objects == 2*len(active) && cleanups == 0, fmt.Sprintf("%d objects (want %d), %d cleanup records left",
+			objects, 2*len(active), cleanups)
+	})
 	evs := readEvents(t, e.svc.Broker, 10+8+8)
 	deleted := map[string]int{}
 	for _, ev := range evs {
@@ -88,8 +82,27 @@ func TestTrashWithinTheRetentionIsKept(t *testing.T) {
 	c := e.client(t, "acme")
 	id := mustStatus(t, upload(c, file("a.png", pngImage(8, 8)), field("type", "image")), 201)["assetId"].(string)
 	mustStatus(t, c.Do("POST", "/v0/assets/"+id+"/trash", nil), 200)
-	time.Sleep(300 * time.Millisecond)
+	janitorRuns(t, e, 3)
 	if s := mustStatus(t, c.Do("GET", "/v0/assets/"+id, nil), 200)["lifecycleState"]; s != "trashed" {
 		t.Fatalf("state %v", s)
+	}
+}
+
+// janitorRuns waits until the janitor has run n more times: each run purges, then removes
+// the objects whose cleanup is due, so it waits for n cleanup records, due now and added
+// one after the other, to be taken. The first may go in a run whose purge had begun
+// already; each of the others in a later run, purge included.
+func janitorRuns(t *testing.T, e *env, n int) {
+	t.Helper()
+	for i := range n {
+		key := fmt.Sprintf("janitor-witness/%d-%d", time.Now().UnixNano(), i)
+		if _, err := e.svc.Runtime.Pool.Exec(t.Context(),
+			`INSERT INTO object_cleanup (tenant_id, object_key, due_at) VALUES ('acme', $1, now() - interval '1 second')`, key); err != nil {
+			t.Fatal(err)
+		}
+		testwait.For(t, 10*time.Second, fmt.Sprintf("janitor run %d of %d (cleanup record %s taken)", i+1, n, key), func() (bool, string) {
+			left := e.count(t, "SELECT count(*) FROM object_cleanup WHERE object_key = '"+key+"'")
+			return left == 0, fmt.Sprintf("%d records of %s left", left, key)
+		})
 	}
 }

@@ -19,8 +19,8 @@ import (
 func TestOddInputIsNever500(t *testing.T) {
 	s := start(t)
 	c := client(t, s, "acme")
-	pid := createPerson(t, c, map[string]any{"name": "Valid"})["personId"].(string)
-	aid := createAccount(t, c, map[string]any{"domain": "valid.example"})["accountId"].(string)
+	pid := createPerson(t, c, personCreate{Name: "Valid"}).PersonID
+	aid := createAccount(t, c, accountCreate{Domain: "valid.example"}).AccountID
 	plog, alog := "/v0/persons/"+pid+"/logs", "/v0/accounts/"+aid+"/logs"
 	deep := strings.Repeat("[", 5000) + strings.Repeat("]", 5000)
 	logBody := func(payload string) apitest.Raw {
@@ -42,7 +42,7 @@ func TestOddInputIsNever500(t *testing.T) {
 		"exact big integer":             {"POST", plog, logBody(`{"x":123456789012345678901234567890}`), 201, `123456789012345678901234567890`},
 		"invalid UTF-8 in name":         {"POST", "/v0/persons", apitest.Raw("{\"name\":\"\xff\"}"), 400, `invalid_json`},
 		"unpaired surrogate in name":    {"POST", "/v0/persons", apitest.Raw(`{"name":"\ud800"}`), 201, "\"name\":\"\ufffd\""},
-		"non-ASCII email domain":        {"POST", "/v0/persons", map[string]any{"name": "x", "email": "ü@bücher.example"}, 201, `"domain":null`},
+		"non-ASCII email domain":        {"POST", "/v0/persons", personCreate{Name: "x", Email: "ü@bücher.example"}, 201, `"domain":null`},
 		"LIKE wildcards and backslash":  {"GET", "/v0/persons/search?query=%25%5C_", nil, 200, `"totalCount":0`},
 		"search limit overflow":         {"GET", "/v0/persons/search?limit=99999999999999999999999", nil, 400, `limit`},
 		"empty cursor":                  {"GET", "/v0/persons/search?cursor=", nil, 400, `cursor`},
@@ -57,13 +57,14 @@ func TestOddInputIsNever500(t *testing.T) {
 	} {
 		r := c.Do(tc.method, tc.path, tc.body)
 		if r.Status >= 500 || tc.status != 0 && (r.Status != tc.status || !strings.Contains(string(r.Body), tc.want)) {
-			t.Errorf("%s: %s", name, r)
+			t.Errorf("%s %s with %s must never be a 5xx; it must answer %d with %s in the body; got %s",
+				tc.method, tc.path, name, tc.status, tc.want, r)
 		}
 	}
 	// Bytes that are not UTF-8 in a path (a client that does not escape them) name nothing.
 	for _, p := range []string{"/v0/persons/\xff\xfe", plog + "/\xff", "/v0/persons/\xff/logs", "/v0/accounts/" + aid + "/logs/\xff"} {
 		if status := rawGet(t, s, p); status != 404 {
-			t.Errorf("GET %q: %d", p, status)
+			t.Errorf("a path with bytes that are not UTF-8 names nothing, so GET %q must be a 404; got %d", p, status)
 		}
 	}
 }
@@ -96,26 +97,23 @@ func rawGet(t *testing.T, s *servicetest.Service, path string) int {
 func TestSearchFoldsUnicodeCase(t *testing.T) {
 	s := start(t)
 	c := client(t, s, "acme")
-	emile := createPerson(t, c, map[string]any{"name": "Émile Zola", "email": "EMILE@Zola.example"})["personId"].(string)
-	muller := createPerson(t, c, map[string]any{"name": "JÜRGEN MÜLLER"})["personId"].(string)
-	createPerson(t, c, map[string]any{"name": "Plain Person"})
+	emile := createPerson(t, c, personCreate{Name: "Émile Zola", Email: "EMILE@Zola.example"}).PersonID
+	muller := createPerson(t, c, personCreate{Name: "JÜRGEN MÜLLER"}).PersonID
+	createPerson(t, c, personCreate{Name: "Plain Person"})
 	for q, want := range map[string][]string{
 		"Émile": {emile}, "émile": {emile}, "ÉMILE": {emile}, "emile": {emile}, "müller": {muller}, "Jürgen": {muller},
 		"é": {emile}, "ü": {muller}, "Ü": {muller}, "zo": {emile}, "Z": {emile}, "q": nil, "@z": {emile}, "%": nil,
 	} {
-		page := mustStatus(t, c.Do("GET", apitest.Query("/v0/persons/search", "query", q), nil), 200)
-		var got []string
-		for _, it := range items(page) {
-			got = append(got, it["personId"].(string))
-		}
-		if fmt.Sprint(got) != fmt.Sprint(want) || page["totalCount"] != float64(len(want)) {
-			t.Errorf("query %q: %v (total %v), want %v", q, got, page["totalCount"], want)
+		page := searchFor(t, c, q)
+		if fmt.Sprint(page.ids()) != fmt.Sprint(want) || page.total() != len(want) {
+			t.Errorf("a search must fold the case of every letter, not only ASCII, and find 1- and 2-character queries anywhere;"+
+				" for %q want %v, got %v (totalCount %d)", q, want, page.ids(), page.total())
 		}
 	}
 	// A rename moves what search finds.
-	mustStatus(t, c.Do("PATCH", "/v0/persons/"+muller, map[string]any{"name": "Jürgen Schön"}), 200)
-	if n := mustStatus(t, c.Do("GET", apitest.Query("/v0/persons/search", "query", "SCHÖN"), nil), 200)["totalCount"]; n != 1.0 {
-		t.Errorf("after rename: %v", n)
+	patchPerson(t, c, muller, personUpdate{Name: "Jürgen Schön"})
+	if n := searchFor(t, c, "SCHÖN").total(); n != 1 {
+		t.Errorf("a search must find a person by its new name after a rename (SCHÖN finds Jürgen Schön); got totalCount %d", n)
 	}
 }
 
@@ -130,7 +128,7 @@ func TestConcurrentAccountCreatesMakeOne(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			r := c.Do("POST", "/v0/accounts", map[string]any{"domain": fmt.Sprintf("https://www.Race.example/%d", i)})
+			r := c.Do("POST", "/v0/accounts", accountCreate{Domain: fmt.Sprintf("https://www.Race.example/%d", i)})
 			mu.Lock()
 			statuses[r.Status]++
 			mu.Unlock()
@@ -138,10 +136,10 @@ func TestConcurrentAccountCreatesMakeOne(t *testing.T) {
 	}
 	wg.Wait()
 	if statuses[201] != 1 || statuses[409] != 7 {
-		t.Fatalf("statuses = %v", statuses)
+		t.Fatalf("of 8 concurrent creates of one normalised domain exactly one must succeed (201) and 7 conflict (409); got statuses %v", statuses)
 	}
-	if n := mustStatus(t, c.Do("GET", "/v0/accounts", nil), 200)["totalCount"]; n != 1.0 {
-		t.Fatalf("%v accounts", n)
+	if n := listAccounts(t, c, "").TotalCount; n != 1 {
+		t.Fatalf("concurrent creates of one domain must make one account; there are %d", n)
 	}
 }
 
@@ -149,23 +147,26 @@ func TestConcurrentAccountCreatesMakeOne(t *testing.T) {
 func TestConcurrentPatchesLoseNothing(t *testing.T) {
 	s := start(t)
 	c := client(t, s, "acme")
-	id := createPerson(t, c, map[string]any{"name": "Racer"})["personId"].(string)
+	id := createPerson(t, c, personCreate{Name: "Racer"}).PersonID
 	var wg sync.WaitGroup
-	for _, body := range []map[string]any{
-		{"phoneNumber": "+1 555 0100"}, {"linkedinProfileUrl": "https://www.linkedin.com/in/racer"}, {"email": "racer@race.example"},
-		{"name": "Racer Two"},
+	for _, body := range []personUpdate{
+		{PhoneNumber: "+1 555 0100"}, {LinkedinProfileURL: "https://www.linkedin.com/in/racer"}, {Email: "racer@race.example"},
+		{Name: "Racer Two"},
 	} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			mustStatus(t, c.Do("PATCH", "/v0/persons/"+id, body), 200)
+			if r := c.Do("PATCH", "/v0/persons/"+id, body); r.Status != 200 {
+				t.Errorf("a valid patch must succeed (200) while others patch the same person; %+v got %s", body, r)
+			}
 		}()
 	}
 	wg.Wait()
-	got := mustStatus(t, c.Do("GET", "/v0/persons/"+id, nil), 200)
-	if got["phoneNumber"] != "+1 555 0100" || got["linkedinProfileUrl"] == nil || got["email"] != "racer@race.example" ||
-		got["domain"] != "race.example" || got["name"] != "Racer Two" {
-		t.Fatalf("person = %v", got)
+	got := getPerson(t, c, id)
+	if !is(got.PhoneNumber, "+1 555 0100") || got.LinkedinProfileURL == nil || !is(got.Email, "racer@race.example") ||
+		!is(got.Domain, "race.example") || got.Name != "Racer Two" {
+		t.Fatalf("concurrent patches of different fields must all land (phoneNumber +1 555 0100, a linkedinProfileUrl, email"+
+			" racer@race.example and its domain race.example, name Racer Two); got %+v", got)
 	}
 }
 
@@ -173,17 +174,19 @@ func TestConcurrentPatchesLoseNothing(t *testing.T) {
 func TestAccountTenantIsolation(t *testing.T) {
 	s := start(t)
 	a, b := client(t, s, "acme"), client(t, s, "globex")
-	aid := createAccount(t, a, map[string]any{"domain": "private.example"})["accountId"].(string)
-	lid := mustStatus(t, a.Do("POST", "/v0/accounts/"+aid+"/logs", map[string]any{"source": "a", "type": "b", "payload": map[string]any{}}), 201)["accountLogId"].(string)
-	mustStatus(t, b.Do("GET", "/v0/accounts/"+aid, nil), 404)
-	mustStatus(t, b.Do("GET", "/v0/accounts/"+aid+"/logs", nil), 404)
-	mustStatus(t, b.Do("POST", "/v0/accounts/"+aid+"/logs", map[string]any{"source": "a", "type": "b", "payload": map[string]any{}}), 404)
-	mustStatus(t, b.Do("GET", "/v0/accounts/"+aid+"/logs/"+lid, nil), 404)
-	mustStatus(t, b.Do("DELETE", "/v0/accounts/"+aid+"/logs/"+lid, nil), 404)
-	if n := mustStatus(t, b.Do("GET", "/v0/accounts", nil), 200)["totalCount"]; n != 0.0 {
-		t.Fatalf("globex lists %v accounts", n)
+	aid := createAccount(t, a, accountCreate{Domain: "private.example"}).AccountID
+	anyLog := logCreate{Source: "a", Type: "b", Payload: map[string]any{}}
+	lid := writeLog(t, a, "/v0/accounts/"+aid+"/logs", anyLog).AccountLogID
+	apitest.ExpectNotFound(t, b.Do("GET", "/v0/accounts/"+aid, nil), "another tenant's account must not be found")
+	apitest.ExpectNotFound(t, b.Do("GET", "/v0/accounts/"+aid+"/logs", nil), "another tenant's account log must not be listed")
+	apitest.ExpectNotFound(t, b.Do("POST", "/v0/accounts/"+aid+"/logs", anyLog), "another tenant's account log must not be writable")
+	apitest.ExpectNotFound(t, b.Do("GET", "/v0/accounts/"+aid+"/logs/"+lid, nil), "another tenant's account log entry must not be found")
+	apitest.ExpectNotFound(t, b.Do("DELETE", "/v0/accounts/"+aid+"/logs/"+lid, nil), "another tenant's account log entry must not be deletable")
+	if n := listAccounts(t, b, "").TotalCount; n != 0 {
+		t.Fatalf("a tenant must not list another tenant's accounts; globex lists %d", n)
 	}
-	if got := mustStatus(t, a.Do("GET", "/v0/accounts/"+aid+"/logs/"+lid, nil), 200); got["deletedAt"] != nil {
-		t.Fatalf("globex deleted acme's entry: %v", got)
+	got := apitest.Decode[Log](t, a.Do("GET", "/v0/accounts/"+aid+"/logs/"+lid, nil), 200, "an account log entry must be readable by its ID")
+	if got.DeletedAt != nil {
+		t.Fatalf("another tenant's DELETE must not delete the entry; acme's entry has deletedAt %s", *got.DeletedAt)
 	}
 }

@@ -3,92 +3,86 @@ package application_test
 import (
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/customerapi/platform/api/apitest"
-	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/events/kafkatest"
-	"github.com/customerapi/platform/libs/postgres/pgtest"
 	"github.com/customerapi/platform/libs/service/servicetest"
-	"github.com/customerapi/platform/libs/tenant"
-	"github.com/customerapi/platform/services/topics/internal/application"
 )
-
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
-
-var contract = apitest.MustLoad()
-
-func start(t *testing.T, opts servicetest.Options) *servicetest.Service {
-	return servicetest.Start(t, application.Name, application.Migrations, application.Setup, opts)
-}
-
-func client(t *testing.T, s *servicetest.Service, tenantID string) *apitest.Client {
-	return (&apitest.Client{T: t, Base: s.URL, Contract: contract, Prepare: s.Sign}).With(tenant.Header, tenantID)
-}
-
-// mustStatus checks a response's status and returns its JSON object.
-var mustStatus = apitest.MustStatus
-
-// issueCodes lists an error envelope's issues as "field:code:path".
-var issueCodes = apitest.IssueCodes
-
-func createTopic(t *testing.T, c *apitest.Client, body map[string]any) map[string]any {
-	t.Helper()
-	return mustStatus(t, c.Do("POST", "/v0/topics", body), 201)
-}
 
 func TestTopicLifecycle(t *testing.T) {
 	s := start(t, servicetest.Options{})
 	c := client(t, s, "acme")
 
-	created := createTopic(t, c, map[string]any{"title": "Pricing"})
-	id := created["topicId"].(string)
-	if !strings.HasPrefix(id, "topic_") || created["sortOrder"] != 0.0 || created["purpose"] != nil ||
-		created["isDefault"] != false || len(created["entries"].([]any)) != 0 || created["createdAt"] != created["updatedAt"] {
-		t.Fatalf("created = %v", created)
+	created := createTopic(t, c, topicCreate{Title: "Pricing"})
+	id := created.TopicID
+	if !strings.HasPrefix(id, "topic_") {
+		t.Errorf("a topic ID must be a TypeID with prefix topic_; got %q", id)
 	}
-	got := mustStatus(t, c.Do("GET", "/v0/topics/"+id, nil), 200)
-	if got["title"] != "Pricing" {
-		t.Fatalf("got = %v", got)
+	if created.SortOrder != 0 {
+		t.Errorf("a topic created without sortOrder must have sortOrder 0; got %d", created.SortOrder)
+	}
+	if created.Purpose != nil {
+		t.Errorf("a topic created without purpose must read back with purpose null; got %q", *created.Purpose)
+	}
+	if created.IsDefault {
+		t.Error("a topic created without isDefault must not be the default topic")
+	}
+	if created.Entries == nil || len(created.Entries) != 0 {
+		t.Errorf("a new topic must have entries [] (an empty array, not null); got %v", created.Entries)
+	}
+	if created.CreatedAt != created.UpdatedAt {
+		t.Errorf("a new topic's updatedAt must equal its createdAt; got createdAt %s, updatedAt %s", created.CreatedAt, created.UpdatedAt)
+	}
+	if got := getTopic(t, c, id); got.Title != "Pricing" {
+		t.Fatalf("a topic must read back with the title it was created with (Pricing); got %q", got.Title)
 	}
 
-	time.Sleep(5 * time.Millisecond)
-	patched := mustStatus(t, c.Do("PATCH", "/v0/topics/"+id, map[string]any{"purpose": "why we price", "sortOrder": 7}), 200)
-	if patched["purpose"] != "why we price" || patched["sortOrder"] != 7.0 || patched["title"] != "Pricing" || patched["updatedAt"] == patched["createdAt"] {
-		t.Fatalf("patched = %v", patched)
+	waitForClockPast(t, created.UpdatedAt)
+	patched := patchTopic(t, c, id, topicUpdate{Purpose: ptr("why we price"), SortOrder: ptr(7)})
+	if patched.Purpose == nil || *patched.Purpose != "why we price" || patched.SortOrder != 7 {
+		t.Errorf("a patch must set the fields it names; want purpose %q and sortOrder 7, got purpose %v and sortOrder %d",
+			"why we price", patched.Purpose, patched.SortOrder)
 	}
-	cleared := mustStatus(t, c.Do("PATCH", "/v0/topics/"+id, map[string]any{"purpose": nil}), 200)
-	if cleared["purpose"] != nil || cleared["sortOrder"] != 7.0 {
-		t.Fatalf("cleared = %v", cleared)
+	if patched.Title != "Pricing" {
+		t.Errorf("a patch must leave the fields it does not name; want title Pricing, got %q", patched.Title)
 	}
-	same := mustStatus(t, c.Do("PATCH", "/v0/topics/"+id, map[string]any{}), 200)
-	if same["updatedAt"] != cleared["updatedAt"] {
-		t.Fatal("an empty patch changed updatedAt")
+	if patched.UpdatedAt == patched.CreatedAt {
+		t.Errorf("a patch that changes a topic must move updatedAt past createdAt; both are %s", patched.UpdatedAt)
+	}
+	// An explicit null clears a field, which only a map can send.
+	cleared := patchTopic(t, c, id, map[string]any{"purpose": nil})
+	if cleared.Purpose != nil {
+		t.Errorf("a patch with purpose null must clear the purpose; got %q", *cleared.Purpose)
+	}
+	if cleared.SortOrder != 7 {
+		t.Errorf("a patch that clears purpose must leave sortOrder (7); got %d", cleared.SortOrder)
+	}
+	if same := patchTopic(t, c, id, topicUpdate{}); same.UpdatedAt != cleared.UpdatedAt {
+		t.Errorf("an empty patch changes nothing, so it must not move updatedAt; was %s, now %s", cleared.UpdatedAt, same.UpdatedAt)
 	}
 
-	mustStatus(t, c.Do("DELETE", "/v0/topics/"+id, nil), 204)
-	mustStatus(t, c.Do("GET", "/v0/topics/"+id, nil), 404)
-	mustStatus(t, c.Do("DELETE", "/v0/topics/"+id, nil), 404)
-	mustStatus(t, c.Do("PATCH", "/v0/topics/"+id, map[string]any{"title": "x"}), 404)
+	apitest.ExpectStatus(t, c.Do("DELETE", "/v0/topics/"+id, nil), 204, "deleting an existing topic must answer 204")
+	apitest.ExpectNotFound(t, c.Do("GET", "/v0/topics/"+id, nil), "a deleted topic must no longer be found")
+	apitest.ExpectNotFound(t, c.Do("DELETE", "/v0/topics/"+id, nil), "deleting a deleted topic again must be a 404")
+	apitest.ExpectNotFound(t, c.Do("PATCH", "/v0/topics/"+id, topicUpdate{Title: "x"}), "patching a deleted topic must be a 404")
 }
 
 func TestOneDefaultTopic(t *testing.T) {
 	s := start(t, servicetest.Options{})
 	c := client(t, s, "acme")
-	a := createTopic(t, c, map[string]any{"title": "A", "isDefault": true})["topicId"].(string)
-	b := createTopic(t, c, map[string]any{"title": "B", "isDefault": true})["topicId"].(string)
-	if mustStatus(t, c.Do("GET", "/v0/topics/"+a, nil), 200)["isDefault"] != false {
-		t.Fatal("A is still default after B became default")
+	a := createTopic(t, c, topicCreate{Title: "A", IsDefault: true}).TopicID
+	b := createTopic(t, c, topicCreate{Title: "B", IsDefault: true}).TopicID
+	if getTopic(t, c, a).IsDefault {
+		t.Fatal("creating topic B as the default must make the previous default A an ordinary topic; A is still default")
 	}
-	mustStatus(t, c.Do("PATCH", "/v0/topics/"+a, map[string]any{"isDefault": true}), 200)
-	if mustStatus(t, c.Do("GET", "/v0/topics/"+b, nil), 200)["isDefault"] != false {
-		t.Fatal("B is still default after A became default again")
+	patchTopic(t, c, a, topicUpdate{IsDefault: ptr(true)})
+	if getTopic(t, c, b).IsDefault {
+		t.Fatal("patching A to be the default must make B an ordinary topic; B is still default")
 	}
 	// Concurrent switches end with exactly one default.
 	var wg sync.WaitGroup
@@ -100,21 +94,21 @@ func TestOneDefaultTopic(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := c.Do("PATCH", "/v0/topics/"+id, map[string]any{"isDefault": true})
+			r := c.Do("PATCH", "/v0/topics/"+id, topicUpdate{IsDefault: ptr(true)})
 			if r.Status != 200 && r.Status != 409 {
-				t.Errorf("concurrent default: %s", r)
+				t.Errorf("a concurrent switch of the default topic must succeed (200) or conflict (409); got %s", r)
 			}
 		}()
 	}
 	wg.Wait()
-	n := 0
-	for _, it := range mustStatus(t, c.Do("GET", "/v0/topics", nil), 200)["items"].([]any) {
-		if it.(map[string]any)["isDefault"] == true {
-			n++
+	var defaults []string
+	for _, it := range listTopics(t, c, "").Items {
+		if it.IsDefault {
+			defaults = append(defaults, it.TopicID)
 		}
 	}
-	if n != 1 {
-		t.Fatalf("%d default topics", n)
+	if len(defaults) != 1 {
+		t.Fatalf("after concurrent switches a tenant must have exactly one default topic; got %d: %v", len(defaults), defaults)
 	}
 }
 
@@ -126,7 +120,7 @@ func TestListOrderAndPagination(t *testing.T) {
 	byOrder := map[int][]string{}
 	for i := 0; i < 9; i++ {
 		order := 2 - i%3
-		id := createTopic(t, c, map[string]any{"title": fmt.Sprint("t", i), "sortOrder": order})["topicId"].(string)
+		id := createTopic(t, c, topicCreate{Title: fmt.Sprint("t", i), SortOrder: ptr(order)}).TopicID
 		byOrder[order] = append(byOrder[order], id)
 	}
 	for o := 0; o <= 2; o++ {
@@ -135,29 +129,30 @@ func TestListOrderAndPagination(t *testing.T) {
 	var seen []string
 	cursor := ""
 	for page := 0; ; page++ {
-		path := "/v0/topics?limit=2"
+		query := "?limit=2"
 		if cursor != "" {
-			path += "&cursor=" + url.QueryEscape(cursor)
+			query += "&cursor=" + url.QueryEscape(cursor)
 		}
-		body := mustStatus(t, c.Do("GET", path, nil), 200)
-		if body["totalCount"].(float64) < 9 {
-			t.Fatalf("totalCount = %v", body["totalCount"])
+		body := listTopics(t, c, query)
+		if body.TotalCount < 9 {
+			t.Fatalf("totalCount must count every topic of the tenant (at least the 9 created before the walk); page %d says %d",
+				page, body.TotalCount)
 		}
-		for _, it := range body["items"].([]any) {
-			seen = append(seen, it.(map[string]any)["topicId"].(string))
+		for _, it := range body.Items {
+			seen = append(seen, it.TopicID)
 		}
 		if page == 1 {
 			// Items written mid-walk never make the walk repeat or skip an old item.
-			createTopic(t, c, map[string]any{"title": "late-low", "sortOrder": 0})
-			createTopic(t, c, map[string]any{"title": "late-high", "sortOrder": 5})
+			createTopic(t, c, topicCreate{Title: "late-low", SortOrder: ptr(0)})
+			createTopic(t, c, topicCreate{Title: "late-high", SortOrder: ptr(5)})
 		}
-		if body["hasMore"] == false {
-			if body["nextCursor"] != nil {
-				t.Fatal("nextCursor set on the last page")
+		if !body.HasMore {
+			if body.NextCursor != nil {
+				t.Fatalf("the last page (hasMore false) must have nextCursor null; got %q", *body.NextCursor)
 			}
 			break
 		}
-		cursor = body["nextCursor"].(string)
+		cursor = nextCursor(t, body, fmt.Sprintf("page %d of the topics", page))
 	}
 	var old []string
 	for _, id := range seen {
@@ -168,12 +163,13 @@ func TestListOrderAndPagination(t *testing.T) {
 		}
 	}
 	if fmt.Sprint(old) != fmt.Sprint(want) {
-		t.Fatalf("walk saw\n%v\nwant\n%v", old, want)
+		t.Fatalf("a walk must list the topics created before it by sortOrder, then creation, each once, whatever is written meanwhile;"+
+			" walk saw\n%v\nwant\n%v", old, want)
 	}
 	dup := map[string]bool{}
 	for _, id := range seen {
 		if dup[id] {
-			t.Fatalf("%s seen twice", id)
+			t.Fatalf("a walk over the pages must never list a topic twice; %s was listed twice in %v", id, seen)
 		}
 		dup[id] = true
 	}
@@ -185,12 +181,12 @@ func TestCursorAndLimitRules(t *testing.T) {
 	b := client(t, s, "globex")
 	id := ""
 	for i := 0; i < 3; i++ {
-		id = createTopic(t, a, map[string]any{"title": "x"})["topicId"].(string)
-		mustStatus(t, a.Do("POST", "/v0/topics/"+id+"/entries", map[string]any{"content": map[string]any{"type": "text", "content": "c"}}), 201)
-		mustStatus(t, a.Do("POST", "/v0/topics/"+id+"/entries", map[string]any{"content": map[string]any{"type": "text", "content": "d"}}), 201)
+		id = createTopic(t, a, topicCreate{Title: "x"}).TopicID
+		addEntry(t, a, id, textEntry("c"))
+		addEntry(t, a, id, textEntry("d"))
 	}
-	cur := mustStatus(t, a.Do("GET", "/v0/topics?limit=1", nil), 200)["nextCursor"].(string)
-	entryCur := mustStatus(t, a.Do("GET", "/v0/topics/"+id+"/entries?limit=1", nil), 200)["nextCursor"].(string)
+	cur := nextCursor(t, listTopics(t, a, "?limit=1"), "a topic list of limit 1 over 3 topics")
+	entryCur := nextCursor(t, listEntries(t, a, id, "?limit=1"), "an entry list of limit 1 over 2 entries")
 	for name, tc := range map[string]struct {
 		c    *apitest.Client
 		path string
@@ -204,96 +200,97 @@ func TestCursorAndLimitRules(t *testing.T) {
 		"other list cursor":   {a, "/v0/topics?cursor=" + url.QueryEscape(entryCur), "query:invalid_cursor:[cursor]"},
 		"entries limit":       {a, "/v0/topics/" + id + "/entries?limit=1000", "query:too_big:[limit]"},
 	} {
-		r := tc.c.Do("GET", tc.path, nil)
-		if r.Status != 400 || fmt.Sprint(issueCodes(r)) != "["+tc.code+"]" {
-			t.Errorf("%s: %d %v", name, r.Status, issueCodes(r))
-		}
+		apitest.CheckIssues(t, tc.c.Do("GET", tc.path, nil), tc.code, "GET "+tc.path+" ("+name+") must be refused")
 	}
-	if r := a.Do("GET", "/v0/topics?limit=100", nil); r.Status != 200 {
-		t.Fatalf("limit=100: %s", r)
-	}
+	listTopics(t, a, "?limit=100") // the largest limit is accepted
 }
 
 func TestEntries(t *testing.T) {
 	s := start(t, servicetest.Options{})
 	c := client(t, s, "acme")
-	id := createTopic(t, c, map[string]any{"title": "FAQ"})["topicId"].(string)
-	e1 := mustStatus(t, c.Do("POST", "/v0/topics/"+id+"/entries", map[string]any{
-		"content": map[string]any{"type": "markdown", "content": "# one"}, "sortOrder": 2}), 201)
-	e2 := mustStatus(t, c.Do("POST", "/v0/topics/"+id+"/entries", map[string]any{
-		"content": map[string]any{"type": "text", "content": "two"}}), 201)
-	if e1["topicId"] != id || !strings.HasPrefix(e1["topicEntryId"].(string), "topicentry_") {
-		t.Fatalf("entry = %v", e1)
+	id := createTopic(t, c, topicCreate{Title: "FAQ"}).TopicID
+	e1 := addEntry(t, c, id, entryCreate{Content: EntryContent{Type: "markdown", Content: "# one"}, SortOrder: ptr(2)})
+	e2 := addEntry(t, c, id, textEntry("two"))
+	if e1.TopicID != id {
+		t.Errorf("an entry must name the topic it was added to (%s); got %q", id, e1.TopicID)
 	}
-	e1ID, e2ID := e1["topicEntryId"].(string), e2["topicEntryId"].(string)
-	topic := mustStatus(t, c.Do("GET", "/v0/topics/"+id, nil), 200)
-	entries := topic["entries"].([]any)
-	if len(entries) != 2 || entries[0].(map[string]any)["topicEntryId"] != e2ID {
-		t.Fatalf("entries not in sortOrder: %v", entries)
+	if !strings.HasPrefix(e1.TopicEntryID, "topicentry_") {
+		t.Errorf("an entry ID must be a TypeID with prefix topicentry_; got %q", e1.TopicEntryID)
 	}
-	list := mustStatus(t, c.Do("GET", "/v0/topics/"+id+"/entries", nil), 200)
-	if list["totalCount"] != 2.0 || len(list["items"].([]any)) != 2 {
-		t.Fatalf("list = %v", list)
+	e1ID, e2ID := e1.TopicEntryID, e2.TopicEntryID
+	entries := getTopic(t, c, id).Entries
+	if len(entries) != 2 || entries[0].TopicEntryID != e2ID {
+		var got []string
+		for _, e := range entries {
+			got = append(got, fmt.Sprintf("%s(sortOrder %d)", e.TopicEntryID, e.SortOrder))
+		}
+		t.Fatalf("a topic must carry its entries by sortOrder, so %s (0) before %s (2); got %v", e2ID, e1ID, got)
 	}
-	mustStatus(t, c.Do("GET", "/v0/topics/"+id+"/entries/"+e1ID, nil), 200)
-	up := mustStatus(t, c.Do("PATCH", "/v0/topics/"+id+"/entries/"+e1ID, map[string]any{
-		"content": map[string]any{"type": "url", "content": "https://example.com"}}), 200)
-	if up["content"].(map[string]any)["type"] != "url" || up["sortOrder"] != 2.0 {
-		t.Fatalf("updated = %v", up)
+	if list := listEntries(t, c, id, ""); list.TotalCount != 2 || len(list.Items) != 2 {
+		t.Fatalf("the entry list must hold and count both entries; got totalCount %d and %d items", list.TotalCount, len(list.Items))
 	}
-	mustStatus(t, c.Do("DELETE", "/v0/topics/"+id+"/entries/"+e1ID, nil), 204)
-	mustStatus(t, c.Do("GET", "/v0/topics/"+id+"/entries/"+e1ID, nil), 404)
+	apitest.Decode[TopicEntry](t, c.Do("GET", "/v0/topics/"+id+"/entries/"+e1ID, nil), 200, "an existing entry must be readable by its ID")
+	up := apitest.Decode[TopicEntry](t, c.Do("PATCH", "/v0/topics/"+id+"/entries/"+e1ID,
+		entryUpdate{Content: &EntryContent{Type: "url", Content: "https://example.com"}}), 200, "a valid patch of an entry must answer 200")
+	if up.Content.Type != "url" {
+		t.Errorf("a patch of an entry's content must replace it; want type url, got %q", up.Content.Type)
+	}
+	if up.SortOrder != 2 {
+		t.Errorf("a patch of an entry's content must leave its sortOrder (2); got %d", up.SortOrder)
+	}
+	apitest.ExpectStatus(t, c.Do("DELETE", "/v0/topics/"+id+"/entries/"+e1ID, nil), 204, "deleting an existing entry must answer 204")
+	apitest.ExpectNotFound(t, c.Do("GET", "/v0/topics/"+id+"/entries/"+e1ID, nil), "a deleted entry must no longer be found")
 
 	// An entry is not found under another topic.
-	other := createTopic(t, c, map[string]any{"title": "other"})["topicId"].(string)
-	mustStatus(t, c.Do("GET", "/v0/topics/"+other+"/entries/"+e2ID, nil), 404)
-	mustStatus(t, c.Do("PATCH", "/v0/topics/"+other+"/entries/"+e2ID, map[string]any{"sortOrder": 1}), 404)
-	mustStatus(t, c.Do("DELETE", "/v0/topics/"+other+"/entries/"+e2ID, nil), 404)
-	mustStatus(t, c.Do("GET", "/v0/topics/topic_missing/entries", nil), 404)
-	mustStatus(t, c.Do("POST", "/v0/topics/topic_missing/entries", map[string]any{"content": map[string]any{"type": "text", "content": "x"}}), 404)
+	other := createTopic(t, c, topicCreate{Title: "other"}).TopicID
+	apitest.ExpectNotFound(t, c.Do("GET", "/v0/topics/"+other+"/entries/"+e2ID, nil), "an entry must not be found under another topic")
+	apitest.ExpectNotFound(t, c.Do("PATCH", "/v0/topics/"+other+"/entries/"+e2ID, entryUpdate{SortOrder: ptr(1)}),
+		"an entry must not be patchable under another topic")
+	apitest.ExpectNotFound(t, c.Do("DELETE", "/v0/topics/"+other+"/entries/"+e2ID, nil), "an entry must not be deletable under another topic")
+	apitest.ExpectNotFound(t, c.Do("GET", "/v0/topics/topic_missing/entries", nil), "the entries of a missing topic must be a 404")
+	apitest.ExpectNotFound(t, c.Do("POST", "/v0/topics/topic_missing/entries", textEntry("x")), "adding an entry to a missing topic must be a 404")
 
 	// Deleting the topic deletes its entries.
-	mustStatus(t, c.Do("DELETE", "/v0/topics/"+id, nil), 204)
-	mustStatus(t, c.Do("GET", "/v0/topics/"+id+"/entries/"+e2ID, nil), 404)
+	apitest.ExpectStatus(t, c.Do("DELETE", "/v0/topics/"+id, nil), 204, "deleting an existing topic must answer 204")
+	apitest.ExpectNotFound(t, c.Do("GET", "/v0/topics/"+id+"/entries/"+e2ID, nil), "deleting a topic must delete its entries")
 }
 
 func TestEntryLimit(t *testing.T) {
 	s := start(t, servicetest.Options{})
 	c := client(t, s, "acme")
-	id := createTopic(t, c, map[string]any{"title": "big"})["topicId"].(string)
+	id := createTopic(t, c, topicCreate{Title: "big"}).TopicID
 	for i := 0; i < 100; i++ {
-		mustStatus(t, c.Do("POST", "/v0/topics/"+id+"/entries", map[string]any{"content": map[string]any{"type": "text", "content": "x"}}), 201)
+		addEntry(t, c, id, textEntry("x"))
 	}
-	r := c.Do("POST", "/v0/topics/"+id+"/entries", map[string]any{"content": map[string]any{"type": "text", "content": "x"}})
-	if r.Status != 409 || r.Map()["code"] != "CONFLICT" {
-		t.Fatalf("101st entry: %s", r)
-	}
+	apitest.ExpectError(t, c.Do("POST", "/v0/topics/"+id+"/entries", textEntry("x")), 409, "CONFLICT",
+		"a topic holds at most 100 entries, so the 101st must be refused")
 }
 
 func TestTenantIsolation(t *testing.T) {
 	s := start(t, servicetest.Options{})
 	a, b := client(t, s, "acme"), client(t, s, "globex")
-	id := createTopic(t, a, map[string]any{"title": "secret"})["topicId"].(string)
-	e := mustStatus(t, a.Do("POST", "/v0/topics/"+id+"/entries", map[string]any{"content": map[string]any{"type": "text", "content": "x"}}), 201)
-	mustStatus(t, b.Do("GET", "/v0/topics/"+id, nil), 404)
-	mustStatus(t, b.Do("PATCH", "/v0/topics/"+id, map[string]any{"title": "mine"}), 404)
-	mustStatus(t, b.Do("DELETE", "/v0/topics/"+id, nil), 404)
-	mustStatus(t, b.Do("GET", "/v0/topics/"+id+"/entries", nil), 404)
-	mustStatus(t, b.Do("GET", "/v0/topics/"+id+"/entries/"+e["topicEntryId"].(string), nil), 404)
-	if n := mustStatus(t, b.Do("GET", "/v0/topics", nil), 200)["totalCount"]; n != 0.0 {
-		t.Fatalf("globex sees %v topics", n)
+	id := createTopic(t, a, topicCreate{Title: "secret"}).TopicID
+	e := addEntry(t, a, id, textEntry("x"))
+	apitest.ExpectNotFound(t, b.Do("GET", "/v0/topics/"+id, nil), "another tenant's topic must not be found")
+	apitest.ExpectNotFound(t, b.Do("PATCH", "/v0/topics/"+id, topicUpdate{Title: "mine"}), "another tenant's topic must not be patchable")
+	apitest.ExpectNotFound(t, b.Do("DELETE", "/v0/topics/"+id, nil), "another tenant's topic must not be deletable")
+	apitest.ExpectNotFound(t, b.Do("GET", "/v0/topics/"+id+"/entries", nil), "another tenant's topic's entries must not be listed")
+	apitest.ExpectNotFound(t, b.Do("GET", "/v0/topics/"+id+"/entries/"+e.TopicEntryID, nil), "another tenant's entry must not be found")
+	if n := listTopics(t, b, "").TotalCount; n != 0 {
+		t.Fatalf("a tenant must not list another tenant's topics; globex sees %d", n)
 	}
 	// Without the gateway's tenant header a service refuses the request.
 	anon := &apitest.Client{T: t, Base: s.URL, Contract: contract}
-	mustStatus(t, anon.Do("GET", "/v0/topics", nil), 401)
+	apitest.ExpectError(t, anon.Do("GET", "/v0/topics", nil), 401, "UNAUTHORIZED", "a request without the gateway's tenant header must be refused")
 }
 
 func TestBadInputIs400(t *testing.T) {
 	s := start(t, servicetest.Options{})
 	c := client(t, s, "acme")
-	id := createTopic(t, c, map[string]any{"title": "t"})["topicId"].(string)
-	eid := mustStatus(t, c.Do("POST", "/v0/topics/"+id+"/entries", map[string]any{"content": map[string]any{"type": "text", "content": "x"}}), 201)["topicEntryId"].(string)
+	id := createTopic(t, c, topicCreate{Title: "t"}).TopicID
+	eid := addEntry(t, c, id, textEntry("x")).TopicEntryID
 	long := strings.Repeat("a", 201)
+	// The bodies are wrong on purpose, so they are maps.
 	for name, tc := range map[string]struct {
 		method, path string
 		body         any
@@ -334,50 +331,41 @@ func TestBadInputIs400(t *testing.T) {
 		"create: white space":        {"POST", "/v0/topics", apitest.Raw("  "), "body:invalid_json:[]"},
 		"create: empty purpose":      {"POST", "/v0/topics", map[string]any{"title": "t", "purpose": ""}, "body:too_small:[purpose]"},
 	} {
-		r := c.Do(tc.method, tc.path, tc.body)
-		if r.Status != 400 || fmt.Sprint(issueCodes(r)) != "["+tc.want+"]" {
-			t.Errorf("%s: %d %v", name, r.Status, issueCodes(r))
-		}
+		apitest.CheckIssues(t, c.Do(tc.method, tc.path, tc.body), tc.want, tc.method+" with "+name+" must be refused")
 	}
 	oversized := apitest.Raw(`{"title":"` + strings.Repeat("a", 1<<20) + `"}`)
 	if r := c.Do("POST", "/v0/topics", oversized); r.Status != 400 {
-		t.Errorf("oversized body: %d", r.Status)
+		t.Errorf("a body over the size limit must be refused with 400; got %d", r.Status)
 	}
 	if r := c.With("Content-Type", "text/plain").Do("POST", "/v0/topics", apitest.Raw(`{"title":"t"}`)); r.Status != 400 {
-		t.Errorf("text/plain body: %d", r.Status)
+		t.Errorf("a body that is not sent as application/json must be refused with 400; got %d", r.Status)
 	}
-	if r := c.Do("PUT", "/v0/topics/"+id, map[string]any{"title": "t"}); r.Status != 405 {
-		t.Errorf("PUT: %d", r.Status)
+	if r := c.Do("PUT", "/v0/topics/"+id, topicCreate{Title: "t"}); r.Status != 405 {
+		t.Errorf("PUT is not an operation on a topic, so it must be a 405; got %d", r.Status)
 	}
 	// The bounds themselves are accepted.
-	mustStatus(t, c.Do("POST", "/v0/topics", map[string]any{"title": strings.Repeat("a", 200),
-		"purpose": strings.Repeat("p", 2000), "sortOrder": 9007199254740991}), 201)
-	mustStatus(t, c.Do("POST", "/v0/topics/"+id+"/entries", map[string]any{
-		"content": map[string]any{"type": "html", "content": strings.Repeat("x", 20000)}}), 201)
-}
-
-// readEvents reads the topics.events topic from the start until n events are seen.
-func readEvents(t *testing.T, b *kafkatest.Broker, n int) []events.Envelope {
-	return kafkatest.ReadEvents(t, []string{b.Addr}, events.TopicTopics, n, nil)
+	createTopic(t, c, topicCreate{Title: strings.Repeat("a", 200), Purpose: strings.Repeat("p", 2000), SortOrder: ptr(9007199254740991)})
+	addEntry(t, c, id, entryCreate{Content: EntryContent{Type: "html", Content: strings.Repeat("x", 20000)}})
 }
 
 func TestEventsThroughTheOutbox(t *testing.T) {
 	s := start(t, servicetest.Options{})
 	c := client(t, s, "acme")
-	id := createTopic(t, c, map[string]any{"title": "evented"})["topicId"].(string)
-	mustStatus(t, c.Do("POST", "/v0/topics/"+id+"/entries", map[string]any{"content": map[string]any{"type": "text", "content": "x"}}), 201)
-	mustStatus(t, c.Do("PATCH", "/v0/topics/"+id, map[string]any{"title": "renamed"}), 200)
-	mustStatus(t, c.Do("DELETE", "/v0/topics/"+id, nil), 204)
+	id := createTopic(t, c, topicCreate{Title: "evented"}).TopicID
+	addEntry(t, c, id, textEntry("x"))
+	patchTopic(t, c, id, topicUpdate{Title: "renamed"})
+	apitest.ExpectStatus(t, c.Do("DELETE", "/v0/topics/"+id, nil), 204, "deleting an existing topic must answer 204")
 	got := readEvents(t, s.Broker, 4)
 	var types []string
 	for _, e := range got {
 		if e.Subject != id || e.TenantID != "acme" {
-			t.Fatalf("event %+v", e)
+			t.Fatalf("every event of a topic's changes must have the topic as subject (%s) and its tenant (acme); got %s of %q for %q",
+				id, e.Type, e.Subject, e.TenantID)
 		}
 		types = append(types, e.Type)
 	}
-	if fmt.Sprint(types) != "[topic.created topic.entry.created topic.updated topic.deleted]" {
-		t.Fatalf("types = %v", types)
+	if want := []string{"topic.created", "topic.entry.created", "topic.updated", "topic.deleted"}; fmt.Sprint(types) != fmt.Sprint(want) {
+		t.Fatalf("each change must emit its event, in the order of the changes; want %v, got %v", want, types)
 	}
 }
 
@@ -392,16 +380,16 @@ func TestWritesSucceedWhileTheBrokerIsDown(t *testing.T) {
 	port := broker.Port()
 	s := start(t, servicetest.Options{Broker: broker})
 	c := client(t, s, "acme")
-	createTopic(t, c, map[string]any{"title": "before"})
+	createTopic(t, c, topicCreate{Title: "before"})
 	readEvents(t, broker, 1)
 
 	broker.Stop()
-	id := createTopic(t, c, map[string]any{"title": "during outage"})["topicId"].(string)
-	mustStatus(t, c.Do("GET", "/v0/topics/"+id, nil), 200)
+	id := createTopic(t, c, topicCreate{Title: "during outage"}).TopicID
+	getTopic(t, c, id)
 	// Readiness stays 200: the broker check is optional, so an outage does not take the
 	// service out of rotation.
 	if r := (&apitest.Client{T: t, Base: s.URL}).Do("GET", "/readyz", nil); r.Status != 200 || !strings.Contains(string(r.Body), "degraded") {
-		t.Fatalf("readyz during the outage: %s", r)
+		t.Fatalf("during a broker outage /readyz must stay 200 and report degraded (the broker check is optional); got %s", r)
 	}
 
 	back, err := kafkatest.StartOn(port, kfake.DataDir(dir), kfake.SyncWrites(), kfake.AllowAutoTopicCreation())
@@ -411,6 +399,7 @@ func TestWritesSucceedWhileTheBrokerIsDown(t *testing.T) {
 	defer back.Stop()
 	got := readEvents(t, back, 2)
 	if got[1].Subject != id || got[1].Type != "topic.created" {
-		t.Fatalf("event after outage = %+v", got[1])
+		t.Fatalf("a topic created during the outage must have its topic.created event (subject %s) published once the broker is back;"+
+			" second event is %s of %q", id, got[1].Type, got[1].Subject)
 	}
 }

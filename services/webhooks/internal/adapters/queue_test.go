@@ -212,7 +212,7 @@ func TestExpiredLeaseIsClaimedAgain(t *testing.T) {
 	if again := claim(t, s, 10, 10, nil, time.Minute).Jobs; len(again) != 0 {
 		t.Fatal("claimed while leased")
 	}
-	time.Sleep(150 * time.Millisecond)
+	time.Sleep(150 * time.Millisecond) // the clock must pass the end of the 100 ms lease
 	second := claim(t, s, 10, 10, nil, time.Minute).Jobs
 	if len(second) != 1 || second[0].DeliveryID != first[0].DeliveryID || second[0].AttemptNo != 2 {
 		t.Fatalf("%+v", second)

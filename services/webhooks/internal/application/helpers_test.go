@@ -28,6 +28,7 @@ import (
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 	"github.com/customerapi/platform/libs/service/servicetest"
 	"github.com/customerapi/platform/libs/tenant"
+	"github.com/customerapi/platform/libs/testwait"
 	"github.com/customerapi/platform/libs/timestamp"
 	"github.com/customerapi/platform/services/webhooks/internal/application"
 )
@@ -79,16 +80,10 @@ func subscribe(t *testing.T, c *apitest.Client, url string, events any) (string,
 	return m["subscriptionId"].(string), m["signingSecret"].(string)
 }
 
-// eventually fails the test unless cond holds within timeout.
+// eventually fails the test, naming what, unless cond holds within timeout.
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.For(t, timeout, what, func() (bool, string) { return cond(), "" })
 }
 
 // --- receivers

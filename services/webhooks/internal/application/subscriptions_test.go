@@ -34,7 +34,7 @@ func TestSubscriptionLifecycle(t *testing.T) {
 		t.Fatalf("got = %v", got)
 	}
 
-	time.Sleep(5 * time.Millisecond)
+	time.Sleep(5 * time.Millisecond) // the clock must move: updatedAt must differ from createdAt
 	patched := mustStatus(t, c.Do("PATCH", "/v0/webhook_subscriptions/"+id, map[string]any{
 		"url": "https://hooks.example.com/v2", "events": nil, "active": false}), 200)
 	if patched["url"] != "https://hooks.example.com/v2" || patched["events"] != nil || patched["active"] != false ||

@@ -6,12 +6,15 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/customerapi/platform/libs/postgres/pgtest"
+	"github.com/customerapi/platform/libs/testwait"
 	"github.com/customerapi/platform/services/webhooks/internal/adapters"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
 	"github.com/customerapi/platform/services/webhooks/migrations"
@@ -71,10 +74,12 @@ func TestManyTenantsWaitingForRetries(t *testing.T) {
 
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	reg := prometheus.NewRegistry()
+	queue := &restingQueue{Queue: store, marker: "tenant_marker"}
 	d := New(Config{Workers: 256, PerSubscription: 8, TenantConcurrency: 64, Lease: time.Minute, ClaimBatch: 100,
 		Policy: domain.RetryPolicy{Schedule: domain.DefaultSchedule}, DisableAfter: time.Hour,
 		ShutdownGrace: 100 * time.Millisecond, Idle: time.Minute},
-		store, NewSender(newGuard(), 10*time.Second, 16), pool, log, NewMetrics(reg, noStats, log))
+		queue, NewSender(newGuard(), 10*time.Second, 16), pool, log, NewMetrics(reg, noStats, log))
+	queue.d = d
 	runCtx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
 	go func() { stopped <- d.Run(runCtx) }()
@@ -85,9 +90,9 @@ func TestManyTenantsWaitingForRetries(t *testing.T) {
 		}
 	})
 
-	time.Sleep(300 * time.Millisecond) // the first round
+	queue.waitRest(t, pool)
 	before := claimCount(t, reg)
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // the quiet window: nothing is due, so at most a claim or two may happen in it
 	if n := claimCount(t, reg) - before; n > 2 {
 		t.Errorf("%d claims in half a second with nothing due: the engine polls the tenants waiting for retries", n)
 	}
@@ -97,7 +102,7 @@ func TestManyTenantsWaitingForRetries(t *testing.T) {
 		at := time.Now()
 		e := enqueue(t, store, pool, "tenant_0250x", fmt.Sprintf("form_%d", i))
 		enqueued[e.ID] = at
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // pacing: one new delivery every 10 ms, each timed from its enqueue
 	}
 	select {
 	case <-fresh.all:
@@ -128,4 +133,53 @@ func TestManyTenantsWaitingForRetries(t *testing.T) {
 		t.Errorf("%d deliveries waiting for a retry were attempted, want only the one due", len(waiting.at))
 	}
 	t.Logf("new tenant's slowest delivery %s", slowest)
+}
+
+// restingQueue is the engine's queue in a test that must know when the start-up rounds
+// are over: the one at start and the one the listener asks for once it has connected.
+type restingQueue struct {
+	Queue
+	d      *Dispatcher
+	marker string // a tenant of no delivery, named by the test's notifications
+
+	mu      sync.Mutex
+	visited bool // a claim visited marker: the listener had connected, and asked for its round, before
+	resting bool // the last call was NextDue, after visited, and no round was asked for then
+}
+
+func (q *restingQueue) Claim(ctx context.Context, req adapters.ClaimRequest) (adapters.Claimed, error) {
+	q.mu.Lock()
+	if _, ok := req.Rooms[q.marker]; ok {
+		q.visited = true
+	}
+	q.resting = false
+	q.mu.Unlock()
+	return q.Queue.Claim(ctx, req)
+}
+
+// NextDue is called at the end of a fill, when no round is open: with the listener's
+// request taken (reround false), the round it asked for is over.
+func (q *restingQueue) NextDue(ctx context.Context) (time.Duration, bool, error) {
+	wait, ok, err := q.Queue.NextDue(ctx)
+	q.mu.Lock()
+	q.resting = q.visited && !q.d.reround.Load()
+	q.mu.Unlock()
+	return wait, ok, err
+}
+
+// waitRest waits until the claim loop rests after its start-up rounds, notifying marker
+// until a claim visits it (a notification sent before the listener connected is lost).
+func (q *restingQueue) waitRest(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	testwait.For(t, 10*time.Second, "the engine to rest after its start-up rounds", func() (bool, string) {
+		q.mu.Lock()
+		visited, resting := q.visited, q.resting
+		q.mu.Unlock()
+		if !visited {
+			if _, err := pool.Exec(t.Context(), "SELECT pg_notify($1, $2)", adapters.Channel, q.marker); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return resting, fmt.Sprintf("listener's notification seen %v, resting %v", visited, resting)
+	})
 }
