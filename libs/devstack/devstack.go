@@ -73,6 +73,9 @@ type Options struct {
 	Logs io.Writer
 	// DevTenant is the tenant of the printed key (default "dev").
 	DevTenant string
+	// PostgresSettings are extra settings of the private PostgreSQL server (name=value),
+	// e.g. shared_preload_libraries for a benchmark's statement statistics.
+	PostgresSettings map[string]string
 }
 
 // Stack is a running platform.
@@ -261,8 +264,7 @@ func (s *Stack) startPostgres(ctx context.Context) error {
 		s.dbAdminURL = s.opts.DatabaseURL
 		return nil
 	}
-	c, err := pgcluster.Start(ctx, pgcluster.Options{Dir: filepath.Join(s.opts.Dir, "postgres"),
-		Port: s.opts.PostgresPort, Durable: true})
+	c, err := pgcluster.Start(ctx, s.clusterOptions())
 	if err != nil {
 		return err
 	}
@@ -507,6 +509,12 @@ func (s *Stack) KillPostgres() error {
 	return nil
 }
 
+// clusterOptions are the private PostgreSQL server's options, at start and at restart.
+func (s *Stack) clusterOptions() pgcluster.Options {
+	return pgcluster.Options{Dir: filepath.Join(s.opts.Dir, "postgres"), Port: s.opts.PostgresPort, Durable: true,
+		Settings: s.opts.PostgresSettings}
+}
+
 // StartPostgres restarts the private PostgreSQL server after KillPostgres, once the
 // killed server's backends have exited (they hold its shared memory until then).
 func (s *Stack) StartPostgres(ctx context.Context) error {
@@ -514,8 +522,7 @@ func (s *Stack) StartPostgres(ctx context.Context) error {
 		return errors.New("devstack: the database server is external")
 	}
 	for {
-		c, err := pgcluster.Start(ctx, pgcluster.Options{Dir: filepath.Join(s.opts.Dir, "postgres"),
-			Port: s.opts.PostgresPort, Durable: true})
+		c, err := pgcluster.Start(ctx, s.clusterOptions())
 		if err == nil {
 			s.cluster = c
 			return nil

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/customerapi/platform/libs/devstack"
+	"github.com/customerapi/platform/libs/postgres"
 )
 
 // The end-to-end event run (-events): audience version creates sent through the gateway
@@ -46,6 +48,9 @@ type eventResult struct {
 	cpu         map[string]time.Duration
 	machine     time.Duration
 	lastArrival time.Duration // from the first send to the last delivery
+	// statements are the costliest statements of the event's databases over the run
+	// (pg_stat_statements; the audiences' set-up included).
+	statements []statement
 }
 
 // eventReceiver is the webhook endpoint: it records the arrival time of every
@@ -331,7 +336,81 @@ func eventReport(command string, started time.Time, machine string, r eventResul
 			fmt.Fprintf(&b, "| CPU per event: %s | %.0f µs |\n", k, float64(r.cpu[k].Microseconds())/float64(r.delivered))
 		}
 	}
+	if len(r.statements) > 0 && r.delivered > 0 {
+		fmt.Fprintf(&b, "\nWhere PostgreSQL's time goes (pg_stat_statements over the run, the %d costliest statements of each database):\n\n", 6)
+		fmt.Fprintf(&b, "| database | statement | calls per event | execution ms per event |\n|---|---|---|---|\n")
+		for _, st := range r.statements {
+			q := shortStatement(st.query)
+			fmt.Fprintf(&b, "| %s | `%s` | %.2f | %.3f |\n", st.db, strings.ReplaceAll(q, "|", "\\|"),
+				float64(st.calls)/float64(r.delivered), st.totalMs/float64(r.delivered))
+		}
+	}
 	return b.String()
+}
+
+// selectList is a statement's select list, which shortStatement leaves out.
+var selectList = regexp.MustCompile(`(?is)^(\s*SELECT\s+)(.+?)(\s+FROM\s)`)
+
+// shortStatement is a statement on one line, its select list elided (the WHERE clause
+// says which statement it is), at most 160 characters.
+func shortStatement(q string) string {
+	q = strings.Join(strings.Fields(q), " ")
+	if m := selectList.FindStringSubmatchIndex(q); m != nil && m[5]-m[4] > 40 {
+		q = q[:m[4]] + "…" + q[m[5]:]
+	}
+	if len(q) > 160 {
+		q = q[:160] + "…"
+	}
+	return q
+}
+
+// statementDBs are the databases on the event's path whose statements are reported.
+var statementDBs = []string{"pages", "webhooks"}
+
+// statement is one row of pg_stat_statements.
+type statement struct {
+	db, query string
+	calls     int64
+	totalMs   float64
+}
+
+// resetStatements creates pg_stat_statements in db and clears its figures.
+func (s *system) resetStatements(ctx context.Context, db string) error {
+	conn, err := postgres.Connect(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable&pool_max_conns=1", s.opts.PostgresPort, db))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
+		return fmt.Errorf("%s: pg_stat_statements: %w", db, err)
+	}
+	_, err = conn.Exec(ctx, "SELECT pg_stat_statements_reset()")
+	return err
+}
+
+// topStatements are db's n statements of the largest total execution time.
+func (s *system) topStatements(ctx context.Context, db string, n int) ([]statement, error) {
+	conn, err := postgres.Connect(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable&pool_max_conns=1", s.opts.PostgresPort, db))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	rows, err := conn.Query(ctx, `SELECT query, calls, total_exec_time FROM pg_stat_statements
+		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+		ORDER BY total_exec_time DESC LIMIT $1`, n)
+	if err != nil {
+		return nil, fmt.Errorf("%s: pg_stat_statements: %w", db, err)
+	}
+	defer rows.Close()
+	var out []statement
+	for rows.Next() {
+		st := statement{db: db}
+		if err := rows.Scan(&st.query, &st.calls, &st.totalMs); err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, rows.Err()
 }
 
 // runEventBench starts one system from binDir, runs the event benchmark and writes its
@@ -357,14 +436,27 @@ func runEventBench(binDir, out string, o eventOptions, env map[string]string) er
 	for k, v := range env {
 		all[k] = v
 	}
-	s, err := startSystem(ctx, "current", abs, dir, all, false)
+	s, err := startSystem(ctx, "current", abs, dir, all,
+		map[string]string{"shared_preload_libraries": "pg_stat_statements"}, false)
 	if err != nil {
 		return err
 	}
 	defer s.stop()
+	for _, db := range statementDBs {
+		if err := s.resetStatements(ctx, db); err != nil {
+			return err
+		}
+	}
 	r, err := runEvents(ctx, s, o)
 	if err != nil {
 		return err
+	}
+	for _, db := range statementDBs {
+		top, err := s.topStatements(ctx, db, 6)
+		if err != nil {
+			return err
+		}
+		r.statements = append(r.statements, top...)
 	}
 	md := eventReport(command, started, machineDescription(), r)
 	if out == "" {

@@ -150,7 +150,7 @@ func run() error {
 	ctx := context.Background()
 
 	binDir, _ := filepath.Abs(*bin)
-	cur, err := startSystem(ctx, "current", binDir, dir, extraEnv, o.profile != "")
+	cur, err := startSystem(ctx, "current", binDir, dir, extraEnv, nil, o.profile != "")
 	if err != nil {
 		return err
 	}
@@ -158,7 +158,7 @@ func run() error {
 	systems := []*system{cur}
 	if *baselineBin != "" {
 		baseDir, _ := filepath.Abs(*baselineBin)
-		base, err := startSystem(ctx, "baseline", baseDir, dir, extraEnv, false)
+		base, err := startSystem(ctx, "baseline", baseDir, dir, extraEnv, nil, false)
 		if err != nil {
 			return err
 		}

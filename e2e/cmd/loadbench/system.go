@@ -51,8 +51,10 @@ type system struct {
 	pgData        string
 }
 
-func startSystem(ctx context.Context, label, binDir, dir string, env map[string]string, pprof bool) (*system, error) {
-	opts := devstack.Options{Dir: filepath.Join(dir, label), BinDir: binDir,
+// startSystem starts a whole platform from binDir under dir; env adds process settings
+// and pgSettings PostgreSQL server settings (either may be nil).
+func startSystem(ctx context.Context, label, binDir, dir string, env, pgSettings map[string]string, pprof bool) (*system, error) {
+	opts := devstack.Options{Dir: filepath.Join(dir, label), BinDir: binDir, PostgresSettings: pgSettings,
 		ServicePorts: map[string]int{}, MetricsPorts: map[string]int{},
 		Env: map[string]string{"LOG_LEVEL": "warn"}}
 	if pprof {
