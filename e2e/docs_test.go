@@ -32,7 +32,7 @@ func getNoKey(t *testing.T, path string, accept string) (status int, body string
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
-	return status, string(b)
+	return res.StatusCode, string(b)
 }
 
 // The reference and the error type pages answer without a key; an unknown code and the
