@@ -43,6 +43,10 @@ bench: deps build ## Run the benchmarks and write the results into docs/benchmar
 	$(GO) run ./e2e/cmd/loadbench -bin $(BIN) -out docs/benchmarks.md
 	$(GO) run ./e2e/cmd/loadbench -bin $(BIN) -events -out docs/benchmarks.md
 
+.PHONY: bench-large
+bench-large: deps ## Person search at 10,000,000 persons (BenchmarkSearch with BENCH_LARGE=1; the fill alone takes many minutes)
+	cd services/persons && BENCH_LARGE=1 $(GO) test -run '^$$' -bench 'BenchmarkSearch/persons=10000000' -benchtime 100x -timeout 3h ./internal/adapters
+
 .PHONY: lint
 lint: golangci-lint ## go mod tidy checks over every module, then golangci-lint (vet, gofmt, the curated linters, the layers' import direction)
 	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy -diff >/dev/null) || { echo "go mod tidy would change $$m"; exit 1; }; done

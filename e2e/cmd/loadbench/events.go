@@ -34,6 +34,7 @@ type eventOptions struct {
 	audiences int           // the creates go to this many audiences in turn
 	inflight  int           // creates in flight at most; beyond it a tick counts as late
 	settle    time.Duration // how long to wait for the last deliveries after the sends
+	warmup    time.Duration // the same load before the measured one (0: none)
 }
 
 // eventResult is what one run measured.
@@ -143,8 +144,9 @@ func (c *eventClient) create(ctx context.Context, path string, body any, out any
 	return nil
 }
 
-// runEvents prepares a page, its audiences and a subscription on s, then runs the load.
-func runEvents(ctx context.Context, s *system, o eventOptions) (eventResult, error) {
+// runEvents prepares a page, its audiences and a subscription on s, warms the system up
+// with the same load, calls prepare (when not nil), then runs and measures the load.
+func runEvents(ctx context.Context, s *system, o eventOptions, prepare func() error) (eventResult, error) {
 	res := eventResult{opts: o}
 	rcv, err := startEventReceiver()
 	if err != nil {
@@ -182,6 +184,17 @@ func runEvents(ctx context.Context, s *system, o eventOptions) (eventResult, err
 	if err := waitFor(ctx, 60*time.Second, func() bool { return rcv.count() >= o.audiences }); err != nil {
 		return res, fmt.Errorf("the audiences' first versions were not delivered: %w", err)
 	}
+	if o.warmup > 0 {
+		warm := drive(ctx, c, paths, o.rate, o.warmup, o.inflight)
+		if err := waitFor(ctx, o.settle, func() bool { return rcv.count() >= o.audiences+len(warm.sentAt) }); err != nil {
+			return res, fmt.Errorf("the warm-up's deliveries did not arrive: %w", err)
+		}
+	}
+	if prepare != nil {
+		if err := prepare(); err != nil {
+			return res, err
+		}
+	}
 	preloaded := rcv.count()
 
 	groups, err := eventGroups(s)
@@ -192,26 +205,70 @@ func runEvents(ctx context.Context, s *system, o eventOptions) (eventResult, err
 	if err != nil {
 		return res, err
 	}
+	run := drive(ctx, c, paths, o.rate, o.dur, o.inflight)
+	res.sent, res.late, res.failed, res.sendDur = run.sent, run.late, run.failed, run.dur
+	res.created = len(run.sentAt)
+	_ = waitFor(ctx, o.settle, func() bool { return rcv.count()-preloaded >= res.created })
+	after, err := takeSnapshot(groups)
+	if err != nil {
+		return res, err
+	}
+	res.cpu, res.machine = after.since(before)
+
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	res.duplicate = rcv.dups
+	var last time.Time
+	for id, t0 := range run.sentAt {
+		at, ok := rcv.arrived[id]
+		if !ok {
+			res.missing++
+			continue
+		}
+		res.delivered++
+		res.e2e = append(res.e2e, at.Sub(t0))
+		if at.After(last) {
+			last = at
+		}
+	}
+	res.lastArrival = last.Sub(run.start)
+	res.answer = run.answers
+	slices.Sort(res.e2e)
+	slices.Sort(res.answer)
+	return res, nil
+}
+
+// driven is what one stretch of the open-loop load sent.
+type driven struct {
+	start              time.Time
+	dur                time.Duration // how long the sends took
+	sent, late, failed int
+	sentAt             map[string]time.Time // by version ID: when its create was sent
+	answers            []time.Duration      // each create's request time
+}
+
+// drive sends version creates to paths in turn on a fixed schedule of rate a second for
+// dur, with at most inflight in flight (a tick that finds none free is late), and waits
+// for the answers.
+func drive(ctx context.Context, c *eventClient, paths []string, rate int, dur time.Duration, inflight int) driven {
+	d := driven{sentAt: map[string]time.Time{}}
 	var (
-		mu      sync.Mutex
-		sentAt  = map[string]time.Time{}
-		answers []time.Duration
-		failed  atomic.Int64
-		wg      sync.WaitGroup
+		mu     sync.Mutex
+		failed atomic.Int64
+		wg     sync.WaitGroup
 	)
-	slots := make(chan struct{}, o.inflight)
-	interval := time.Second / time.Duration(o.rate)
-	start := time.Now()
-	total := int(o.dur / interval)
-	for i := range total {
-		time.Sleep(time.Until(start.Add(time.Duration(i) * interval))) // the open loop's schedule
+	slots := make(chan struct{}, inflight)
+	interval := time.Second / time.Duration(rate)
+	d.start = time.Now()
+	for i := range int(dur / interval) {
+		time.Sleep(time.Until(d.start.Add(time.Duration(i) * interval))) // the open loop's schedule
 		select {
 		case slots <- struct{}{}:
 		default:
-			res.late++ // every slot busy: the platform is behind the schedule
+			d.late++ // every slot busy: the platform is behind the schedule
 			continue
 		}
-		res.sent++
+		d.sent++
 		wg.Add(1)
 		go func(path string) {
 			defer func() { <-slots; wg.Done() }()
@@ -224,43 +281,15 @@ func runEvents(ctx context.Context, s *system, o eventOptions) (eventResult, err
 				return
 			}
 			mu.Lock()
-			sentAt[v.VersionID] = t0
-			answers = append(answers, time.Since(t0))
+			d.sentAt[v.VersionID] = t0
+			d.answers = append(d.answers, time.Since(t0))
 			mu.Unlock()
 		}(paths[i%len(paths)])
 	}
-	res.sendDur = time.Since(start)
+	d.dur = time.Since(d.start)
 	wg.Wait()
-	res.failed = int(failed.Load())
-	res.created = len(sentAt)
-	_ = waitFor(ctx, o.settle, func() bool { return rcv.count()-preloaded >= res.created })
-	after, err := takeSnapshot(groups)
-	if err != nil {
-		return res, err
-	}
-	res.cpu, res.machine = after.since(before)
-
-	rcv.mu.Lock()
-	defer rcv.mu.Unlock()
-	res.duplicate = rcv.dups
-	var last time.Time
-	for id, t0 := range sentAt {
-		at, ok := rcv.arrived[id]
-		if !ok {
-			res.missing++
-			continue
-		}
-		res.delivered++
-		res.e2e = append(res.e2e, at.Sub(t0))
-		if at.After(last) {
-			last = at
-		}
-	}
-	res.lastArrival = last.Sub(start)
-	res.answer = answers
-	slices.Sort(res.e2e)
-	slices.Sort(res.answer)
-	return res, nil
+	d.failed = int(failed.Load())
+	return d
 }
 
 // eventGroups are the processes whose CPU the run records: the gateway, the pages and
@@ -311,7 +340,8 @@ func eventReport(command string, started time.Time, machine string, r eventResul
 	o := r.opts
 	fmt.Fprintf(&b, "Audience version creates through the gateway, open loop at %d/s for %s over %d audiences "+
 		"(at most %d in flight), each awaited as a signed `page.version.created` delivery at a receiver on "+
-		"127.0.0.1.\n\n", o.rate, o.dur, o.audiences, o.inflight)
+		"127.0.0.1. Before the measured load, the same load for %s, then ANALYZE of the databases (as autovacuum "+
+		"does within its first minute of a growing table).\n\n", o.rate, o.dur, o.audiences, o.inflight, o.warmup)
 	achieved := float64(r.created) / r.sendDur.Seconds()
 	fmt.Fprintf(&b, "| figure | value |\n|---|---|\n")
 	fmt.Fprintf(&b, "| creates sent / answered 201 / failed / late (no slot free) | %d / %d / %d / %d |\n", r.sent, r.created, r.failed, r.late)
@@ -374,13 +404,17 @@ type statement struct {
 	totalMs   float64
 }
 
-// resetStatements creates pg_stat_statements in db and clears its figures.
-func (s *system) resetStatements(ctx context.Context, db string) error {
+// analyzeAndResetStatements analyzes db, creates pg_stat_statements in it and clears its
+// figures.
+func (s *system) analyzeAndResetStatements(ctx context.Context, db string) error {
 	conn, err := postgres.Connect(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable&pool_max_conns=1", s.opts.PostgresPort, db))
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
+	if _, err := conn.Exec(ctx, "ANALYZE"); err != nil {
+		return fmt.Errorf("%s: analyze: %w", db, err)
+	}
 	if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
 		return fmt.Errorf("%s: pg_stat_statements: %w", db, err)
 	}
@@ -442,12 +476,18 @@ func runEventBench(binDir, out string, o eventOptions, env map[string]string) er
 		return err
 	}
 	defer s.stop()
-	for _, db := range statementDBs {
-		if err := s.resetStatements(ctx, db); err != nil {
-			return err
+	// After the warm-up: ANALYZE, as autovacuum does within its first minute of a growing
+	// table (plans cached while the tables were nearly empty are made anew), and the
+	// statement figures start from zero.
+	prepare := func() error {
+		for _, db := range statementDBs {
+			if err := s.analyzeAndResetStatements(ctx, db); err != nil {
+				return err
+			}
 		}
+		return nil
 	}
-	r, err := runEvents(ctx, s, o)
+	r, err := runEvents(ctx, s, o, prepare)
 	if err != nil {
 		return err
 	}

@@ -103,6 +103,7 @@ func run() error {
 	flag.DurationVar(&eo.dur, "event-duration", 60*time.Second, "-events: how long the creates are sent")
 	flag.IntVar(&eo.audiences, "event-audiences", 100, "-events: audiences the creates go to in turn")
 	flag.IntVar(&eo.inflight, "event-inflight", 256, "-events: creates in flight at most")
+	flag.DurationVar(&eo.warmup, "event-warmup", 30*time.Second, "-events: the same load before the measured one, then ANALYZE")
 	flag.Parse()
 	if *goBench != "" {
 		b, err := os.ReadFile(*goBench)
