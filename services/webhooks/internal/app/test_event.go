@@ -11,21 +11,12 @@ import (
 	"github.com/customerapi/platform/services/webhooks/internal/testevent"
 )
 
-// TestDeliveries is what SendTestEvent needs from storage (the adapters' Store is one).
-type TestDeliveries interface {
-	RecordTestDelivery(ctx context.Context, tenantID, subscriptionID, deliveryID, eventID, eventType string, body []byte) (domain.Delivery, error)
-}
-
 // ErrUnknownEventType reports a test event type the document has no payload for.
 var ErrUnknownEventType = errors.New("unknown event type")
 
 // SendTestEvent queues a new event of eventType, whose payload is the document's example,
 // for one subscription; the delivery engine sends it like any other.
 func (s *Service) SendTestEvent(ctx context.Context, tenantID, subscriptionID, eventType string) (domain.Delivery, error) {
-	repo, ok := s.Repo.(TestDeliveries)
-	if !ok {
-		return domain.Delivery{}, errors.New("the repository cannot record test deliveries")
-	}
 	payload, ok, err := testevent.Payload(eventType)
 	if err != nil {
 		return domain.Delivery{}, err
@@ -38,5 +29,5 @@ func (s *Service) SendTestEvent(ctx context.Context, tenantID, subscriptionID, e
 	if err != nil {
 		return domain.Delivery{}, err
 	}
-	return repo.RecordTestDelivery(ctx, tenantID, subscriptionID, ids.New("delivery"), evt.ID, eventType, body)
+	return s.Repo.RecordTestDelivery(ctx, tenantID, subscriptionID, ids.New("delivery"), evt.ID, eventType, body)
 }

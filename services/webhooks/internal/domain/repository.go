@@ -14,4 +14,6 @@ type Repository interface {
 	ListDeliveries(ctx context.Context, tenantID, subscriptionID string, f DeliveryFilter, limit int) ([]Delivery, int64, error)
 	GetDelivery(ctx context.Context, tenantID, subscriptionID, deliveryID string) (Delivery, error)
 	RetryDelivery(ctx context.Context, tenantID, subscriptionID, deliveryID string) (Delivery, error)
+	// RecordTestDelivery queues a test event's delivery to one subscription.
+	RecordTestDelivery(ctx context.Context, tenantID, subscriptionID, deliveryID, eventID, eventType string, body []byte) (Delivery, error)
 }
