@@ -21,9 +21,7 @@ func MustLoad() *Contract {
 // JSON object (nil when it is not one).
 func MustStatus(t testing.TB, r *Response, status int) map[string]any {
 	t.Helper()
-	if r.Status != status {
-		t.Fatalf("status %d, want %d: %s", r.Status, status, r.Body)
-	}
+	ExpectStatus(t, r, status, "unexpected status")
 	return r.Map()
 }
 

@@ -105,14 +105,14 @@ func (r *eventReceiver) count() int {
 	return len(r.arrived)
 }
 
-// eventClient sends the run's requests through the gateway with the benchmark's key.
-type eventClient struct {
+// apiClient sends requests through the gateway with the benchmark's key.
+type apiClient struct {
 	base, key string
 	http      *http.Client
 }
 
 // create POSTs body (none when nil) to path, requires a 201 and decodes the answer into out.
-func (c *eventClient) create(ctx context.Context, path string, body any, out any) error {
+func (c *apiClient) create(ctx context.Context, path string, body any, out any) error {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -153,7 +153,7 @@ func runEvents(ctx context.Context, s *system, o eventOptions, prepare func() er
 		return res, err
 	}
 	defer func() { _ = rcv.srv.Close() }()
-	c := &eventClient{base: s.stack.GatewayURL, key: s.key, http: &http.Client{
+	c := &apiClient{base: s.stack.GatewayURL, key: s.key, http: &http.Client{
 		Timeout:   10 * time.Second,
 		Transport: &http.Transport{MaxIdleConnsPerHost: o.inflight, MaxConnsPerHost: o.inflight},
 	}}
@@ -250,7 +250,7 @@ type driven struct {
 // drive sends version creates to paths in turn on a fixed schedule of rate a second for
 // dur, with at most inflight in flight (a tick that finds none free is late), and waits
 // for the answers.
-func drive(ctx context.Context, c *eventClient, paths []string, rate int, dur time.Duration, inflight int) driven {
+func drive(ctx context.Context, c *apiClient, paths []string, rate int, dur time.Duration, inflight int) driven {
 	d := driven{sentAt: map[string]time.Time{}}
 	var (
 		mu     sync.Mutex

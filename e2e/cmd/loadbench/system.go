@@ -99,9 +99,14 @@ func (s *system) prepare(ctx context.Context) error {
 	if s.key, s.keyID, err = createKey(ctx, s.stack, benchTenant, 1000000, 1000); err != nil {
 		return err
 	}
-	if s.topicID, err = createTopic(s.stack.GatewayURL, s.key); err != nil {
+	var topic struct {
+		TopicID string `json:"topicId"`
+	}
+	gw := &apiClient{base: s.stack.GatewayURL, key: s.key, http: http.DefaultClient}
+	if err := gw.create(ctx, "/v0/topics", map[string]any{"title": "benchmark"}, &topic); err != nil {
 		return err
 	}
+	s.topicID = topic.TopicID
 	if s.signer, err = internalauth.New(s.stack.InternalAuthSecret()); err != nil {
 		return err
 	}
@@ -202,24 +207,6 @@ func createKey(ctx context.Context, st *devstack.Stack, tenant string, limit, wi
 		return "", "", fmt.Errorf("create key: status %d", resp.StatusCode)
 	}
 	return out.Key, out.KeyID, nil
-}
-
-func createTopic(base, key string) (string, error) {
-	req, _ := http.NewRequest("POST", base+"/v0/topics", strings.NewReader(`{"title":"benchmark"}`))
-	req.Header.Set("x-api-key", key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	var t struct {
-		TopicID string `json:"topicId"`
-	}
-	if resp.StatusCode != 201 || json.NewDecoder(resp.Body).Decode(&t) != nil {
-		return "", fmt.Errorf("create topic: %d", resp.StatusCode)
-	}
-	return t.TopicID, nil
 }
 
 // get sends one GET of url with headers ("Name: value").

@@ -285,3 +285,27 @@ func sameTime(a, b *time.Time) bool {
 	}
 	return a.Equal(*b)
 }
+
+// reachable is tenant A's audiences in and out of reach: an audience and an archived one
+// on page, another page of the tenant, and an audience of a page since deleted.
+type reachable struct {
+	page, other, gone          domain.Page
+	audience, archived, ofGone domain.Audience
+}
+
+// reach creates the audiences of reachable.
+func (f *fixture) reach(t *testing.T) reachable {
+	t.Helper()
+	var r reachable
+	r.page = f.createPage(tenantA)
+	r.other = f.createPage(tenantA)
+	r.audience = f.createAudience(tenantA, r.page.ID)
+	r.archived = f.createAudience(tenantA, r.page.ID)
+	if _, err := f.store.ArchiveAudience(f.ctx, tenantA, r.page.ID, r.archived.ID, f.tick(time.Second)); err != nil {
+		t.Fatalf("archive audience: %v", err)
+	}
+	r.gone = f.createPage(tenantA)
+	r.ofGone = f.createAudience(tenantA, r.gone.ID)
+	f.deletePage(r.gone)
+	return r
+}

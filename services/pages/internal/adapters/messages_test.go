@@ -224,16 +224,8 @@ func TestMessagesOfOneTenantAreInvisibleToAnother(t *testing.T) {
 
 func TestMessagesOfAnAudienceOutOfReachAreRefused(t *testing.T) {
 	f := newFixture(t)
-	p := f.createPage(tenantA)
-	other := f.createPage(tenantA)
-	a := f.createAudience(tenantA, p.ID)
-	archived := f.createAudience(tenantA, p.ID)
-	if _, err := f.store.ArchiveAudience(f.ctx, tenantA, p.ID, archived.ID, f.tick(time.Second)); err != nil {
-		t.Fatalf("archive audience: %v", err)
-	}
-	gone := f.createPage(tenantA)
-	ofGone := f.createAudience(tenantA, gone.ID)
-	f.deletePage(gone)
+	r := f.reach(t)
+	p, other, a, archived, gone, ofGone := r.page, r.other, r.audience, r.archived, r.gone, r.ofGone
 
 	for _, c := range []struct {
 		rule       string
