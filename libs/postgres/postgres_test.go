@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"net/url"
 	"os"
 	"sync"
 	"testing"
@@ -153,5 +154,31 @@ func TestErrorHelpers(t *testing.T) {
 	}
 	if err := postgres.Check(pool)(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The services' sessions run without JIT compilation unless the URL asks for it.
+func TestConnectTurnsJITOffUnlessTheURLSetsIt(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	base := pgtest.NewDatabase(t)
+	on, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := on.Query()
+	q.Set("jit", "on")
+	on.RawQuery = q.Encode()
+	for _, tc := range []struct{ url, want string }{{base, "off"}, {on.String(), "on"}} {
+		pool, err := postgres.Connect(ctx, tc.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var jit string
+		err = pool.QueryRow(ctx, "SHOW jit").Scan(&jit)
+		pool.Close()
+		if err != nil || jit != tc.want {
+			t.Errorf("%s: jit is %q (%v), want %q", tc.url, jit, err, tc.want)
+		}
 	}
 }

@@ -52,6 +52,17 @@ type eventResult struct {
 	// statements are the costliest statements of the event's databases over the run
 	// (pg_stat_statements; the audiences' set-up included).
 	statements []statement
+	// stages split e2e at the webhooks database's own timestamps, in the order of stageNames.
+	stages [][]time.Duration
+}
+
+// stageNames are the parts of an event's way, split where the webhooks database records
+// a time: the delivery's created_at is the start of the consumer's transaction that
+// stored it, and the first attempt's attempted_at the moment the dispatcher began to send.
+var stageNames = []string{
+	"request → consumer's transaction (gateway, create, outbox relay, broker, consumer's fetch)",
+	"consumer's transaction → first attempt (its commit, the wake-up, the claim)",
+	"first attempt → arrival (signing, POST on 127.0.0.1)",
 }
 
 // eventReceiver is the webhook endpoint: it records the arrival time of every
@@ -233,6 +244,10 @@ func runEvents(ctx context.Context, s *system, o eventOptions, prepare func() er
 	}
 	res.lastArrival = last.Sub(run.start)
 	res.answer = run.answers
+	res.stages, err = s.eventStages(ctx, run.sentAt, rcv.arrived)
+	if err != nil {
+		return res, err
+	}
 	slices.Sort(res.e2e)
 	slices.Sort(res.answer)
 	return res, nil
@@ -354,6 +369,12 @@ func eventReport(command string, started time.Time, machine string, r eventResul
 	if len(r.answer) > 0 {
 		fmt.Fprintf(&b, "| create's answer p50 / p99 | %s / %s |\n", ms(percentile(r.answer, 0.50)), ms(percentile(r.answer, 0.99)))
 	}
+	for i, st := range r.stages {
+		if len(st) > 0 {
+			fmt.Fprintf(&b, "| stage %d, %s: p50 / p90 / p99 / max | %s / %s / %s / %s |\n", i+1, stageNames[i],
+				ms(percentile(st, 0.50)), ms(percentile(st, 0.90)), ms(percentile(st, 0.99)), ms(st[len(st)-1]))
+		}
+	}
 	fmt.Fprintf(&b, "| last delivery after the first send | %.1f s |\n", r.lastArrival.Seconds())
 	if r.delivered > 0 {
 		fmt.Fprintf(&b, "| whole machine's busy CPU per event | %.0f µs |\n", float64(r.machine.Microseconds())/float64(r.delivered))
@@ -445,6 +466,46 @@ func (s *system) topStatements(ctx context.Context, db string, n int) ([]stateme
 		out = append(out, st)
 	}
 	return out, rows.Err()
+}
+
+// eventStages reads, for every version in sentAt that arrived, its delivery's created_at
+// and first attempted_at from the webhooks database, and returns the three stages of
+// stageNames, each sorted. The database's times are truncated to the millisecond, so a
+// stage may read up to 1 ms short (never below zero).
+func (s *system) eventStages(ctx context.Context, sentAt, arrived map[string]time.Time) ([][]time.Duration, error) {
+	conn, err := postgres.Connect(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/webhooks?sslmode=disable&pool_max_conns=1", s.opts.PostgresPort))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	rows, err := conn.Query(ctx, `SELECT convert_from(d.body, 'UTF8')::jsonb->'payload'->>'versionId', d.created_at, min(a.attempted_at)
+		FROM deliveries d JOIN delivery_attempts a USING (tenant_id, delivery_id)
+		WHERE d.event_type = 'page.version.created' GROUP BY 1, 2`)
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: delivery times: %w", err)
+	}
+	defer rows.Close()
+	stages := make([][]time.Duration, len(stageNames))
+	since := func(a, b time.Time) time.Duration { return max(b.Sub(a), 0) }
+	for rows.Next() {
+		var id string
+		var stored, attempted time.Time
+		if err := rows.Scan(&id, &stored, &attempted); err != nil {
+			return nil, err
+		}
+		t0, sent := sentAt[id]
+		at, ok := arrived[id]
+		if !sent || !ok {
+			continue // not of the measured run
+		}
+		stages[0] = append(stages[0], since(t0, stored))
+		stages[1] = append(stages[1], since(stored, attempted))
+		stages[2] = append(stages[2], since(attempted, at))
+	}
+	for _, st := range stages {
+		slices.Sort(st)
+	}
+	return stages, rows.Err()
 }
 
 // runEventBench starts one system from binDir, runs the event benchmark and writes its
