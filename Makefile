@@ -42,6 +42,7 @@ bench: deps build ## Run the benchmarks and write the results into docs/benchmar
 	$(GO) run ./e2e/cmd/loadbench -out docs/benchmarks.md -go-bench $(BIN)/go-bench.txt
 	$(GO) run ./e2e/cmd/loadbench -bin $(BIN) -out docs/benchmarks.md
 	$(GO) run ./e2e/cmd/loadbench -bin $(BIN) -events -out docs/benchmarks.md
+	$(GO) run ./e2e/cmd/loadbench -bin $(BIN) -events -event-sweep 10,100,200,300 -out docs/benchmarks.md
 
 .PHONY: bench-large
 bench-large: deps ## Person search at 10,000,000 persons (BenchmarkSearch with BENCH_LARGE=1; the fill alone takes many minutes)

@@ -35,6 +35,7 @@ type eventOptions struct {
 	inflight  int           // creates in flight at most; beyond it a tick counts as late
 	settle    time.Duration // how long to wait for the last deliveries after the sends
 	warmup    time.Duration // the same load before the measured one (0: none)
+	sweep     []int         // when set, one run per rate instead of rate
 }
 
 // eventResult is what one run measured.
@@ -155,22 +156,35 @@ func (c *apiClient) create(ctx context.Context, path string, body any, out any) 
 	return nil
 }
 
-// runEvents prepares a page, its audiences and a subscription on s, warms the system up
-// with the same load, calls prepare (when not nil), then runs and measures the load.
-func runEvents(ctx context.Context, s *system, o eventOptions, prepare func() error) (eventResult, error) {
-	res := eventResult{opts: o}
+// eventRig is what every measured stretch of an event run uses: the receiver, the
+// client, and the audiences' version paths, with the subscription and the page made once.
+type eventRig struct {
+	s     *system
+	rcv   *eventReceiver
+	c     *apiClient
+	paths []string
+}
+
+// newEventRig starts the receiver and prepares a subscription, a page and its audiences
+// on s, and waits until the audiences' first versions are delivered, so that the runs
+// start with an idle pipeline.
+func newEventRig(ctx context.Context, s *system, o eventOptions) (*eventRig, error) {
 	rcv, err := startEventReceiver()
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	defer func() { _ = rcv.srv.Close() }()
-	c := &apiClient{base: s.stack.GatewayURL, key: s.key, http: &http.Client{
+	rig := &eventRig{s: s, rcv: rcv, c: &apiClient{base: s.stack.GatewayURL, key: s.key, http: &http.Client{
 		Timeout:   10 * time.Second,
 		Transport: &http.Transport{MaxIdleConnsPerHost: o.inflight, MaxConnsPerHost: o.inflight},
-	}}
+	}}}
+	fail := func(err error) (*eventRig, error) {
+		rig.close()
+		return nil, err
+	}
+	c := rig.c
 	if err := c.create(ctx, "/v0/webhook_subscriptions", map[string]any{"url": rcv.url,
 		"events": []string{"page.version.created"}}, nil); err != nil {
-		return res, err
+		return fail(err)
 	}
 	var page struct {
 		PageID string `json:"pageId"`
@@ -178,26 +192,36 @@ func runEvents(ctx context.Context, s *system, o eventOptions, prepare func() er
 	if err := c.create(ctx, "/v0/pages", map[string]any{"name": "Event benchmark", "title": "Events",
 		"pageContext": "The page whose audience versions the event benchmark creates", "brandId": "brand_bench",
 		"pageType": "inbound"}, &page); err != nil {
-		return res, err
+		return fail(err)
 	}
-	paths := make([]string, o.audiences)
-	for i := range paths {
+	rig.paths = make([]string, o.audiences)
+	for i := range rig.paths {
 		var aud struct {
 			AudienceID string `json:"audienceId"`
 		}
 		if err := c.create(ctx, "/v0/pages/"+page.PageID+"/audiences", map[string]any{"publishBehavior": "publish"}, &aud); err != nil {
-			return res, err
+			return fail(err)
 		}
-		paths[i] = "/v0/pages/" + page.PageID + "/audiences/" + aud.AudienceID + "/versions"
+		rig.paths[i] = "/v0/pages/" + page.PageID + "/audiences/" + aud.AudienceID + "/versions"
 	}
-	// Each audience's first version (created with it) is delivered too: wait for those,
-	// so that the run starts with an idle pipeline.
+	// Each audience's first version (created with it) is delivered too.
 	if err := waitFor(ctx, 60*time.Second, func() bool { return rcv.count() >= o.audiences }); err != nil {
-		return res, fmt.Errorf("the audiences' first versions were not delivered: %w", err)
+		return fail(fmt.Errorf("the audiences' first versions were not delivered: %w", err))
 	}
+	return rig, nil
+}
+
+func (rig *eventRig) close() { _ = rig.rcv.srv.Close() }
+
+// run warms the system up with the load of o, calls prepare (when not nil), then runs
+// and measures the load.
+func (rig *eventRig) run(ctx context.Context, o eventOptions, prepare func() error) (eventResult, error) {
+	res := eventResult{opts: o}
+	s, rcv, c, paths := rig.s, rig.rcv, rig.c, rig.paths
 	if o.warmup > 0 {
+		preloaded := rcv.count()
 		warm := drive(ctx, c, paths, o.rate, o.warmup, o.inflight)
-		if err := waitFor(ctx, o.settle, func() bool { return rcv.count() >= o.audiences+len(warm.sentAt) }); err != nil {
+		if err := waitFor(ctx, o.settle, func() bool { return rcv.count() >= preloaded+len(warm.sentAt) }); err != nil {
 			return res, fmt.Errorf("the warm-up's deliveries did not arrive: %w", err)
 		}
 	}
@@ -229,6 +253,7 @@ func runEvents(ctx context.Context, s *system, o eventOptions, prepare func() er
 	rcv.mu.Lock()
 	defer rcv.mu.Unlock()
 	res.duplicate = rcv.dups
+	rcv.dups = 0
 	var last time.Time
 	for id, t0 := range run.sentAt {
 		at, ok := rcv.arrived[id]
@@ -548,22 +573,88 @@ func runEventBench(binDir, out string, o eventOptions, env map[string]string) er
 		}
 		return nil
 	}
-	r, err := runEvents(ctx, s, o, prepare)
+	rig, err := newEventRig(ctx, s, o)
 	if err != nil {
 		return err
 	}
-	for _, db := range statementDBs {
-		top, err := s.topStatements(ctx, db, 6)
+	defer rig.close()
+	section, md := "events", ""
+	if len(o.sweep) > 0 {
+		// One system, each rate after the other, lowest first: every stretch warms up at
+		// its own rate, so it starts from that rate's steady state.
+		section = "events-sweep"
+		var results []eventResult
+		for i, rate := range o.sweep {
+			ro := o
+			ro.rate = rate
+			fmt.Fprintf(os.Stderr, "events at %d/s...\n", rate)
+			p := prepare
+			if i > 0 {
+				p = nil // the tables are past their first ANALYZE
+			}
+			r, err := rig.run(ctx, ro, p)
+			if err != nil {
+				return err
+			}
+			results = append(results, r)
+		}
+		md = sweepReport(command, started, machineDescription(), results)
+	} else {
+		r, err := rig.run(ctx, o, prepare)
 		if err != nil {
 			return err
 		}
-		r.statements = append(r.statements, top...)
+		for _, db := range statementDBs {
+			top, err := s.topStatements(ctx, db, 6)
+			if err != nil {
+				return err
+			}
+			r.statements = append(r.statements, top...)
+		}
+		md = eventReport(command, started, machineDescription(), r)
 	}
-	md := eventReport(command, started, machineDescription(), r)
 	if out == "" {
 		fmt.Print(md)
 		return nil
 	}
 	fmt.Fprint(os.Stderr, md)
-	return replaceSection(out, "events", md)
+	return replaceSection(out, section, md)
+}
+
+// sweepReport is the table of runs at several rates: per rate, the time from request to
+// delivery and in each stage (p50 / p99), the create's answer, and CPU per event.
+func sweepReport(command string, started time.Time, machine string, rs []eventResult) string {
+	var b strings.Builder
+	ms := func(d []time.Duration) string {
+		if len(d) == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.1f / %.1f", float64(percentile(d, 0.50).Microseconds())/1000,
+			float64(percentile(d, 0.99).Microseconds())/1000)
+	}
+	fmt.Fprintf(&b, "Command: `%s` (%s; %s).\n\n", command, started.Format("2006-01-02 15:04"), machine)
+	o := rs[0].opts
+	fmt.Fprintf(&b, "One system; at each rate, lowest first, %s of the same load, then %s measured "+
+		"(open loop over %d audiences, at most %d in flight). Times p50 / p99 in ms; the stages split each "+
+		"event where the webhooks database records a time: 1, %s; 2, %s; 3, %s.\n\n",
+		o.warmup, o.dur, o.audiences, o.inflight, stageNames[0], stageNames[1], stageNames[2])
+	fmt.Fprintf(&b, "| rate | creates/s achieved | delivered / missing | create → delivery | stage 1 | stage 2 | stage 3 | create's answer | machine CPU per event | of it PostgreSQL |\n")
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rs {
+		cpu, pg := "–", "–"
+		if r.delivered > 0 {
+			cpu = fmt.Sprintf("%.1f ms", float64(r.machine.Microseconds())/1000/float64(r.delivered))
+			pg = fmt.Sprintf("%.1f ms", float64(r.cpu[rolePostgres].Microseconds())/1000/float64(r.delivered))
+		}
+		stage := func(i int) string {
+			if i < len(r.stages) {
+				return ms(r.stages[i])
+			}
+			return "–"
+		}
+		fmt.Fprintf(&b, "| %d/s | %.0f | %d / %d | %s | %s | %s | %s | %s | %s | %s |\n", r.opts.rate,
+			float64(r.created)/r.sendDur.Seconds(), r.delivered, r.missing, ms(r.e2e), stage(0), stage(1), stage(2),
+			ms(r.answer), cpu, pg)
+	}
+	return b.String()
 }

@@ -23,6 +23,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -104,6 +106,8 @@ func run() error {
 	flag.IntVar(&eo.audiences, "event-audiences", 100, "-events: audiences the creates go to in turn")
 	flag.IntVar(&eo.inflight, "event-inflight", 256, "-events: creates in flight at most")
 	flag.DurationVar(&eo.warmup, "event-warmup", 30*time.Second, "-events: the same load before the measured one, then ANALYZE")
+	sweep := flag.String("event-sweep", "", "-events: comma-separated rates, one run each on one system, lowest first "+
+		"(e.g. 10,100,200,300); writes the \"events-sweep\" section instead of \"events\"")
 	flag.Parse()
 	if *goBench != "" {
 		b, err := os.ReadFile(*goBench)
@@ -113,6 +117,17 @@ func run() error {
 		return replaceSection(*out, "go", "```\n"+strings.TrimSpace(string(b))+"\n```\n")
 	}
 	if *events {
+		for _, f := range strings.Split(*sweep, ",") {
+			if f = strings.TrimSpace(f); f == "" {
+				continue
+			}
+			rate, err := strconv.Atoi(f)
+			if err != nil || rate < 1 {
+				return fmt.Errorf("-event-sweep: %q is not a positive rate", f)
+			}
+			eo.sweep = append(eo.sweep, rate)
+		}
+		slices.Sort(eo.sweep)
 		return runEventBench(*bin, *out, eo, extraEnv)
 	}
 	explicit := map[string]bool{}

@@ -1,5 +1,13 @@
 package adapters
 
+import "context"
+
 // SetShortCountSkip sets the estimate above which a short query walks the primary key
 // first, so that tests reach that path without millions of persons.
 func (s *Store) SetShortCountSkip(n float64) { s.shortCountSkip = n }
+
+// NarrowKey is narrowKey, for its table test.
+var NarrowKey = narrowKey
+
+// IndexPattern is indexPattern, for the test of what the index looks up.
+func (s *Store) IndexPattern(ctx context.Context, key string) (string, error) { return s.indexPattern(ctx, key) }

@@ -36,7 +36,8 @@ func TestSearchUsesTheTrigramIndex(t *testing.T) {
 	for q, trigrams := range map[string]bool{"user4242@": true, "Company1234.example": true, "person 99999": true,
 		"example": false, "person": false} {
 		for _, after := range []string{"", fmt.Sprintf("person_%026d", 50000)} {
-			p := explainSearch(t, pool, adapters.SearchSQL, "acme", adapters.LikePattern(q), after, 21, domain.CountCap+1)
+			p := explainSearch(t, pool, adapters.SearchSQL, "acme", adapters.LikePattern(q), after, 21, domain.CountCap+1,
+				adapters.LikePattern(q))
 			if p.pageRows > 100 || trigrams && !slices.Contains(p.matchIndexes, "persons_search") {
 				t.Errorf("query %q after %q: the page read %.0f rows, the matches were found through %v",
 					q, after, p.pageRows, p.matchIndexes)
@@ -293,5 +294,77 @@ func TestShortQueryEstimatedCommonNeverReadsTheTenant(t *testing.T) {
 					tc.q, p.pageRows, adapters.WalkBound+100, strings.Join(strings.Fields(run.sql), " "))
 			}
 		}
+	}
+}
+
+// The trigram index looks up the longest stretch of the query without a trigram common
+// to most persons, if there is a common one and the stretch holds a word's trigram.
+func TestNarrowKey(t *testing.T) {
+	c, r := true, false
+	for _, tc := range []struct {
+		name, key string
+		common    []bool
+		want      string
+	}{
+		{"no common trigram: the whole key", "user4242@", []bool{r, r, r, r, r, r, r}, "user4242@"},
+		{"the common head left out", "user4242@", []bool{c, c, r, r, r, r, r}, "er4242@"},
+		{"every trigram common: the whole key", "company", []bool{c, c, c, c, c}, "company"},
+		{"the first of two equal runs", "abcdefgh", []bool{r, r, c, c, r, r}, "abcd"},
+		{"the longer run", "abcdefgh", []bool{r, c, r, r, r, c}, "cdefg"},
+		{"a run without a word's trigram does not count", "ab@c.d@ef", []bool{c, r, r, r, r, r, c}, "ab@c.d@ef"},
+		{"a run of one window", "xyzab", []bool{c, r, c}, "yza"},
+		{"statistics of another length: the whole key", "abcdef", []bool{c, r}, "abcdef"},
+	} {
+		if got := adapters.NarrowKey(tc.key, tc.common); got != tc.want {
+			t.Errorf("%s: narrowKey(%q, %v) = %q, want %q", tc.name, tc.key, tc.common, got, tc.want)
+		}
+	}
+}
+
+// Over persons who all share trigrams (every email holds "user" and "company"), a search
+// looks up only the query's rarer part in the trigram index and checks the whole query on
+// what it finds: the same matches, fewer index entries read.
+func TestSearchLooksUpTheRarerPartOfTheQuery(t *testing.T) {
+	pool := pgtest.NewPool(t, migrations.Set)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	store := adapters.NewStore(pool, outbox.Writer{})
+	if got, err := store.IndexPattern(ctx, "user4242@"); err != nil || got != "%user4242@%" {
+		t.Fatalf("without statistics the index must look up the whole query: got %q, %v", got, err)
+	}
+	fill(t, pool, "acme", 100000, 5000, "i")
+	for _, tc := range []struct {
+		query, lookup string
+		matches       int64
+	}{
+		{"USER4242@", "%er4242@%", 1},
+		{"company12.example", "%ny12.e%", 20}, // ".ex" of ".example" is common too
+		{"example", "%example%", -1},          // every person: nothing rarer to look up
+		{"Person 4242", "%n 4242%", 11},       // persons 4242 and 42420–42429
+		{"user_4%", `%user\_4\%%`, 0},         // LIKE's wildcards stay literal
+		{"zzzz", "%zzzz%", 0},                 // no common trigram
+	} {
+		lookup, err := store.IndexPattern(ctx, domain.SearchKey(tc.query))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lookup != tc.lookup {
+			t.Errorf("query %q: the index looks up %q, want %q", tc.query, lookup, tc.lookup)
+		}
+		_, total, err := store.SearchPersons(ctx, "acme", tc.query, "", 21)
+		switch {
+		case err != nil:
+			t.Fatalf("query %q: %v", tc.query, err)
+		case tc.matches < 0 && total != nil:
+			t.Errorf("query %q: want more matches than the cap (total null), got %d", tc.query, *total)
+		case tc.matches >= 0 && (total == nil || *total != tc.matches):
+			t.Errorf("query %q: want %d matches, got %v", tc.query, tc.matches, total)
+		}
+	}
+	plan := explain(t, pool, adapters.SearchSQL, "acme", adapters.LikePattern("user4242@"), "", 21, domain.CountCap+1, "%er4242@%")
+	// The matches are collected first (CTE matches, before CTE counted in the plan).
+	collect, _, _ := strings.Cut(plan, "CTE counted")
+	if !strings.Contains(collect, `Index Cond: (search_text ~~ '%er4242@%'::text)`) || strings.Contains(collect, `Index Cond: (search_text ~~ '%user4242@%'`) {
+		t.Errorf("the matches must be collected by looking up the narrower pattern only:\n%s", plan)
 	}
 }
