@@ -10,4 +10,6 @@ func (s *Store) SetShortCountSkip(n float64) { s.shortCountSkip = n }
 var NarrowKey = narrowKey
 
 // IndexPattern is indexPattern, for the test of what the index looks up.
-func (s *Store) IndexPattern(ctx context.Context, key string) (string, error) { return s.indexPattern(ctx, key) }
+func (s *Store) IndexPattern(ctx context.Context, key string) (string, error) {
+	return s.indexPattern(ctx, key)
+}
