@@ -332,6 +332,20 @@ func TestSearchLooksUpTheRarerPartOfTheQuery(t *testing.T) {
 	if got, err := store.IndexPattern(ctx, "user4242@"); err != nil || got != "%user4242@%" {
 		t.Fatalf("without statistics the index must look up the whole query: got %q, %v", got, err)
 	}
+	// One person analysed: statistics without a histogram.
+	if _, err := store.CreatePerson(ctx, domain.Person{ID: "person_one", TenantID: "acme", Name: "Only One",
+		CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, "ANALYZE persons"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := store.IndexPattern(ctx, "only one"); err != nil || got != "%only one%" {
+		t.Fatalf("with statistics but no histogram the index must look up the whole query: got %q, %v", got, err)
+	}
+	if _, err := pool.Exec(ctx, "DELETE FROM persons"); err != nil {
+		t.Fatal(err)
+	}
 	fill(t, pool, "acme", 100000, 5000, "i")
 	for _, tc := range []struct {
 		query, lookup string

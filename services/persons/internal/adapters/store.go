@@ -637,11 +637,13 @@ func (s *Store) searchTrigrams(ctx context.Context, tenantID, key, after string,
 
 // commonWindowsSQL says, for each of $1 (a query's 3-character windows), whether more than
 // half of the search texts in the column's statistics (the histogram ANALYZE keeps, about
-// a hundred sampled values) contain it. No row when there are no statistics yet.
+// a hundred sampled values) contain it. No row when there is no histogram (no statistics
+// yet, or too few persons for one).
 const commonWindowsSQL = `SELECT array_agg((SELECT count(*) FROM unnest(h.v) AS x WHERE strpos(x, w.t) > 0) * 2 > cardinality(h.v)
 	ORDER BY w.i)
 FROM (SELECT histogram_bounds::text::text[] AS v FROM pg_stats
-	WHERE schemaname = current_schema() AND tablename = 'persons' AND attname = 'search_text') AS h,
+	WHERE schemaname = current_schema() AND tablename = 'persons' AND attname = 'search_text'
+		AND histogram_bounds IS NOT NULL) AS h,
 	unnest($1::text[]) WITH ORDINALITY AS w(t, i)
 GROUP BY h.v`
 
