@@ -17,8 +17,9 @@ import (
 )
 
 // Connect opens a pool for url (a postgres:// URL; pool_max_conns and friends may be set
-// in it; the pool defaults to max(16, 4×CPUs) connections, its sessions to jit off) and waits, retrying, until the database answers or ctx ends: in a cluster a
-// service may start before its database.
+// in it; the pool defaults to max(16, 4×CPUs) connections, its sessions to jit off) and
+// waits, retrying, until the database answers or ctx ends: in a cluster a service may
+// start before its database.
 func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	return ConnectWith(ctx, url, nil)
 }

@@ -116,6 +116,9 @@ func run() error {
 		}
 		return replaceSection(*out, "go", "```\n"+strings.TrimSpace(string(b))+"\n```\n")
 	}
+	if *sweep != "" && !*events {
+		return fmt.Errorf("-event-sweep needs -events")
+	}
 	if *events {
 		for _, f := range strings.Split(*sweep, ",") {
 			if f = strings.TrimSpace(f); f == "" {
