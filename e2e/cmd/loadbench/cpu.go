@@ -175,3 +175,68 @@ func postmasterPID(dataDir string) (int, error) {
 	line, _, _ := strings.Cut(string(b), "\n")
 	return strconv.Atoi(strings.TrimSpace(line))
 }
+
+// pgProcess is one of the postmaster's children: its kind (from its title) and times.
+type pgProcess struct {
+	kind  string
+	times procTimes
+}
+
+// postgresKind names a PostgreSQL process by its title (/proc/<pid>/cmdline, which
+// PostgreSQL rewrites): "backends of <database>" for a client backend, else the
+// background process's own name ("walwriter", "checkpointer", "autovacuum worker", …).
+func postgresKind(title string) string {
+	t, ok := strings.CutPrefix(strings.TrimSpace(strings.ReplaceAll(title, "\x00", " ")), "postgres: ")
+	if !ok {
+		return "other"
+	}
+	for _, bg := range []string{"walwriter", "checkpointer", "background writer", "autovacuum launcher",
+		"autovacuum worker", "logical replication launcher", "stats collector", "archiver", "parallel worker"} {
+		if strings.HasPrefix(t, bg) {
+			return bg
+		}
+	}
+	// A client backend's title is "<user> <database> <host>(<port>) <state>".
+	if f := strings.Fields(t); len(f) >= 3 {
+		return "backends of " + f[1]
+	}
+	return "other"
+}
+
+// postgresChildren reads the postmaster's children.
+func postgresChildren(pm int) map[int]pgProcess {
+	out := map[int]pgProcess{}
+	for pid, p := range readProcTable() {
+		if p.ppid != pm {
+			continue
+		}
+		title, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if err != nil {
+			continue
+		}
+		out[pid] = pgProcess{kind: postgresKind(string(title)), times: p}
+	}
+	return out
+}
+
+// cpuSplit is CPU time split into user and system (kernel) time.
+type cpuSplit struct{ user, sys time.Duration }
+
+// postgresBreakdown is the CPU of the postmaster's children between two readings, by
+// kind, user and system time apart. A child that exited in between is not in the second
+// reading; its time (moved into the postmaster's cutime and cstime when it was waited
+// for) is reported as "exited processes", with the postmaster's own.
+func postgresBreakdown(pm int, before, after map[int]pgProcess, pmBefore, pmAfter procTimes) map[string]cpuSplit {
+	out := map[string]cpuSplit{}
+	for pid, a := range after {
+		b := before[pid] // zero when the process started in between
+		s := out[a.kind]
+		s.user += max(a.times.utime-b.times.utime, 0)
+		s.sys += max(a.times.stime-b.times.stime, 0)
+		out[a.kind] = s
+	}
+	gone := cpuSplit{user: pmAfter.utime - pmBefore.utime + pmAfter.cutime - pmBefore.cutime,
+		sys: pmAfter.stime - pmBefore.stime + pmAfter.cstime - pmBefore.cstime}
+	out["postmaster and exited processes"] = gone
+	return out
+}

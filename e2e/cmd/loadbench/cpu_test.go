@@ -128,3 +128,19 @@ func TestSpread(t *testing.T) {
 		t.Fatalf("one round: %q", got)
 	}
 }
+
+// A PostgreSQL process is named by its title: a client backend by its database.
+func TestPostgresKind(t *testing.T) {
+	for title, want := range map[string]string{
+		"postgres: postgres pages 127.0.0.1(51234) idle\x00\x00":          "backends of pages",
+		"postgres: postgres webhooks 127.0.0.1(51236) INSERT waiting\x00": "backends of webhooks",
+		"postgres: walwriter \x00":                                        "walwriter",
+		"postgres: autovacuum worker pages\x00":                           "autovacuum worker",
+		"postgres: checkpointer ":                                         "checkpointer",
+		"/usr/lib/postgresql/15/bin/postgres\x00-D\x00/tmp/x":             "other",
+	} {
+		if got := postgresKind(title); got != want {
+			t.Errorf("postgresKind(%q) = %q, want %q", title, got, want)
+		}
+	}
+}

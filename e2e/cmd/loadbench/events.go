@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -55,6 +56,8 @@ type eventResult struct {
 	statements []statement
 	// stages split e2e at the webhooks database's own timestamps, in the order of stageNames.
 	stages [][]time.Duration
+	// postgres is PostgreSQL's CPU over the run by kind of process, user and system apart.
+	postgres map[string]cpuSplit
 }
 
 // stageNames are the parts of an event's way, split where the webhooks database records
@@ -236,6 +239,12 @@ func (rig *eventRig) run(ctx context.Context, o eventOptions, prepare func() err
 	if err != nil {
 		return res, err
 	}
+	pm, err := postmasterPID(s.pgData)
+	if err != nil {
+		return res, err
+	}
+	pmBefore, _ := readProcStat(pm)
+	pgBefore := postgresChildren(pm)
 	before, err := takeSnapshot(groups)
 	if err != nil {
 		return res, err
@@ -248,6 +257,8 @@ func (rig *eventRig) run(ctx context.Context, o eventOptions, prepare func() err
 	if err != nil {
 		return res, err
 	}
+	pmAfter, _ := readProcStat(pm)
+	res.postgres = postgresBreakdown(pm, pgBefore, postgresChildren(pm), pmBefore, pmAfter)
 	res.cpu, res.machine = after.since(before)
 
 	rcv.mu.Lock()
@@ -410,6 +421,27 @@ func eventReport(command string, started time.Time, machine string, r eventResul
 		slices.Sort(labels)
 		for _, k := range labels {
 			fmt.Fprintf(&b, "| CPU per event: %s | %.0f µs |\n", k, float64(r.cpu[k].Microseconds())/float64(r.delivered))
+		}
+	}
+	if len(r.postgres) > 0 && r.delivered > 0 {
+		fmt.Fprintf(&b, "\nPostgreSQL's CPU per event by process (from /proc; a client backend's system time is its "+
+			"socket reads and writes and the WAL writes and flushes of its commits):\n\n")
+		fmt.Fprintf(&b, "| processes | user µs per event | system µs per event |\n|---|---|---|\n")
+		kinds := make([]string, 0, len(r.postgres))
+		for k := range r.postgres {
+			kinds = append(kinds, k)
+		}
+		slices.SortFunc(kinds, func(a, b string) int {
+			ta, tb := r.postgres[a].user+r.postgres[a].sys, r.postgres[b].user+r.postgres[b].sys
+			return cmp.Or(cmp.Compare(tb, ta), strings.Compare(a, b))
+		})
+		for _, k := range kinds {
+			v := r.postgres[k]
+			if v.user+v.sys == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "| %s | %.0f | %.0f |\n", k, float64(v.user.Microseconds())/float64(r.delivered),
+				float64(v.sys.Microseconds())/float64(r.delivered))
 		}
 	}
 	if len(r.statements) > 0 && r.delivered > 0 {
