@@ -226,7 +226,7 @@ type cpuSplit struct{ user, sys time.Duration }
 // kind, user and system time apart. A child that exited in between is not in the second
 // reading; its time (moved into the postmaster's cutime and cstime when it was waited
 // for) is reported as "exited processes", with the postmaster's own.
-func postgresBreakdown(pm int, before, after map[int]pgProcess, pmBefore, pmAfter procTimes) map[string]cpuSplit {
+func postgresBreakdown(before, after map[int]pgProcess, pmBefore, pmAfter procTimes) map[string]cpuSplit {
 	out := map[string]cpuSplit{}
 	for pid, a := range after {
 		b := before[pid] // zero when the process started in between

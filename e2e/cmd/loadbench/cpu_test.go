@@ -144,3 +144,35 @@ func TestPostgresKind(t *testing.T) {
 		}
 	}
 }
+
+// The breakdown counts what each live child used since the first reading (all of it for
+// a child that started in between), and what exited children used through the
+// postmaster's cutime and cstime.
+func TestPostgresBreakdown(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	before := map[int]pgProcess{
+		10: {kind: "backends of pages", times: procTimes{utime: ms(100), stime: ms(50)}},
+		11: {kind: "walwriter", times: procTimes{utime: ms(5), stime: ms(5)}},
+		12: {kind: "autovacuum worker", times: procTimes{utime: ms(70)}}, // exits in between
+	}
+	after := map[int]pgProcess{
+		10: {kind: "backends of pages", times: procTimes{utime: ms(160), stime: ms(80)}},
+		11: {kind: "walwriter", times: procTimes{utime: ms(5), stime: ms(7)}},
+		13: {kind: "backends of pages", times: procTimes{utime: ms(20), stime: ms(10)}}, // new
+	}
+	got := postgresBreakdown(before, after, procTimes{utime: ms(1), cutime: ms(0)},
+		procTimes{utime: ms(2), cutime: ms(90), cstime: ms(3)})
+	want := map[string]cpuSplit{
+		"backends of pages":               {user: ms(80), sys: ms(40)},
+		"walwriter":                       {user: 0, sys: ms(2)},
+		"postmaster and exited processes": {user: ms(91), sys: ms(3)},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("breakdown %v, want %v", got, want)
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s: %v, want %v", k, got[k], w)
+		}
+	}
+}

@@ -258,7 +258,7 @@ func (rig *eventRig) run(ctx context.Context, o eventOptions, prepare func() err
 		return res, err
 	}
 	pmAfter, _ := readProcStat(pm)
-	res.postgres = postgresBreakdown(pm, pgBefore, postgresChildren(pm), pmBefore, pmAfter)
+	res.postgres = postgresBreakdown(pgBefore, postgresChildren(pm), pmBefore, pmAfter)
 	res.cpu, res.machine = after.since(before)
 
 	rcv.mu.Lock()
