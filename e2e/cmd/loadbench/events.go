@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/customerapi/platform/libs/devstack"
 	"github.com/customerapi/platform/libs/postgres"
 )
@@ -482,10 +484,15 @@ type statement struct {
 	totalMs   float64
 }
 
+// database is a one-connection pool on db of the system's PostgreSQL, as its superuser.
+func (s *system) database(ctx context.Context, db string) (*pgxpool.Pool, error) {
+	return postgres.Connect(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable&pool_max_conns=1", s.opts.PostgresPort, db))
+}
+
 // analyzeAndResetStatements analyzes db, creates pg_stat_statements in it and clears its
 // figures.
 func (s *system) analyzeAndResetStatements(ctx context.Context, db string) error {
-	conn, err := postgres.Connect(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable&pool_max_conns=1", s.opts.PostgresPort, db))
+	conn, err := s.database(ctx, db)
 	if err != nil {
 		return err
 	}
@@ -502,7 +509,7 @@ func (s *system) analyzeAndResetStatements(ctx context.Context, db string) error
 
 // topStatements are db's n statements of the largest total execution time.
 func (s *system) topStatements(ctx context.Context, db string, n int) ([]statement, error) {
-	conn, err := postgres.Connect(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable&pool_max_conns=1", s.opts.PostgresPort, db))
+	conn, err := s.database(ctx, db)
 	if err != nil {
 		return nil, err
 	}
@@ -530,7 +537,7 @@ func (s *system) topStatements(ctx context.Context, db string, n int) ([]stateme
 // stageNames, each sorted. The database's times are truncated to the millisecond, so a
 // stage may read up to 1 ms short (never below zero).
 func (s *system) eventStages(ctx context.Context, sentAt, arrived map[string]time.Time) ([][]time.Duration, error) {
-	conn, err := postgres.Connect(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/webhooks?sslmode=disable&pool_max_conns=1", s.opts.PostgresPort))
+	conn, err := s.database(ctx, "webhooks")
 	if err != nil {
 		return nil, err
 	}
