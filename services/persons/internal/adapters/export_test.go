@@ -13,3 +13,7 @@ var NarrowKey = narrowKey
 func (s *Store) IndexPattern(ctx context.Context, key string) (string, error) {
 	return s.indexPattern(ctx, key)
 }
+
+// ReadSamplesEachTime makes the Store read the sampled search texts on every search, so
+// that a test sees the statistics of its last ANALYZE.
+func (s *Store) ReadSamplesEachTime() { s.samples.ttl = 0 }

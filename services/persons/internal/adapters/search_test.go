@@ -329,6 +329,13 @@ func TestSearchLooksUpTheRarerPartOfTheQuery(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	store := adapters.NewStore(pool, outbox.Writer{})
+	store.ReadSamplesEachTime()
+	// A Store with the default keeps what it read: the statistics below are new to it
+	// only after samplesTTL (a minute), so searches do not read pg_stats each time.
+	cached := adapters.NewStore(pool, outbox.Writer{})
+	if got, err := cached.IndexPattern(ctx, "user4242@"); err != nil || got != "%user4242@%" {
+		t.Fatalf("without statistics the index must look up the whole query: got %q, %v", got, err)
+	}
 	if got, err := store.IndexPattern(ctx, "user4242@"); err != nil || got != "%user4242@%" {
 		t.Fatalf("without statistics the index must look up the whole query: got %q, %v", got, err)
 	}
@@ -347,6 +354,9 @@ func TestSearchLooksUpTheRarerPartOfTheQuery(t *testing.T) {
 		t.Fatal(err)
 	}
 	fill(t, pool, "acme", 100000, 5000, "i")
+	if got, err := cached.IndexPattern(ctx, "user4242@"); err != nil || got != "%user4242@%" {
+		t.Errorf("a Store must keep the sampled search texts it read for a minute: got %q, %v", got, err)
+	}
 	for _, tc := range []struct {
 		query, lookup string
 		matches       int64

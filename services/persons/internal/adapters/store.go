@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -31,11 +32,13 @@ type Store struct {
 	// shortCountSkip is ShortCountSkip; tests lower it to reach the walk's path without
 	// millions of persons.
 	shortCountSkip float64
+	// samples are the column's sampled search texts, for indexPattern.
+	samples *searchSamples
 }
 
 // NewStore returns a Store on pool that writes its events through out.
 func NewStore(pool *pgxpool.Pool, out outbox.Writer) *Store {
-	return &Store{pool: pool, out: out, shortCountSkip: ShortCountSkip}
+	return &Store{pool: pool, out: out, shortCountSkip: ShortCountSkip, samples: &searchSamples{ttl: samplesTTL}}
 }
 
 const personCols = "person_id, tenant_id, name, email, domain, slug, phone_number, linkedin_profile_url, created_at, updated_at"
@@ -635,40 +638,66 @@ func (s *Store) searchTrigrams(ctx context.Context, tenantID, key, after string,
 	return persons, &n, nil
 }
 
-// commonWindowsSQL says, for each of $1 (a query's 3-character windows), whether more than
-// half of the search texts in the column's statistics (the histogram ANALYZE keeps, about
-// a hundred sampled values) contain it. No row when there is no histogram (no statistics
-// yet, or too few persons for one).
-const commonWindowsSQL = `SELECT array_agg((SELECT count(*) FROM unnest(h.v) AS x WHERE strpos(x, w.t) > 0) * 2 > cardinality(h.v)
-	ORDER BY w.i)
-FROM (SELECT histogram_bounds::text::text[] AS v FROM pg_stats
+// searchSamplesSQL reads the search texts ANALYZE sampled for the column's histogram
+// (about a hundred). No row when there is no histogram (no statistics yet, or too few
+// persons for one).
+const searchSamplesSQL = `SELECT histogram_bounds::text::text[] FROM pg_stats
 	WHERE schemaname = current_schema() AND tablename = 'persons' AND attname = 'search_text'
-		AND histogram_bounds IS NOT NULL) AS h,
-	unnest($1::text[]) WITH ORDINALITY AS w(t, i)
-GROUP BY h.v`
+		AND histogram_bounds IS NOT NULL`
+
+// samplesTTL is how long a Store keeps the sampled search texts: they change only when
+// ANALYZE runs, and a stale sample makes a search slower, never different.
+const samplesTTL = time.Minute
+
+// searchSamples holds the sampled search texts and when they were read.
+type searchSamples struct {
+	mu     sync.Mutex
+	texts  []string
+	readAt time.Time
+	ttl    time.Duration
+}
+
+// get returns the sampled search texts, read again from pool when older than the TTL.
+func (c *searchSamples) get(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.readAt.IsZero() && time.Since(c.readAt) < c.ttl {
+		return c.texts, nil
+	}
+	var texts []string
+	err := pool.QueryRow(ctx, searchSamplesSQL).Scan(&texts)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("search persons: trigram statistics: %w", err)
+	}
+	c.texts, c.readAt = texts, time.Now()
+	return texts, nil
+}
 
 // indexPattern is the LIKE pattern the trigram index looks up for the search key: the
-// key's longest stretch without a trigram that more than half of the persons have. The
-// index reads every entry of each trigram it looks up; at 10,000,000 persons a query for
-// one person's email spent 66 of its 77 ms on the three trigrams of "user" that every
-// generated email has (docs/benchmarks.md). The whole pattern is checked on what the
-// narrower one finds, so the matches are the same.
+// key's longest stretch without a trigram that more than half of the persons have (by
+// the column's sampled search texts, kept for samplesTTL). The index reads every entry
+// of each trigram it looks up; at 10,000,000 persons a query for one person's email spent
+// 66 of its 77 ms on the three trigrams of "user" that every generated email has
+// (docs/benchmarks.md). The whole pattern is checked on what the narrower one finds, so
+// the matches are the same.
 func (s *Store) indexPattern(ctx context.Context, key string) (string, error) {
 	runes := []rune(key)
 	if len(runes) < 4 {
 		return LikePattern(key), nil
 	}
-	windows := make([]string, len(runes)-2)
-	for i := range windows {
-		windows[i] = string(runes[i : i+3])
+	texts, err := s.samples.get(ctx, s.pool)
+	if err != nil || len(texts) == 0 {
+		return LikePattern(key), err
 	}
-	var common []bool
-	err := s.pool.QueryRow(ctx, commonWindowsSQL, windows).Scan(&common)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return LikePattern(key), nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("search persons: trigram statistics: %w", err)
+	common := make([]bool, len(runes)-2)
+	for i := range common {
+		window, n := string(runes[i:i+3]), 0
+		for _, t := range texts {
+			if strings.Contains(t, window) {
+				n++
+			}
+		}
+		common[i] = 2*n > len(texts)
 	}
 	return LikePattern(narrowKey(key, common)), nil
 }
