@@ -19,6 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -97,6 +98,9 @@ func run() error {
 		"(profiling costs CPU: those runs' figures come out a little higher)")
 	var extraEnv envFlag
 	flag.Var(&extraEnv, "env", "extra process setting NAME=value or process:NAME=value (repeatable; both systems)")
+	var baselineEnv envFlag
+	flag.Var(&baselineEnv, "baseline-env", "process setting for the baseline system only, over -env (repeatable; "+
+		"with -baseline-bin bin it compares a setting side by side on one build)")
 	goBench := flag.String("go-bench", "", "write this file of go test -bench output into the \"go\" section of -out and exit")
 	events := flag.Bool("events", false, "run the end-to-end event benchmark instead (audience version creates → "+
 		"page.version.created at a webhook receiver) and write the \"events\" section of -out")
@@ -115,6 +119,9 @@ func run() error {
 			return err
 		}
 		return replaceSection(*out, "go", "```\n"+strings.TrimSpace(string(b))+"\n```\n")
+	}
+	if len(baselineEnv) > 0 && *baselineBin == "" {
+		return fmt.Errorf("-baseline-env needs -baseline-bin")
 	}
 	if *sweep != "" && !*events {
 		return fmt.Errorf("-event-sweep needs -events")
@@ -177,7 +184,12 @@ func run() error {
 	systems := []*system{cur}
 	if *baselineBin != "" {
 		baseDir, _ := filepath.Abs(*baselineBin)
-		base, err := startSystem(ctx, "baseline", baseDir, dir, extraEnv, nil, false)
+		env := maps.Clone(extraEnv)
+		if env == nil {
+			env = envFlag{}
+		}
+		maps.Copy(env, baselineEnv)
+		base, err := startSystem(ctx, "baseline", baseDir, dir, env, nil, false)
 		if err != nil {
 			return err
 		}
