@@ -112,7 +112,12 @@ func run() error {
 	flag.DurationVar(&eo.warmup, "event-warmup", 30*time.Second, "-events: the same load before the measured one, then ANALYZE")
 	sweep := flag.String("event-sweep", "", "-events: comma-separated rates, one run each on one system, lowest first "+
 		"(e.g. 10,100,200,300); writes the \"events-sweep\" section instead of \"events\"")
+	floorUpstream := flag.String("floor-proxy", "", "internal: serve the floor proxy to this upstream (host:port) and nothing else")
+	floorListen := flag.String("floor-listen", "", "internal: the floor proxy's listening address")
 	flag.Parse()
+	if *floorUpstream != "" {
+		return serveFloorProxy(*floorListen, *floorUpstream)
+	}
 	if *goBench != "" {
 		b, err := os.ReadFile(*goBench)
 		if err != nil {
@@ -305,6 +310,19 @@ func readConfigs(cur *system, systems []*system, dir string, o options) []*confi
 				}
 				return &runPlan{load: wrkRun(url, keyHeader(cur)), stop: n.stop,
 					extra: []group{{label: roleNginx, roots: []int{n.cmd.Process.Pid}}}}, nil
+			}},
+		{name: "floor: a fasthttp proxy that only signs and forwards (see below)", sys: cur, proxyRole: roleFloor,
+			ref: curDirect, start: func() (*runPlan, error) {
+				f, err := startFloor(cur, upstream)
+				if err != nil {
+					return nil, err
+				}
+				if err := expectOK(f.url+path(cur), nil); err != nil {
+					f.stop()
+					return nil, fmt.Errorf("floor proxy: %w", err)
+				}
+				return &runPlan{load: wrkRun(f.url+path(cur), nil), stop: f.stop,
+					extra: []group{{label: roleFloor, roots: []int{f.cmd.Process.Pid}}}}, nil
 			}},
 	}
 	for _, s := range systems[1:] {

@@ -15,8 +15,9 @@ import (
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 )
 
-// nginxProc is a running nginx: its master's PID (the workers are its children).
-type nginxProc struct {
+// proxyProc is a proxy process started for a run (nginx: its master, whose children are
+// the workers; or the floor proxy).
+type proxyProc struct {
 	url  string
 	cmd  *exec.Cmd
 	stop func()
@@ -24,7 +25,7 @@ type nginxProc struct {
 
 // startNginx runs nginx with the given http-level directives and server location block,
 // listening on a free port; it returns once nginx answers.
-func startNginx(dir, name, httpBlock, location string) (*nginxProc, error) {
+func startNginx(dir, name, httpBlock, location string) (*proxyProc, error) {
 	port, err := pgtest.FreePort()
 	if err != nil {
 		return nil, err
@@ -69,7 +70,7 @@ http {
 		if resp, err := http.Get(url + "/healthz"); err == nil {
 			resp.Body.Close()
 			// SIGQUIT is nginx's graceful stop; its workers exit with the master.
-			return &nginxProc{url: url, cmd: cmd, stop: func() { _ = cmd.Process.Signal(syscall.SIGQUIT); <-done }}, nil
+			return &proxyProc{url: url, cmd: cmd, stop: func() { _ = cmd.Process.Signal(syscall.SIGQUIT); <-done }}, nil
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -90,7 +91,7 @@ const proxyBasics = `      proxy_pass http://svc;
 
 // nginxPlain is a plain keep-alive reverse proxy that adds fixed headers (the signed
 // internal headers, made just before the run) to every request.
-func nginxPlain(dir, upstream string, headers []string) (*nginxProc, error) {
+func nginxPlain(dir, upstream string, headers []string) (*proxyProc, error) {
 	var b strings.Builder
 	b.WriteString("    location / {\n" + proxyBasics)
 	for _, h := range headers {
@@ -112,7 +113,7 @@ func nginxPlain(dir, upstream string, headers []string) (*nginxProc, error) {
 // cannot compute an HMAC per request), so it also signs a fixed X-Request-Id, and the
 // per-request ID travels to the service as X-Nginx-Request-Id; it sends none of the
 // gateway's RateLimit-* headers, keeps no metrics and propagates no trace context.
-func nginxGateway(dir, upstream, publicURL, key, keyID, signature string) (*nginxProc, error) {
+func nginxGateway(dir, upstream, publicURL, key, keyID, signature string) (*proxyProc, error) {
 	if strings.ContainsAny(key+keyID+signature, "\"\\$ \n") {
 		return nil, fmt.Errorf("nginx: the key, key ID or signature holds a character the configuration cannot quote")
 	}

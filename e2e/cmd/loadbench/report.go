@@ -153,7 +153,11 @@ func report(in reportInput) string {
 		"for 60 s), and because that signature covers the request ID, the service receives a fixed " +
 		"`X-Request-Id` while nginx's own ID travels as `X-Nginx-Request-Id`; nginx also sends no `RateLimit-*` " +
 		"headers, keeps no metrics and propagates no trace context. The plain nginx row adds the same " +
-		"precomputed headers to every request and checks nothing.\n\n")
+		"precomputed headers to every request and checks nothing. The floor row is the least a proxy on the " +
+		"gateway's own stack does: a plain fasthttp server (no Fiber) that sets the internal headers, signs them " +
+		"per request as the gateway does, and forwards over a pooled fasthttp client with the gateway's settings; " +
+		"no key check, rate limit, metrics, request ID or trace context. Its CPU per request is the part of the " +
+		"gateway's that fasthttp and the Go runtime spend moving the request and its answer.\n\n")
 
 	fmt.Fprintf(&b, "Writes: %d clients/connections. CPU per operation is measured from the start of the load "+
 		"until the topics service's outbox is empty again (the relay publishes and deletes each create's "+

@@ -24,6 +24,7 @@ const (
 	roleOthers   = "other services"
 	roleDevstack = "devstack process"
 	roleNginx    = "nginx"
+	roleFloor    = "floor proxy"
 )
 
 // benchTenant is the tenant of the benchmark's key; benchRequestID is the request ID the
