@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -182,8 +183,9 @@ func (r *Relay) lead(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	var from position // this term's reading position: a new leader starts at the beginning
 	for {
-		pending, err := r.drain(ctx, conn)
+		pending, err := r.drain(ctx, conn, &from)
 		if err != nil {
 			return err
 		}
@@ -211,14 +213,41 @@ type row struct {
 	value   []byte
 	headers []byte
 	created time.Time
+	// txid is the row's transaction; horizon the oldest transaction still running when
+	// the row was read (every row below it was visible to that read).
+	txid, horizon int64
 }
 
-// drain publishes every committed row, batch by batch, moves the rows Kafka refuses for
-// good to the dead letters, and reports whether rows remain that are not yet visible in
-// commit order.
-func (r *Relay) drain(ctx context.Context, conn *pgx.Conn) (bool, error) {
+// position is where the relay's reads begin: every row of a transaction below txid has
+// been read and removed by this leader. Reading from it, rather than from the start of
+// the (txid, id) index, skips the index entries of the rows the relay deleted, which stay
+// in the index until VACUUM removes them: under a steady stream of writes autovacuum
+// comes round about once a minute, and until then each read walked every row deleted
+// since, so the relay's cost per event grew with the time since the last VACUUM
+// (docs/benchmarks.md, "The outbox's dead rows").
+type position struct{ txid int64 }
+
+// advance moves the position past a batch that was read and removed: to the oldest
+// transaction still running when it was read if the batch held every row below it (no
+// row of a transaction below that can appear any more), else to the batch's last
+// transaction, whose other rows may remain.
+func (p *position) advance(rows []row, batchSize int) {
+	if len(rows) == 0 {
+		return
+	}
+	if len(rows) < batchSize {
+		p.txid = rows[0].horizon
+	} else {
+		p.txid = rows[len(rows)-1].txid
+	}
+}
+
+// drain publishes every committed row from the position on, batch by batch, moves the
+// rows Kafka refuses for good to the dead letters, and reports whether rows remain that
+// are not yet visible in commit order.
+func (r *Relay) drain(ctx context.Context, conn *pgx.Conn, from *position) (bool, error) {
 	for {
-		rows, err := r.fetch(ctx, conn)
+		rows, err := r.fetch(ctx, conn, *from)
 		if err != nil {
 			return false, err
 		}
@@ -229,7 +258,8 @@ func (r *Relay) drain(ctx context.Context, conn *pgx.Conn) (bool, error) {
 			// table, dead rows of the relay's deletes included, and under load it was the
 			// costliest statement of a write (docs/benchmarks.md, the end-to-end run).
 			var oldest *time.Time
-			err := conn.QueryRow(ctx, "SELECT created_at FROM outbox ORDER BY txid, id LIMIT 1").Scan(&oldest)
+			err := conn.QueryRow(ctx, "SELECT created_at FROM outbox WHERE txid >= $1::text::xid8 ORDER BY txid, id LIMIT 1",
+				strconv.FormatInt(from.txid, 10)).Scan(&oldest)
 			if errors.Is(err, pgx.ErrNoRows) {
 				err = nil
 			}
@@ -257,6 +287,7 @@ func (r *Relay) drain(ctx context.Context, conn *pgx.Conn) (bool, error) {
 			// The rows were published; they will be published again (at least once).
 			return false, err
 		}
+		from.advance(rows, r.BatchSize)
 		if r.Metrics != nil {
 			r.Metrics.published.Add(float64(len(rows) - len(dead)))
 			r.Metrics.batch.Observe(time.Since(start).Seconds())
@@ -264,18 +295,25 @@ func (r *Relay) drain(ctx context.Context, conn *pgx.Conn) (bool, error) {
 	}
 }
 
-func (r *Relay) fetch(ctx context.Context, conn *pgx.Conn) ([]row, error) {
-	rs, err := conn.Query(ctx, `
-		SELECT id, topic, event_id, msg_key, value, headers, created_at FROM outbox
-		WHERE txid < pg_snapshot_xmin(pg_current_snapshot())
+// fetchSQL reads the next batch in commit order from a position ($2): the rows of
+// transactions from $2 on that ended before the statement's snapshot. xid8 travels as
+// text (pgx has no codec for it); its values fit a bigint.
+const fetchSQL = `
+		SELECT id, topic, event_id, msg_key, value, headers, created_at, txid::text::bigint,
+			pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+		FROM outbox
+		WHERE txid >= $2::text::xid8 AND txid < pg_snapshot_xmin(pg_current_snapshot())
 		ORDER BY txid, id
-		LIMIT $1`, r.BatchSize)
+		LIMIT $1`
+
+func (r *Relay) fetch(ctx context.Context, conn *pgx.Conn, from position) ([]row, error) {
+	rs, err := conn.Query(ctx, fetchSQL, r.BatchSize, strconv.FormatInt(from.txid, 10))
 	if err != nil {
 		return nil, fmt.Errorf("read outbox: %w", err)
 	}
 	out, err := pgx.CollectRows(rs, func(rw pgx.CollectableRow) (row, error) {
 		var x row
-		err := rw.Scan(&x.id, &x.topic, &x.eventID, &x.key, &x.value, &x.headers, &x.created)
+		err := rw.Scan(&x.id, &x.topic, &x.eventID, &x.key, &x.value, &x.headers, &x.created, &x.txid, &x.horizon)
 		return x, err
 	})
 	if err != nil {
