@@ -108,6 +108,23 @@ func write(t *testing.T, pool *pgxpool.Pool, subjects ...string) {
 	}
 }
 
+// writeOpen begins a transaction that writes one event with subject and leaves it open
+// for the test to commit.
+func writeOpen(t *testing.T, pool *pgxpool.Pool, subject string) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(ctx) })
+	e, _ := events.New("t", "x", subject, nil)
+	if err := (outbox.Writer{}).Add(ctx, tx, "things", e); err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}
+
 // selects counts the reads of the outbox begun on the tests' pools (SELECT … FROM outbox):
 // how a test knows that the relay has looked at the outbox.
 var selects atomic.Int64
@@ -229,14 +246,7 @@ func TestRelayNeverSkipsRowsOfAnOpenTransaction(t *testing.T) {
 	rec := newRecorder()
 	ctx := context.Background()
 	// Transaction A starts first and writes, but commits last.
-	txA, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eA, _ := events.New("t", "x", "from-A", nil)
-	if err := (outbox.Writer{}).Add(ctx, txA, "things", eA); err != nil {
-		t.Fatal(err)
-	}
+	txA := writeOpen(t, pool, "from-A")
 	runRelay(t, pool, wake, rec)
 	write(t, pool, "from-B")
 	// Three reads of the outbox begun after B committed hold a fetch of the rows to publish
@@ -283,14 +293,7 @@ func TestRelayReadsPastTheRowsItDeleted(t *testing.T) {
 
 	// An older transaction still open when the relay moves on: its row must not be
 	// passed over, nor overtaken by a later one.
-	txA, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eA, _ := events.New("t", "x", "from-A", nil)
-	if err := (outbox.Writer{}).Add(ctx, txA, "things", eA); err != nil {
-		t.Fatal(err)
-	}
+	txA := writeOpen(t, pool, "from-A")
 	write(t, pool, "from-B")
 	looks := selects.Load()
 	testwait.For(t, 10*time.Second, "the relay to read the outbox three times after B committed", func() (bool, string) {

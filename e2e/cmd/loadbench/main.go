@@ -273,56 +273,47 @@ func readConfigs(cur *system, systems []*system, dir string, o options) []*confi
 				return &runPlan{load: wrkRun(url, keyHeader(s))}, nil
 			}}
 	}
+	// proxied plans a run through a proxy process just started (p, or its start's err):
+	// check must pass on the proxied URL first; the process's CPU is counted as role.
+	proxied := func(p *proxyProc, err error, role, what string, headers []string, check func(url string) error) (*runPlan, error) {
+		if err != nil {
+			return nil, err
+		}
+		url := p.url + path(cur)
+		if err := check(url); err != nil {
+			p.stop()
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		return &runPlan{load: wrkRun(url, headers), stop: p.stop,
+			extra: []group{{label: role, roots: []int{p.cmd.Process.Pid}}}}, nil
+	}
 	upstream := strings.TrimPrefix(cur.stack.ServiceURL("topics"), "http://")
 	curDirect := direct(cur)
 	curDirect.ref = curDirect
 	all := []*config{curDirect, gateway(cur, curDirect),
 		{name: "nginx, plain keep-alive proxy", sys: cur, proxyRole: roleNginx, ref: curDirect, start: func() (*runPlan, error) {
 			n, err := nginxPlain(dir, upstream, cur.signedHeaders())
-			if err != nil {
-				return nil, err
-			}
-			if err := expectOK(n.url+path(cur), nil); err != nil {
-				n.stop()
-				return nil, fmt.Errorf("nginx plain: %w", err)
-			}
-			return &runPlan{load: wrkRun(n.url+path(cur), nil), stop: n.stop,
-				extra: []group{{label: roleNginx, roots: []int{n.cmd.Process.Pid}}}}, nil
+			return proxied(n, err, roleNginx, "nginx plain", nil, func(url string) error { return expectOK(url, nil) })
 		}},
 		{name: "nginx doing the gateway's job (key map, per-key limit_req, request ID; see below)",
 			sys: cur, proxyRole: roleNginx, ref: curDirect, start: func() (*runPlan, error) {
 				sig := cur.signer.Sign(internalauth.Claims{TenantID: benchTenant, KeyID: cur.keyID, RequestID: benchRequestID}, time.Now())
 				n, err := nginxGateway(dir, upstream, cur.stack.GatewayURL, cur.key, cur.keyID, sig)
-				if err != nil {
-					return nil, err
-				}
-				url := n.url + path(cur)
-				err = expectOK(url, keyHeader(cur))
-				if err == nil {
-					err = expectRefusal(url, nil)
-				}
-				if err == nil {
-					err = expectRefusal(url, []string{"x-api-key: not-a-key"})
-				}
-				if err != nil {
-					n.stop()
-					return nil, fmt.Errorf("nginx doing the gateway's job: %w", err)
-				}
-				return &runPlan{load: wrkRun(url, keyHeader(cur)), stop: n.stop,
-					extra: []group{{label: roleNginx, roots: []int{n.cmd.Process.Pid}}}}, nil
+				return proxied(n, err, roleNginx, "nginx doing the gateway's job", keyHeader(cur), func(url string) error {
+					err := expectOK(url, keyHeader(cur))
+					if err == nil {
+						err = expectRefusal(url, nil)
+					}
+					if err == nil {
+						err = expectRefusal(url, []string{"x-api-key: not-a-key"})
+					}
+					return err
+				})
 			}},
 		{name: "floor: a fasthttp proxy that only signs and forwards (see below)", sys: cur, proxyRole: roleFloor,
 			ref: curDirect, start: func() (*runPlan, error) {
 				f, err := startFloor(cur, upstream)
-				if err != nil {
-					return nil, err
-				}
-				if err := expectOK(f.url+path(cur), nil); err != nil {
-					f.stop()
-					return nil, fmt.Errorf("floor proxy: %w", err)
-				}
-				return &runPlan{load: wrkRun(f.url+path(cur), nil), stop: f.stop,
-					extra: []group{{label: roleFloor, roots: []int{f.cmd.Process.Pid}}}}, nil
+				return proxied(f, err, roleFloor, "floor proxy", nil, func(url string) error { return expectOK(url, nil) })
 			}},
 	}
 	for _, s := range systems[1:] {
