@@ -136,41 +136,15 @@ var readsOutbox = regexp.MustCompile(`(?s)^\s*SELECT\b.*\bFROM outbox\b`)
 // outbox in selects and keeping them in reads.
 type counted struct {
 	*outbox.Wakeup
-	reads *readLog
+	reads *pgtest.StatementLog
 }
 
 func (c counted) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
 	if readsOutbox.MatchString(data.SQL) {
 		selects.Add(1)
-		c.reads.add(data.SQL, data.Args)
+		c.reads.TraceQueryStart(ctx, conn, data)
 	}
 	return c.Wakeup.TraceQueryStart(ctx, conn, data)
-}
-
-// readLog keeps the reads of the outbox sent on a pool, with their arguments.
-type readLog struct {
-	mu    sync.Mutex
-	stmts []loggedRead
-}
-
-type loggedRead struct {
-	sql  string
-	args []any
-}
-
-func (l *readLog) add(sql string, args []any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.stmts = append(l.stmts, loggedRead{sql: sql, args: slices.Clone(args)})
-}
-
-// take returns the reads logged so far and forgets them.
-func (l *readLog) take() []loggedRead {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := l.stmts
-	l.stmts = nil
-	return out
 }
 
 // newPool makes a database with the outbox schema and a pool whose commits wake the relay
@@ -181,10 +155,10 @@ func newPool(t *testing.T) (*pgxpool.Pool, *outbox.Wakeup) {
 }
 
 // newLoggedPool is newPool that also logs the reads of the outbox sent on the pool.
-func newLoggedPool(t *testing.T) (*pgxpool.Pool, *outbox.Wakeup, *readLog) {
+func newLoggedPool(t *testing.T) (*pgxpool.Pool, *outbox.Wakeup, *pgtest.StatementLog) {
 	t.Helper()
 	wake := outbox.NewWakeup()
-	reads := &readLog{}
+	reads := &pgtest.StatementLog{}
 	ctx := context.Background()
 	pool, err := postgres.ConnectWith(ctx, pgtest.NewDatabase(t), func(c *pgxpool.Config) { c.ConnConfig.Tracer = counted{wake, reads} })
 	if err != nil {
@@ -309,20 +283,20 @@ func TestRelayReadsPastTheRowsItDeleted(t *testing.T) {
 	}
 	waitPending(t, pool, 0, "the last rows to be deleted")
 
-	reads.take()
+	reads.Take()
 	write(t, pool, "last")
 	rec.wait(t, 1)
 	waitPending(t, pool, 0, "the last row to be deleted")
 	// A drain ends with the read of the oldest row left (the pending-age gauge's).
-	var logged []loggedRead
+	var logged []pgtest.Statement
 	testwait.For(t, 10*time.Second, "the relay's drain to end", func() (bool, string) {
-		logged = append(logged, reads.take()...)
-		return slices.ContainsFunc(logged, func(r loggedRead) bool { return strings.Contains(r.sql, "LIMIT 1") }),
+		logged = append(logged, reads.Take()...)
+		return slices.ContainsFunc(logged, func(r pgtest.Statement) bool { return strings.Contains(r.SQL, "LIMIT 1") }),
 			fmt.Sprintf("%d reads", len(logged))
 	})
 	checked := 0
 	for _, r := range logged {
-		if !strings.Contains(r.sql, "ORDER BY txid") {
+		if !strings.Contains(r.SQL, "ORDER BY txid") {
 			continue // the test's own counts
 		}
 		checked++
@@ -332,13 +306,13 @@ func TestRelayReadsPastTheRowsItDeleted(t *testing.T) {
 				Read int `json:"Shared Read Blocks"`
 			} `json:"Plan"`
 		}
-		if err := pool.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+r.sql, r.args...).Scan(&plan); err != nil {
-			t.Fatalf("explain %s: %v", r.sql, err)
+		if err := pool.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+r.SQL, r.Args...).Scan(&plan); err != nil {
+			t.Fatalf("explain %s: %v", r.SQL, err)
 		}
 		// The index holds about 100 pages of entries of deleted rows.
 		if pages := plan[0].Plan.Hit + plan[0].Plan.Read; pages > 12 {
 			t.Errorf("a read of the outbox after %d deleted rows touched %d pages: it walked the deleted rows' "+
-				"index entries instead of starting where the relay left off\n%s %v", deleted, pages, r.sql, r.args)
+				"index entries instead of starting where the relay left off\n%s %v", deleted, pages, r.SQL, r.Args)
 		}
 	}
 	if checked < 2 {

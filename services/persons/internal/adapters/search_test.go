@@ -7,7 +7,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -197,40 +196,6 @@ func explain(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) string {
 	return strings.Join(plan, "\n")
 }
 
-// statementLog records the statements a pool runs and their arguments.
-type statementLog struct {
-	mu   sync.Mutex
-	runs []loggedStatement
-}
-
-type loggedStatement struct {
-	sql  string
-	args []any
-}
-
-func (l *statementLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	var args []any
-	for _, a := range d.Args {
-		if _, mode := a.(pgx.QueryExecMode); !mode {
-			args = append(args, a)
-		}
-	}
-	l.mu.Lock()
-	l.runs = append(l.runs, loggedStatement{d.SQL, args})
-	l.mu.Unlock()
-	return ctx
-}
-
-func (l *statementLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-func (l *statementLog) take() []loggedStatement {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	runs := l.runs
-	l.runs = nil
-	return runs
-}
-
 // A short query the statistics call common may be rare (a character or pair missing
 // from ANALYZE's sample is estimated at half the rarest sampled one's share: 50,000
 // matches at 10,000,000 persons for a query with none). Its search must still give the
@@ -251,7 +216,7 @@ func TestShortQueryEstimatedCommonNeverReadsTheTenant(t *testing.T) {
 		quiz = append(quiz, p.ID)
 	}
 	cfg := pool.Config().Copy()
-	log := &statementLog{}
+	log := &pgtest.StatementLog{}
 	cfg.ConnConfig.Tracer = log
 	traced, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -285,13 +250,13 @@ func TestShortQueryEstimatedCommonNeverReadsTheTenant(t *testing.T) {
 		case tc.want != nil && (fmt.Sprint(ids) != fmt.Sprint(tc.want) || total == nil || *total != tc.total):
 			t.Errorf("rare query %q estimated common: want %v and total %d, got %v and total %v", tc.q, tc.want, tc.total, ids, total)
 		}
-		for _, run := range log.take() {
-			if strings.HasPrefix(run.sql, "EXPLAIN") {
+		for _, run := range log.Take() {
+			if strings.HasPrefix(run.SQL, "EXPLAIN") {
 				continue // the estimate itself
 			}
-			if p := explainSearch(t, pool, run.sql, run.args...); p.pageRows > adapters.WalkBound+100 {
+			if p := explainSearch(t, pool, run.SQL, run.Args...); p.pageRows > adapters.WalkBound+100 {
 				t.Errorf("query %q estimated common: a statement read %.0f persons (at most %d may be read): %s",
-					tc.q, p.pageRows, adapters.WalkBound+100, strings.Join(strings.Fields(run.sql), " "))
+					tc.q, p.pageRows, adapters.WalkBound+100, strings.Join(strings.Fields(run.SQL), " "))
 			}
 		}
 	}
