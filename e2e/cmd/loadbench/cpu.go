@@ -225,7 +225,9 @@ type cpuSplit struct{ user, sys time.Duration }
 // postgresBreakdown is the CPU of the postmaster's children between two readings, by
 // kind, user and system time apart. A child that exited in between is not in the second
 // reading; its time (moved into the postmaster's cutime and cstime when it was waited
-// for) is reported as "exited processes", with the postmaster's own.
+// for) is reported as "exited processes", with the postmaster's own. That time is the
+// child's whole life, so what a child present at the first reading had used by then is
+// taken off: a long autovacuum that ends during the run counts only its part in the run.
 func postgresBreakdown(before, after map[int]pgProcess, pmBefore, pmAfter procTimes) map[string]cpuSplit {
 	out := map[string]cpuSplit{}
 	for pid, a := range after {
@@ -237,6 +239,12 @@ func postgresBreakdown(before, after map[int]pgProcess, pmBefore, pmAfter procTi
 	}
 	gone := cpuSplit{user: pmAfter.utime - pmBefore.utime + pmAfter.cutime - pmBefore.cutime,
 		sys: pmAfter.stime - pmBefore.stime + pmAfter.cstime - pmBefore.cstime}
-	out["postmaster and exited processes"] = gone
+	for pid, b := range before {
+		if _, alive := after[pid]; !alive {
+			gone.user -= b.times.utime
+			gone.sys -= b.times.stime
+		}
+	}
+	out["postmaster and exited processes"] = cpuSplit{user: max(gone.user, 0), sys: max(gone.sys, 0)}
 	return out
 }

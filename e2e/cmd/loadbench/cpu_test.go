@@ -146,14 +146,14 @@ func TestPostgresKind(t *testing.T) {
 }
 
 // The breakdown counts what each live child used since the first reading (all of it for
-// a child that started in between), and what exited children used through the
-// postmaster's cutime and cstime.
+// a child that started in between), and what exited children used since the first
+// reading through the postmaster's cutime and cstime, which hold their whole lives.
 func TestPostgresBreakdown(t *testing.T) {
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	before := map[int]pgProcess{
 		10: {kind: "backends of pages", times: procTimes{utime: ms(100), stime: ms(50)}},
 		11: {kind: "walwriter", times: procTimes{utime: ms(5), stime: ms(5)}},
-		12: {kind: "autovacuum worker", times: procTimes{utime: ms(70)}}, // exits in between
+		12: {kind: "autovacuum worker", times: procTimes{utime: ms(70), stime: ms(1)}}, // exits in between
 	}
 	after := map[int]pgProcess{
 		10: {kind: "backends of pages", times: procTimes{utime: ms(160), stime: ms(80)}},
@@ -163,9 +163,11 @@ func TestPostgresBreakdown(t *testing.T) {
 	got := postgresBreakdown(before, after, procTimes{utime: ms(1), cutime: ms(0)},
 		procTimes{utime: ms(2), cutime: ms(90), cstime: ms(3)})
 	want := map[string]cpuSplit{
-		"backends of pages":               {user: ms(80), sys: ms(40)},
-		"walwriter":                       {user: 0, sys: ms(2)},
-		"postmaster and exited processes": {user: ms(91), sys: ms(3)},
+		"backends of pages": {user: ms(80), sys: ms(40)},
+		"walwriter":         {user: 0, sys: ms(2)},
+		// user: the postmaster's own 1, cutime's 90 less the 70 the worker had used before
+		// the first reading; system: cstime's 3 less the worker's 1.
+		"postmaster and exited processes": {user: ms(21), sys: ms(2)},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("breakdown %v, want %v", got, want)

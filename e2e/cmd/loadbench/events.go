@@ -245,7 +245,10 @@ func (rig *eventRig) run(ctx context.Context, o eventOptions, prepare func() err
 	if err != nil {
 		return res, err
 	}
-	pmBefore, _ := readProcStat(pm)
+	pmBefore, ok := readProcStat(pm)
+	if !ok {
+		return res, fmt.Errorf("the postmaster (%d) is gone", pm)
+	}
 	pgBefore := postgresChildren(pm)
 	before, err := takeSnapshot(groups)
 	if err != nil {
@@ -259,7 +262,10 @@ func (rig *eventRig) run(ctx context.Context, o eventOptions, prepare func() err
 	if err != nil {
 		return res, err
 	}
-	pmAfter, _ := readProcStat(pm)
+	pmAfter, ok := readProcStat(pm)
+	if !ok {
+		return res, fmt.Errorf("the postmaster (%d) is gone", pm)
+	}
 	res.postgres = postgresBreakdown(pgBefore, postgresChildren(pm), pmBefore, pmAfter)
 	res.cpu, res.machine = after.since(before)
 

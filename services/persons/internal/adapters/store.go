@@ -658,18 +658,25 @@ type searchSamples struct {
 }
 
 // get returns the sampled search texts, read again from pool when older than the TTL.
+// The lock is not held during the read: a slow read delays its own search, not every
+// search of the Store (searches that find the sample stale at once each read it).
 func (c *searchSamples) get(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.readAt.IsZero() && time.Since(c.readAt) < c.ttl {
-		return c.texts, nil
+	texts, fresh := c.texts, !c.readAt.IsZero() && time.Since(c.readAt) < c.ttl
+	c.mu.Unlock()
+	if fresh {
+		return texts, nil
 	}
-	var texts []string
 	err := pool.QueryRow(ctx, searchSamplesSQL).Scan(&texts)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, pgx.ErrNoRows) {
+		texts, err = nil, nil
+	}
+	if err != nil {
 		return nil, fmt.Errorf("search persons: trigram statistics: %w", err)
 	}
+	c.mu.Lock()
 	c.texts, c.readAt = texts, time.Now()
+	c.mu.Unlock()
 	return texts, nil
 }
 
