@@ -104,15 +104,23 @@ type Job struct {
 // $9 for the others.
 //
 //   - ring explores the tenants with pending deliveries in order, from the one after $5
-//     and round to it again, at most $6 of them: one probe of deliveries_tenant_due each
-//     (a skip scan), which also reads the tenant's earliest pending due time. visited
-//     adds the tenants of $7 with room (those the replica is busy with), however far the
-//     turn goes, so a busy tenant is never left out because many tenants wait for retries.
+//     to the last, then (wrapped) from the first up to $5 itself, at most $6 of them: one
+//     probe of deliveries_tenant_due each (a skip scan), which also reads the tenant's
+//     earliest pending due time. visited adds the tenants of $7 with room (those the
+//     replica is busy with) that the turn did not reach, so a busy tenant is never left
+//     out because many tenants wait for retries.
 //   - shares keeps the tenants with something due and room, in turn order from $5, and
 //     gives each an equal share of $1 (at most its room); candidates looks at a window of
-//     4 × share of each tenant's earliest due, unheld deliveries, by index in due order,
-//     so a claim costs the same however long any tenant's queue (the inner LIMIT only
-//     tells the planner so: share <= $1).
+//     4 × share of each tenant's earliest due, unheld deliveries, by index in due order
+//     from the earliest the probe found, so a claim costs the same however long any
+//     tenant's queue (the inner LIMIT only tells the planner so: share <= $1).
+//
+// A finished delivery leaves dead entries at the front of its tenant's part of
+// deliveries_tenant_due until vacuum removes them, and an index probe walks them all to
+// find the first live one: thousands at a high rate. So the claim probes each tenant
+// once: the turn ends at $5 instead of probing its first tenant again to see it has come
+// round, visited probes only the tenants the turn did not reach, and candidates starts at
+// the earliest due time the probe read (the same snapshot: no pending row lies before it).
 //   - ranked keeps at most $2 per subscription and numbers each tenant's rows in due
 //     order; picked takes them round by round (every tenant's first, then every tenant's
 //     second, …) within each tenant's room, up to $1, locking with SKIP LOCKED, so
@@ -127,39 +135,47 @@ type Job struct {
 // came back full (it may have more due), how many rows the claim meant to take, and the
 // earliest due time still to come among the tenants explored.
 const claimSQL = `
-WITH RECURSIVE ring (first, tenant_id, earliest, pos) AS (
-	SELECT t.tenant_id, t.tenant_id, t.next_attempt_at, 1
-	FROM ((SELECT tenant_id, next_attempt_at FROM deliveries WHERE status = 'pending' AND tenant_id > $5
+WITH RECURSIVE ring (tenant_id, earliest, wrapped, pos) AS (
+	SELECT t.tenant_id, t.next_attempt_at, t.wrapped, 1
+	FROM ((SELECT tenant_id, next_attempt_at, false AS wrapped FROM deliveries WHERE status = 'pending' AND tenant_id > $5
 	       ORDER BY tenant_id, next_attempt_at, seq LIMIT 1)
 	      UNION ALL
-	      (SELECT tenant_id, next_attempt_at FROM deliveries WHERE status = 'pending'
+	      (SELECT tenant_id, next_attempt_at, true FROM deliveries WHERE status = 'pending' AND tenant_id <= $5
 	       ORDER BY tenant_id, next_attempt_at, seq LIMIT 1)
 	      LIMIT 1) AS t
 	UNION ALL
-	SELECT r.first, t.tenant_id, t.next_attempt_at, r.pos + 1
+	SELECT t.tenant_id, t.next_attempt_at, t.wrapped, r.pos + 1
 	FROM ring r CROSS JOIN LATERAL (
-		(SELECT d.tenant_id, d.next_attempt_at FROM deliveries d WHERE d.status = 'pending' AND d.tenant_id > r.tenant_id
+		(SELECT d.tenant_id, d.next_attempt_at, false AS wrapped FROM deliveries d
+		 WHERE NOT r.wrapped AND d.status = 'pending' AND d.tenant_id > r.tenant_id
 		 ORDER BY d.tenant_id, d.next_attempt_at, d.seq LIMIT 1)
 		UNION ALL
-		(SELECT d.tenant_id, d.next_attempt_at FROM deliveries d WHERE d.status = 'pending'
+		(SELECT d.tenant_id, d.next_attempt_at, true FROM deliveries d
+		 WHERE r.wrapped AND d.status = 'pending' AND d.tenant_id > r.tenant_id AND d.tenant_id <= $5
+		 ORDER BY d.tenant_id, d.next_attempt_at, d.seq LIMIT 1)
+		UNION ALL
+		(SELECT d.tenant_id, d.next_attempt_at, true FROM deliveries d
+		 WHERE NOT r.wrapped AND d.status = 'pending' AND d.tenant_id <= $5
 		 ORDER BY d.tenant_id, d.next_attempt_at, d.seq LIMIT 1)
 		LIMIT 1) AS t
-	WHERE r.pos < $6 AND t.tenant_id <> r.first
+	WHERE r.pos < $6
 ), rooms AS (
 	SELECT * FROM unnest($7::text[], $8::int[]) AS x(tenant_id, room)
 ), visited AS (
 	SELECT DISTINCT ON (tenant_id) tenant_id, earliest
 	FROM (SELECT tenant_id, earliest FROM ring
 		UNION ALL
-		SELECT h.tenant_id, e.next_attempt_at FROM rooms h CROSS JOIN LATERAL (
+		SELECT h.tenant_id, e.next_attempt_at
+		FROM (SELECT * FROM rooms h WHERE h.room > 0 AND NOT EXISTS (SELECT 1 FROM ring g WHERE g.tenant_id = h.tenant_id)
+			OFFSET 0) AS h -- filtered before the probes, not after
+		CROSS JOIN LATERAL (
 			SELECT d.next_attempt_at FROM deliveries d WHERE d.status = 'pending' AND d.tenant_id = h.tenant_id
-			ORDER BY d.next_attempt_at, d.seq LIMIT 1) AS e
-		WHERE h.room > 0) AS v
+			ORDER BY d.next_attempt_at, d.seq LIMIT 1) AS e) AS v
 	ORDER BY tenant_id
 ), shares AS (
 	SELECT e.*, row_number() OVER (ORDER BY e.tenant_id <= $5, e.tenant_id) AS pos,
 		least(e.room, ($1 + count(*) OVER () - 1) / count(*) OVER ())::int AS share
-	FROM (SELECT v.tenant_id, coalesce(x.room, $9) AS room
+	FROM (SELECT v.tenant_id, v.earliest, coalesce(x.room, $9) AS room
 		FROM visited v LEFT JOIN rooms x ON x.tenant_id = v.tenant_id
 		WHERE v.earliest <= now() AND coalesce(x.room, $9) > 0) AS e
 ), candidates AS (
@@ -168,7 +184,8 @@ WITH RECURSIVE ring (first, tenant_id, earliest, pos) AS (
 		SELECT * FROM (
 			SELECT d.tenant_id, d.delivery_id, d.subscription_id, d.next_attempt_at, d.seq
 			FROM deliveries d
-			WHERE d.tenant_id = sh.tenant_id AND d.status = 'pending' AND d.next_attempt_at <= now()
+			WHERE d.tenant_id = sh.tenant_id AND d.status = 'pending'
+			  AND d.next_attempt_at >= sh.earliest AND d.next_attempt_at <= now()
 			  AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= now())
 			  AND d.subscription_id <> ALL ($3::text[])
 			ORDER BY d.next_attempt_at, d.seq

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -495,5 +496,111 @@ func TestClaimTakesTenantsInTurn(t *testing.T) {
 	if c, err = s.Claim(ctx, r); err != nil || fmt.Sprint(countByTenant(c.Jobs)) != "map[t1:1 t2:1]" {
 		t.Fatalf("a claim exploring one tenant after t1 got %v (%v): it must take t2's and, as the replica is busy with t1, t1's",
 			countByTenant(c.Jobs), err)
+	}
+}
+
+// A finished delivery leaves dead entries at the front of its tenant's part of the
+// queue's index until vacuum removes them, thousands at a high rate, and every probe of
+// the tenant walks them to find its first live entry. A claim probes each tenant once,
+// wherever its turn begins and whether or not the replica is busy with the tenant.
+func TestClaimWalksATenantsFinishedDeliveriesOnce(t *testing.T) {
+	ctx := context.Background()
+	log := &pgtest.StatementLog{}
+	pool, err := postgres.ConnectWith(ctx, pgtest.NewDatabase(t), func(c *pgxpool.Config) { c.ConnConfig.Tracer = log })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := postgres.Migrate(ctx, pool, nil, migrations.Set); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, "ALTER TABLE deliveries SET (autovacuum_enabled = off)"); err != nil {
+		t.Fatal(err)
+	}
+	s := adapters.NewStore(pool)
+	addSubscription(t, s, "acme", "whsub_a", true, nil)
+	addSubscription(t, s, "globex", "whsub_g", true, nil)
+	const finished = 10000
+	if _, err := pool.Exec(ctx, `INSERT INTO deliveries (tenant_id, delivery_id, subscription_id, event_id, event_type,
+			ordering_key, body, status, next_attempt_at, created_at, updated_at)
+		SELECT 'acme', 'whdel_' || i, 'whsub_a', 'evt_' || i, 'form.submitted', 'form_' || i % 100, '\x00', 'pending',
+			now() - interval '1 hour' + i * interval '1 millisecond', now(), now()
+		FROM generate_series(1, $1::int) AS i`, finished); err != nil {
+		t.Fatal(err)
+	}
+	// Each goes through a claim and a successful attempt, as in service.
+	take := adapters.ClaimRequest{Limit: 500, PerSubscription: 500, Tenants: 64, DefaultRoom: 500, Lease: time.Minute}
+	for done := 0; done < finished; {
+		c, err := s.Claim(ctx, take)
+		if err != nil || len(c.Jobs) == 0 {
+			t.Fatalf("claim after %d of %d: %d jobs, %v", done, finished, len(c.Jobs), err)
+		}
+		results := make([]adapters.Result, len(c.Jobs))
+		for i, j := range c.Jobs {
+			results[i] = adapters.Result{TenantID: j.TenantID, DeliveryID: j.DeliveryID, SubscriptionID: j.SubscriptionID,
+				LeaseToken: j.LeaseToken, AttemptNo: j.AttemptNo, Status: domain.StatusSucceeded}
+		}
+		if _, err := s.Complete(ctx, results, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		done += len(c.Jobs)
+	}
+	record(t, s, pool, newEvent(t, "acme", events.TypeFormSubmitted, "form_new"))
+	record(t, s, pool, newEvent(t, "globex", events.TypeFormSubmitted, "form_new"))
+
+	busy := map[string]int{"acme": 10}
+	for _, tc := range []struct {
+		name    string
+		after   string
+		tenants int
+		rooms   map[string]int
+	}{
+		{"turn from the start", "", 64, nil},
+		{"turn wrapping round to acme", "acme", 64, nil},
+		{"turn from between the tenants", "b", 64, nil},
+		{"replica busy with acme", "acme", 64, busy},
+		{"replica busy with acme, turn bounded to globex", "acme", 1, busy},
+	} {
+		req := adapters.ClaimRequest{Limit: 10, PerSubscription: 10, After: tc.after, Tenants: tc.tenants,
+			Rooms: tc.rooms, DefaultRoom: 10, Lease: time.Minute}
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log.Take()
+		c, err := adapters.ClaimIn(ctx, tx, req)
+		sent := log.Take()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Bounded to one tenant, the turn reaches globex and acme comes as the busy tenant.
+		if got := fmt.Sprint(countByTenant(c.Jobs)); got != "map[acme:1 globex:1]" {
+			t.Fatalf("%s: claimed %s, want each tenant's new delivery", tc.name, got)
+		}
+		var plan []map[string]any
+		if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+sent[0].SQL, sent[0].Args...).Scan(&plan); err != nil {
+			t.Fatal(err)
+		}
+		_ = tx.Rollback(ctx)
+		// The tenant's 10,000 finished deliveries left 20,000 dead index entries (the
+		// claim's update and the attempt's each leave one): about 200 pages. A probe of
+		// globex, or a window read from the earliest entry the probe found, reads a few.
+		var walks []string
+		var each func(n map[string]any)
+		each = func(n map[string]any) {
+			pages := n["Shared Hit Blocks"].(float64) + n["Shared Read Blocks"].(float64)
+			if n["Index Name"] == "deliveries_tenant_due" && pages > 40 {
+				walks = append(walks, fmt.Sprintf("%v pages (%v)", pages, n["Index Cond"]))
+			}
+			kids, _ := n["Plans"].([]any)
+			for _, k := range kids {
+				each(k.(map[string]any))
+			}
+		}
+		each(plan[0]["Plan"].(map[string]any))
+		if len(walks) != 1 {
+			t.Errorf("%s: the claim walked acme's %d finished deliveries' index entries %d times, want once:\n%s",
+				tc.name, finished, len(walks), strings.Join(walks, "\n"))
+		}
 	}
 }
