@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -19,9 +20,12 @@ import (
 // recordSQL records the deliveries of one event in one statement: it numbers the
 // matching subscriptions, gives the ones numbered in ($7, $7 + len($6)] the pre-made IDs
 // in $6, inserts them (a delivery already there for the event is kept as it is), wakes
-// the workers if it inserted any (naming the tenant), and returns the number of matches and of inserts.
+// the workers if it inserted any (NotificationPayload: the tenant and when they are
+// due), and returns the number of matches and of inserts.
 const recordSQL = `
-WITH matched AS (
+WITH n AS (
+	SELECT date_trunc('milliseconds', now()) AS now
+), matched AS (
 	SELECT subscription_id, row_number() OVER (ORDER BY subscription_id) AS rn
 	FROM subscriptions
 	WHERE tenant_id = $1 AND active AND (events IS NULL OR $3 = ANY (events))
@@ -29,13 +33,14 @@ WITH matched AS (
 	INSERT INTO deliveries (tenant_id, delivery_id, subscription_id, event_id, event_type, ordering_key, body,
 		status, next_attempt_at, created_at, updated_at)
 	SELECT $1, ($6::text[])[m.rn - $7], m.subscription_id, $2, $3, $4, $5, 'pending', n.now, n.now, n.now
-	FROM matched m, (SELECT date_trunc('milliseconds', now()) AS now) AS n
+	FROM matched m, n
 	WHERE m.rn > $7 AND m.rn <= $7 + cardinality($6::text[])
 	ON CONFLICT (tenant_id, subscription_id, event_id) DO NOTHING
 	RETURNING 1
 )
 SELECT (SELECT count(*) FROM matched), (SELECT count(*) FROM inserted),
-	(SELECT count(*) FROM (SELECT pg_notify($8, $1) FROM inserted LIMIT 1) AS woken)`
+	(SELECT count(*) FROM (SELECT pg_notify($8, $1 || ' ' || (extract(epoch FROM n.now) * 1000000)::bigint)
+		FROM (SELECT 1 FROM inserted LIMIT 1) AS i, n) AS woken)`
 
 // idsPerRound is how many delivery IDs a round of the intake brings: most events match
 // fewer subscriptions, so one statement records them all.
@@ -135,43 +140,52 @@ type Job struct {
 // came back full (it may have more due), how many rows the claim meant to take, and the
 // earliest due time still to come among the tenants explored.
 const claimSQL = `
-WITH RECURSIVE ring (tenant_id, earliest, wrapped, pos) AS (
-	SELECT t.tenant_id, t.next_attempt_at, t.wrapped, 1
-	FROM ((SELECT tenant_id, next_attempt_at, false AS wrapped FROM deliveries WHERE status = 'pending' AND tenant_id > $5
-	       ORDER BY tenant_id, next_attempt_at, seq LIMIT 1)
-	      UNION ALL
-	      (SELECT tenant_id, next_attempt_at, true FROM deliveries WHERE status = 'pending' AND tenant_id <= $5
-	       ORDER BY tenant_id, next_attempt_at, seq LIMIT 1)
-	      LIMIT 1) AS t
+WITH RECURSIVE ring (tenant_id, earliest, kind, wrapped, pos, steps, ki) AS (
+	SELECT $5::text COLLATE "C", NULL::timestamptz, 'start'::text, false, 0, 0,
+		coalesce((SELECT min(k.i) FROM unnest($10::text[]) WITH ORDINALITY AS k(tenant_id, i)
+			WHERE k.tenant_id COLLATE "C" > $5), cardinality($10::text[]) + 1)::int
 	UNION ALL
-	SELECT t.tenant_id, t.next_attempt_at, t.wrapped, r.pos + 1
-	FROM ring r CROSS JOIN LATERAL (
-		(SELECT d.tenant_id, d.next_attempt_at, false AS wrapped FROM deliveries d
-		 WHERE NOT r.wrapped AND d.status = 'pending' AND d.tenant_id > r.tenant_id
+	SELECT t.tenant_id, t.earliest, t.kind, t.wrapped, r.pos + (t.kind = 'found')::int, r.steps + 1, t.ki
+	FROM ring r
+	CROSS JOIN LATERAL (SELECT CASE WHEN NOT r.wrapped OR ($10::text[])[r.ki] COLLATE "C" <= $5
+			THEN ($10::text[])[r.ki] COLLATE "C" END AS tenant_id, ($11::timestamptz[])[r.ki] AS floor) AS nk
+	CROSS JOIN LATERAL (
+		(SELECT d.tenant_id, d.next_attempt_at AS earliest, 'found' AS kind, r.wrapped AS wrapped, r.ki AS ki
+		 FROM deliveries d
+		 WHERE nk.tenant_id IS NOT NULL AND d.status = 'pending' AND d.tenant_id > r.tenant_id AND d.tenant_id < nk.tenant_id
 		 ORDER BY d.tenant_id, d.next_attempt_at, d.seq LIMIT 1)
 		UNION ALL
-		(SELECT d.tenant_id, d.next_attempt_at, true FROM deliveries d
-		 WHERE r.wrapped AND d.status = 'pending' AND d.tenant_id > r.tenant_id AND d.tenant_id <= $5
+		(SELECT d.tenant_id, d.next_attempt_at, 'found', true, r.ki FROM deliveries d
+		 WHERE nk.tenant_id IS NULL AND r.wrapped AND d.status = 'pending' AND d.tenant_id > r.tenant_id AND d.tenant_id <= $5
 		 ORDER BY d.tenant_id, d.next_attempt_at, d.seq LIMIT 1)
 		UNION ALL
-		(SELECT d.tenant_id, d.next_attempt_at, true FROM deliveries d
-		 WHERE NOT r.wrapped AND d.status = 'pending' AND d.tenant_id <= $5
+		(SELECT d.tenant_id, d.next_attempt_at, 'found', false, r.ki FROM deliveries d
+		 WHERE nk.tenant_id IS NULL AND NOT r.wrapped AND d.status = 'pending' AND d.tenant_id > r.tenant_id
 		 ORDER BY d.tenant_id, d.next_attempt_at, d.seq LIMIT 1)
+		UNION ALL
+		SELECT nk.tenant_id, e.earliest, CASE WHEN e.earliest IS NULL THEN 'empty' ELSE 'found' END, r.wrapped, r.ki + 1
+		FROM (SELECT (SELECT d.next_attempt_at FROM deliveries d
+			WHERE d.tenant_id = nk.tenant_id AND d.status = 'pending' AND d.next_attempt_at >= nk.floor
+			ORDER BY d.next_attempt_at, d.seq LIMIT 1) AS earliest) AS e
+		WHERE nk.tenant_id IS NOT NULL
+		UNION ALL
+		SELECT '', NULL, 'wrap', true, 1 WHERE NOT r.wrapped
 		LIMIT 1) AS t
-	WHERE r.pos < $6
+	WHERE r.pos < $6 AND r.steps <= $6 + cardinality($10::text[])
 ), rooms AS (
 	SELECT * FROM unnest($7::text[], $8::int[]) AS x(tenant_id, room)
+), probed AS (
+	SELECT tenant_id, earliest FROM ring WHERE kind IN ('found', 'empty')
+	UNION ALL
+	SELECT h.tenant_id, (SELECT d.next_attempt_at FROM deliveries d
+		WHERE d.status = 'pending' AND d.tenant_id = h.tenant_id AND d.next_attempt_at >= h.floor
+		ORDER BY d.next_attempt_at, d.seq LIMIT 1)
+	FROM (SELECT x.tenant_id, coalesce(f.floor, '-infinity') AS floor
+		FROM rooms x LEFT JOIN unnest($10::text[], $11::timestamptz[]) AS f(tenant_id, floor) ON f.tenant_id = x.tenant_id
+		WHERE x.room > 0 AND NOT EXISTS (SELECT 1 FROM ring g WHERE g.tenant_id = x.tenant_id AND g.kind IN ('found', 'empty'))
+		OFFSET 0) AS h -- filtered before the probes, not after
 ), visited AS (
-	SELECT DISTINCT ON (tenant_id) tenant_id, earliest
-	FROM (SELECT tenant_id, earliest FROM ring
-		UNION ALL
-		SELECT h.tenant_id, e.next_attempt_at
-		FROM (SELECT * FROM rooms h WHERE h.room > 0 AND NOT EXISTS (SELECT 1 FROM ring g WHERE g.tenant_id = h.tenant_id)
-			OFFSET 0) AS h -- filtered before the probes, not after
-		CROSS JOIN LATERAL (
-			SELECT d.next_attempt_at FROM deliveries d WHERE d.status = 'pending' AND d.tenant_id = h.tenant_id
-			ORDER BY d.next_attempt_at, d.seq LIMIT 1) AS e) AS v
-	ORDER BY tenant_id
+	SELECT tenant_id, earliest FROM probed WHERE earliest IS NOT NULL
 ), shares AS (
 	SELECT e.*, row_number() OVER (ORDER BY e.tenant_id <= $5, e.tenant_id) AS pos,
 		least(e.room, ($1 + count(*) OVER () - 1) / count(*) OVER ())::int AS share
@@ -215,17 +229,20 @@ WITH RECURSIVE ring (tenant_id, earliest, wrapped, pos) AS (
 		d.next_attempt_at, d.retry_step, d.attempt_count, d.lease_token
 )
 SELECT false AS summary, c.*, s.url, s.secret, CASE WHEN s.previous_secret_until > now() THEN s.previous_secret END, s.active,
-	'' AS after, 0 AS visited, false AS more, 0 AS wanted, NULL::timestamptz AS soonest
+	'' AS after, 0 AS visited, false AS more, 0 AS wanted, NULL::timestamptz AS soonest,
+	NULL::text[] AS probed, NULL::timestamptz[] AS probed_earliest
 FROM claimed c JOIN subscriptions s ON s.tenant_id = c.tenant_id AND s.subscription_id = c.subscription_id
 UNION ALL
 SELECT true, '', '', '', '', '', 0, NULL, now(), 0, 0, 0, '', '', NULL, false,
 	coalesce(CASE WHEN (SELECT count(*) FROM picked) >= $1
 		THEN (SELECT tenant_id FROM picked ORDER BY turn DESC, pos DESC LIMIT 1)
-		ELSE (SELECT tenant_id FROM ring ORDER BY pos DESC LIMIT 1) END, $5),
-	(SELECT count(*) FROM ring)::int,
+		ELSE (SELECT tenant_id FROM ring WHERE kind = 'found' ORDER BY steps DESC LIMIT 1) END, $5),
+	(SELECT count(*) FROM ring WHERE kind = 'found')::int,
 	EXISTS (SELECT 1 FROM candidates GROUP BY tenant_id, share HAVING count(*) = 4 * share),
 	least($1, (SELECT count(*) FROM ranked WHERE turn <= room))::int,
-	(SELECT min(earliest) FROM ring WHERE earliest > now())`
+	(SELECT min(earliest) FROM ring WHERE earliest > now()),
+	(SELECT array_agg(tenant_id ORDER BY tenant_id) FROM probed),
+	(SELECT array_agg(earliest ORDER BY tenant_id) FROM probed)`
 
 // ClaimRequest says what one claim may take.
 type ClaimRequest struct {
@@ -247,6 +264,12 @@ type ClaimRequest struct {
 	DefaultRoom int
 	// Lease is how long the claimed deliveries are held.
 	Lease time.Duration
+	// Floors are what the engine knows of some tenants: none of the tenant's pending
+	// deliveries is due before its floor. A tenant's probes start there instead of at
+	// the front of its part of the queue's index, which holds the entries of its finished
+	// deliveries until vacuum removes them. A floor too late would hide deliveries: see
+	// Claimed.Floors for where they come from.
+	Floors map[string]time.Time
 }
 
 // Claimed is what a claim took and where the next claim should look.
@@ -266,6 +289,12 @@ type Claimed struct {
 	// its turn explored (nil when none): a delivery that falls due before the engine's
 	// turn comes round to its tenant again.
 	Soonest *time.Time
+	// Floors holds, for every tenant the claim probed, the earliest due time of its
+	// pending deliveries, or the claim's time when it had none. It was true in the
+	// claim's snapshot; a delivery that becomes pending later may be due before it only
+	// if its transaction began before the claim, and its notification says when it is due
+	// (see ParseNotification).
+	Floors map[string]time.Time
 }
 
 // Claim leases due deliveries for an attempt each, in turns across tenants: every tenant
@@ -306,8 +335,13 @@ func (req ClaimRequest) args() []any {
 	for id, n := range req.Rooms {
 		roomTenants, rooms = append(roomTenants, id), append(rooms, int32(max(n, 0)))
 	}
+	floorTenants := append([]string{}, slices.Sorted(maps.Keys(req.Floors))...) // in the order of COLLATE "C"; never NULL
+	floors := make([]time.Time, len(floorTenants))
+	for i, id := range floorTenants {
+		floors[i] = req.Floors[id]
+	}
 	return []any{req.Limit, req.PerSubscription, exclude, req.Lease.Seconds(),
-		req.After, max(req.Tenants, 1), roomTenants, rooms, req.DefaultRoom}
+		req.After, max(req.Tenants, 1), roomTenants, rooms, req.DefaultRoom, floorTenants, floors}
 }
 
 func claim(ctx context.Context, q querier, req ClaimRequest) (Claimed, error) {
@@ -326,14 +360,23 @@ func claim(ctx context.Context, q querier, req ClaimRequest) (Claimed, error) {
 			more    bool
 			v, w    int
 			soonest *time.Time
+			probed  []string
+			earlier []*time.Time
 		)
 		if err := rows.Scan(&summary, &j.TenantID, &j.DeliveryID, &j.SubscriptionID, &j.EventID, &j.OrderingKey, &j.Seq,
 			&j.Body, &j.DueAt, &j.RetryStep, &j.AttemptNo, &j.LeaseToken, &j.URL, &j.Secret, &j.PreviousSecret, &j.Active,
-			&after, &v, &more, &w, &soonest); err != nil {
+			&after, &v, &more, &w, &soonest, &probed, &earlier); err != nil {
 			return Claimed{}, fmt.Errorf("claim deliveries: %w", err)
 		}
 		if summary {
 			c.After, visited, c.More, wanted, c.Soonest = after, v, more, w, soonest
+			c.Floors = make(map[string]time.Time, len(probed))
+			for i, id := range probed {
+				c.Floors[id] = j.DueAt // the claim's time: nothing was pending
+				if i < len(earlier) && earlier[i] != nil {
+					c.Floors[id] = *earlier[i]
+				}
+			}
 			continue
 		}
 		c.Jobs = append(c.Jobs, j)

@@ -548,6 +548,44 @@ func TestClaimWalksATenantsFinishedDeliveriesOnce(t *testing.T) {
 	record(t, s, pool, newEvent(t, "acme", events.TypeFormSubmitted, "form_new"))
 	record(t, s, pool, newEvent(t, "globex", events.TypeFormSubmitted, "form_new"))
 
+	// walks claims with req inside a transaction rolled back, and returns the claim and
+	// the probes of the queue's index that walked acme's finished deliveries' entries.
+	walks := func(req adapters.ClaimRequest) (adapters.Claimed, []string) {
+		t.Helper()
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		log.Take()
+		c, err := adapters.ClaimIn(ctx, tx, req)
+		sent := log.Take()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []map[string]any
+		if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+sent[0].SQL, sent[0].Args...).Scan(&plan); err != nil {
+			t.Fatal(err)
+		}
+		// The tenant's 10,000 finished deliveries left 20,000 dead index entries (the
+		// claim's update and the attempt's each leave one): about 280 pages. A probe of
+		// globex, or one that starts at a floor or at the earliest entry found, reads a few.
+		var walked []string
+		var each func(n map[string]any)
+		each = func(n map[string]any) {
+			pages := n["Shared Hit Blocks"].(float64) + n["Shared Read Blocks"].(float64)
+			if n["Index Name"] == "deliveries_tenant_due" && pages > 40 {
+				walked = append(walked, fmt.Sprintf("%v pages (%v)", pages, n["Index Cond"]))
+			}
+			kids, _ := n["Plans"].([]any)
+			for _, k := range kids {
+				each(k.(map[string]any))
+			}
+		}
+		each(plan[0]["Plan"].(map[string]any))
+		return c, walked
+	}
+
 	busy := map[string]int{"acme": 10}
 	for _, tc := range []struct {
 		name    string
@@ -563,44 +601,147 @@ func TestClaimWalksATenantsFinishedDeliveriesOnce(t *testing.T) {
 	} {
 		req := adapters.ClaimRequest{Limit: 10, PerSubscription: 10, After: tc.after, Tenants: tc.tenants,
 			Rooms: tc.rooms, DefaultRoom: 10, Lease: time.Minute}
-		tx, err := pool.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		log.Take()
-		c, err := adapters.ClaimIn(ctx, tx, req)
-		sent := log.Take()
-		if err != nil {
-			t.Fatal(err)
-		}
+		c, walked := walks(req)
 		// Bounded to one tenant, the turn reaches globex and acme comes as the busy tenant.
 		if got := fmt.Sprint(countByTenant(c.Jobs)); got != "map[acme:1 globex:1]" {
 			t.Fatalf("%s: claimed %s, want each tenant's new delivery", tc.name, got)
 		}
-		var plan []map[string]any
-		if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+sent[0].SQL, sent[0].Args...).Scan(&plan); err != nil {
-			t.Fatal(err)
-		}
-		_ = tx.Rollback(ctx)
-		// The tenant's 10,000 finished deliveries left 20,000 dead index entries (the
-		// claim's update and the attempt's each leave one): about 200 pages. A probe of
-		// globex, or a window read from the earliest entry the probe found, reads a few.
-		var walks []string
-		var each func(n map[string]any)
-		each = func(n map[string]any) {
-			pages := n["Shared Hit Blocks"].(float64) + n["Shared Read Blocks"].(float64)
-			if n["Index Name"] == "deliveries_tenant_due" && pages > 40 {
-				walks = append(walks, fmt.Sprintf("%v pages (%v)", pages, n["Index Cond"]))
-			}
-			kids, _ := n["Plans"].([]any)
-			for _, k := range kids {
-				each(k.(map[string]any))
-			}
-		}
-		each(plan[0]["Plan"].(map[string]any))
-		if len(walks) != 1 {
+		if len(walked) != 1 {
 			t.Errorf("%s: the claim walked acme's %d finished deliveries' index entries %d times, want once:\n%s",
-				tc.name, finished, len(walks), strings.Join(walks, "\n"))
+				tc.name, finished, len(walked), strings.Join(walked, "\n"))
 		}
+		// With the floors that claim found, the next one walks them not at all.
+		if c.Floors["acme"].IsZero() || c.Floors["globex"].IsZero() {
+			t.Fatalf("%s: the claim's floors %v lack a tenant it probed", tc.name, c.Floors)
+		}
+		req.Floors = c.Floors
+		c, walked = walks(req)
+		if got := fmt.Sprint(countByTenant(c.Jobs)); got != "map[acme:1 globex:1]" {
+			t.Fatalf("%s, with floors %v: claimed %s, want each tenant's new delivery", tc.name, req.Floors, got)
+		}
+		if len(walked) != 0 {
+			t.Errorf("%s, with floors: the claim walked acme's finished deliveries' index entries:\n%s",
+				tc.name, strings.Join(walked, "\n"))
+		}
+	}
+}
+
+// Floors change where a claim's probes of a tenant start, not which tenants it finds or
+// in what order: tenants with floors and tenants without take their turns as before, a
+// claim bounded to fewer tenants goes on where it stopped, and the claim reports a floor
+// for every tenant it probed: its earliest pending due time, or the claim's time when
+// nothing is pending.
+func TestClaimWithFloorsGoesRoundEveryTenant(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	for _, tenant := range []string{"t1", "t2", "t3", "t4", "t5"} {
+		backlog(t, s, pool, tenant, []string{"whsub_" + tenant}, 1)
+	}
+	addSubscription(t, s, "t6", "whsub_t6", true, nil) // nothing pending
+	long := time.Now().Add(-time.Hour)
+	floors := map[string]time.Time{"t2": long, "t4": long, "t6": long}
+	req := func(limit int, after string, tenants int) adapters.ClaimRequest {
+		return adapters.ClaimRequest{Limit: limit, PerSubscription: 10, After: after, Tenants: tenants,
+			DefaultRoom: 10, Lease: time.Minute, Floors: floors}
+	}
+
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	c, err := adapters.ClaimIn(ctx, tx, req(0, "", 64))
+	_ = tx.Rollback(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var due time.Time
+	if err := pool.QueryRow(ctx, "SELECT next_attempt_at FROM deliveries WHERE tenant_id = 't3'").Scan(&due); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Floors) != 6 || !c.Floors["t3"].Equal(due) || c.Floors["t6"].Before(began.Add(-time.Second)) {
+		t.Fatalf("a claim probing six tenants reported floors %v: want t3's at its delivery's due time %v, and t6's, "+
+			"which has nothing pending, at the claim's time", c.Floors, due)
+	}
+
+	var turns []string
+	after := "t3"
+	for range 5 {
+		c, err := s.Claim(ctx, req(1, after, 64))
+		if err != nil || len(c.Jobs) != 1 {
+			t.Fatalf("claim of one after %s: %v, %v", after, c.Jobs, err)
+		}
+		turns, after = append(turns, c.Jobs[0].TenantID), c.After
+	}
+	if fmt.Sprint(turns) != "[t4 t5 t1 t2 t3]" {
+		t.Fatalf("claims of one from t3 went to %v: with floors for t2, t4 and t6, they must still go round in turn", turns)
+	}
+
+	for _, tenant := range []string{"t1", "t2", "t3", "t4", "t5"} {
+		record(t, s, pool, newEvent(t, tenant, events.TypeFormSubmitted, "form_more_"+tenant))
+	}
+	c, err = s.Claim(ctx, req(100, "", 2))
+	if err != nil || fmt.Sprint(countByTenant(c.Jobs)) != "map[t1:1 t2:1]" || !c.Unvisited || c.After != "t2" {
+		t.Fatalf("a claim bounded to 2 tenants got %v (%v, unvisited %v, after %q): want t1 and t2", countByTenant(c.Jobs),
+			err, c.Unvisited, c.After)
+	}
+	if c, err = s.Claim(ctx, req(100, c.After, 2)); err != nil || fmt.Sprint(countByTenant(c.Jobs)) != "map[t3:1 t4:1]" {
+		t.Fatalf("the next claim got %v (%v): want t3 and t4", countByTenant(c.Jobs), err)
+	}
+}
+
+// A notification of new deliveries names their tenant and says when they are due, as
+// the intake, a test event and a retry by hand send it; one of a replica of an earlier
+// version names the tenant alone.
+func TestNotificationsSayWhenDeliveriesAreDue(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN "+adapters.Channel); err != nil {
+		t.Fatal(err)
+	}
+	check := func(how string, want time.Time) {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		n, err := conn.Conn().WaitForNotification(wctx)
+		if err != nil {
+			t.Fatalf("%s: %v", how, err)
+		}
+		if tenant, due, known := adapters.ParseNotification(n.Payload); tenant != "acme" || !known || !due.Equal(want) {
+			t.Fatalf("%s: the notification %q reads as %q due %v (%v), want acme due %v", how, n.Payload, tenant, due, known, want)
+		}
+	}
+	addSubscription(t, s, "acme", "whsub_a", true, nil)
+	e := newEvent(t, "acme", events.TypeFormSubmitted, "form_1")
+	record(t, s, pool, e)
+	var id string
+	var due time.Time
+	if err := pool.QueryRow(ctx, "SELECT delivery_id, next_attempt_at FROM deliveries WHERE event_id = $1", e.ID).
+		Scan(&id, &due); err != nil {
+		t.Fatal(err)
+	}
+	check("the intake", due)
+
+	d, err := s.RecordTestDelivery(ctx, "acme", "whsub_a", "whdel_test", "evt_test", "webhook.test", []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("a test event", *d.NextAttemptAt)
+
+	if _, err := pool.Exec(ctx, "UPDATE deliveries SET status = 'failed', next_attempt_at = NULL WHERE delivery_id = $1", id); err != nil {
+		t.Fatal(err)
+	}
+	if d, err = s.RetryDelivery(ctx, "acme", "whsub_a", id); err != nil {
+		t.Fatal(err)
+	}
+	check("a retry by hand", *d.NextAttemptAt)
+
+	if tenant, _, known := adapters.ParseNotification("acme"); tenant != "acme" || known {
+		t.Fatalf("an earlier version's notification reads as %q (due known %v), want acme, due unknown", tenant, known)
 	}
 }

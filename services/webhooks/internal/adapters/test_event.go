@@ -31,11 +31,10 @@ func (s *Store) RecordTestDelivery(ctx context.Context, tenantID, subscriptionID
 			tenantID, deliveryID, subscriptionID, eventID, eventType, body); err != nil {
 			return fmt.Errorf("insert test delivery: %w", err)
 		}
-		if _, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", Channel, tenantID); err != nil {
-			return fmt.Errorf("notify: %w", err)
+		if out, err = getDelivery(ctx, tx, tenantID, subscriptionID, deliveryID, ""); err != nil {
+			return err
 		}
-		out, err = getDelivery(ctx, tx, tenantID, subscriptionID, deliveryID, "")
-		return err
+		return notify(ctx, tx, tenantID, *out.NextAttemptAt)
 	})
 	return out, err
 }

@@ -137,6 +137,7 @@ type Dispatcher struct {
 	// that takes some of their deliveries or announceFor passes: claims visit them
 	// besides their turn.
 	announced map[string]time.Time
+	floors    *floors   // where the claims' probes of a tenant may start
 	held      int       // claimed deliveries in memory
 	inFlight  int       // attempts being made
 	ready     []*tenant // tenants with a job ready to start and a free slot, waiting for a worker, in turn
@@ -183,7 +184,7 @@ func New(cfg Config, queue Queue, sender *Sender, pool *pgxpool.Pool, log *slog.
 	}
 	return &Dispatcher{cfg: cfg, queue: queue, sender: sender, pool: pool, log: log, metrics: m,
 		wake: make(chan struct{}, 1), results: make(chan adapters.Result, 2*cfg.Workers),
-		lanes: map[string]*lane{}, tenants: map[string]*tenant{}, announced: map[string]time.Time{}}
+		lanes: map[string]*lane{}, tenants: map[string]*tenant{}, announced: map[string]time.Time{}, floors: newFloors()}
 }
 
 // announceFor is how long a notified tenant is visited by every claim unless a claim
@@ -206,8 +207,9 @@ func (d *Dispatcher) announce(tenantID string) {
 }
 
 // listen pokes the engine on every notification of new deliveries (and once at start
-// and after every reconnection, for what happened meanwhile), announcing the tenant the
-// notification names. It listens on a dedicated connection and reconnects with backoff.
+// and after every reconnection, for what happened meanwhile, when it also forgets the
+// floors), announcing the tenant the notification names and lowering its floor to when
+// they are due. It listens on a dedicated connection and reconnects with backoff.
 func (d *Dispatcher) listen(ctx context.Context) {
 	backoff := 200 * time.Millisecond
 	for ctx.Err() == nil {
@@ -237,6 +239,7 @@ func (d *Dispatcher) listenOnce(ctx context.Context) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	d.reround.Store(true) // notifications may have been missed meanwhile
+	d.floors.forget(time.Now())
 	for {
 		d.Poke()
 		wctx, cancel := context.WithTimeout(ctx, d.cfg.Idle)
@@ -248,7 +251,9 @@ func (d *Dispatcher) listenOnce(ctx context.Context) error {
 		case err != nil && !pgconn.Timeout(err):
 			return fmt.Errorf("wait: %w", err)
 		case err == nil && n.Payload != "":
-			d.announce(n.Payload)
+			tenantID, due, known := adapters.ParseNotification(n.Payload)
+			d.floors.notified(tenantID, due, known)
+			d.announce(tenantID)
 		}
 	}
 }
@@ -380,10 +385,12 @@ func (d *Dispatcher) claim(ctx context.Context, n int, exclude []string, rooms m
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 	defer cancel()
 	began := time.Now()
+	floors, gen := d.floors.begin(began)
 	c, err := d.queue.Claim(ctx, adapters.ClaimRequest{Limit: n, PerSubscription: laneDepth * d.cfg.PerSubscription,
 		Exclude: exclude, After: d.after, Tenants: claimTenants, Rooms: rooms, DefaultRoom: d.tenantHeld(),
-		Lease: d.cfg.Lease})
+		Lease: d.cfg.Lease, Floors: floors})
 	d.metrics.claims.Observe(time.Since(began).Seconds())
+	d.floors.learn(gen, c.Floors)
 	return c, err
 }
 
