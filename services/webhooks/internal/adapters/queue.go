@@ -106,14 +106,19 @@ type Job struct {
 // the deliveries, $2 those of one subscription, $3 lists subscriptions to skip, $4 is the
 // lease in seconds; $5 is the tenant after which the turn begins, $6 bounds the tenants
 // the turn explores, and each tenant may get up to its room: $8 for the tenants in $7,
-// $9 for the others.
+// $9 for the others. $10 lists tenants in order (COLLATE "C") with their floors in $11
+// (ClaimRequest.Floors).
 //
 //   - ring explores the tenants with pending deliveries in order, from the one after $5
 //     to the last, then (wrapped) from the first up to $5 itself, at most $6 of them: one
-//     probe of deliveries_tenant_due each (a skip scan), which also reads the tenant's
-//     earliest pending due time. visited adds the tenants of $7 with room (those the
-//     replica is busy with) that the turn did not reach, so a busy tenant is never left
-//     out because many tenants wait for retries.
+//     probe of deliveries_tenant_due each, which also reads the tenant's earliest pending
+//     due time. A tenant of $10 is probed from its floor (kind 'found', or 'empty' when
+//     nothing is pending); between two of them (or past the last), the next tenant with
+//     pending deliveries is found by a skip scan bounded by the next one of $10, and the
+//     wrap is a marker row. ki is the position in $10 of the next tenant with a floor.
+//     probed adds the tenants of $7 with room (those the replica is busy with) that the
+//     turn did not reach, so a busy tenant is never left out because many tenants wait
+//     for retries; visited keeps the probed tenants with something pending.
 //   - shares keeps the tenants with something due and room, in turn order from $5, and
 //     gives each an equal share of $1 (at most its room); candidates looks at a window of
 //     4 × share of each tenant's earliest due, unheld deliveries, by index in due order
@@ -122,10 +127,11 @@ type Job struct {
 //
 // A finished delivery leaves dead entries at the front of its tenant's part of
 // deliveries_tenant_due until vacuum removes them, and an index probe walks them all to
-// find the first live one: thousands at a high rate. So the claim probes each tenant
-// once: the turn ends at $5 instead of probing its first tenant again to see it has come
-// round, visited probes only the tenants the turn did not reach, and candidates starts at
-// the earliest due time the probe read (the same snapshot: no pending row lies before it).
+// find the first live one: thousands at a high rate. So a tenant with a floor is probed
+// from there, and every tenant once: the turn ends at $5 instead of probing its first
+// tenant again to see it has come round, probed reaches only the tenants the turn did
+// not, and candidates starts at the earliest due time the probe read (the same
+// snapshot: no pending row lies before it).
 //   - ranked keeps at most $2 per subscription and numbers each tenant's rows in due
 //     order; picked takes them round by round (every tenant's first, then every tenant's
 //     second, …) within each tenant's room, up to $1, locking with SKIP LOCKED, so
@@ -137,8 +143,9 @@ type Job struct {
 // After the claimed rows comes one summary row (summary true): the tenant after which the
 // next claim's turn should begin (the last one served in round order when $1 ran out,
 // else the last one the turn explored), the tenants explored, whether a tenant's window
-// came back full (it may have more due), how many rows the claim meant to take, and the
-// earliest due time still to come among the tenants explored.
+// came back full (it may have more due), how many rows the claim meant to take, the
+// earliest due time still to come among the tenants explored, and the probed tenants
+// with their earliest pending due times (NULL: none; the row's due time is the claim's).
 const claimSQL = `
 WITH RECURSIVE ring (tenant_id, earliest, kind, wrapped, pos, steps, ki) AS (
 	SELECT $5::text COLLATE "C", NULL::timestamptz, 'start'::text, false, 0, 0,
