@@ -16,6 +16,7 @@ import (
 
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
+	"github.com/customerapi/platform/libs/testwait"
 	"github.com/customerapi/platform/services/webhooks/internal/adapters"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
 	"github.com/customerapi/platform/services/webhooks/migrations"
@@ -111,21 +112,20 @@ func TestDeliveryOfAnOlderTransactionIsNotPassedOver(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
 	go func() { stopped <- d.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-stopped })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-stopped; err != nil {
+			t.Errorf("the dispatcher stopped with %v, want a clean stop", err)
+		}
+	})
 
 	waitArrived := func(n int, within time.Duration) {
 		t.Helper()
-		deadline := time.Now().Add(within)
-		for time.Now().Before(deadline) {
+		testwait.For(t, within, fmt.Sprintf("%d deliveries to arrive", n), func() (bool, string) {
 			arrived.mu.Lock()
-			got := len(arrived.at)
-			arrived.mu.Unlock()
-			if got >= n {
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		t.Fatalf("%d deliveries did not arrive within %v", n, within)
+			defer arrived.mu.Unlock()
+			return len(arrived.at) >= n, fmt.Sprintf("%d arrived", len(arrived.at))
+		})
 	}
 	for i := range 30 {
 		enqueue(t, store, pool, "acme", fmt.Sprintf("form_%d", i))
