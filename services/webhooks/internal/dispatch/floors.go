@@ -14,10 +14,21 @@ const maxFloors = 256
 // on how late a delivery written outside the service (without a notification) is found.
 const floorLife = time.Minute
 
-// floors keeps, for tenants the claims probed, a time before which none of the tenant's
-// pending deliveries is due: its floor (adapters.ClaimRequest.Floors). A claim's probes
-// of the tenant start there instead of walking the index entries of every delivery the
-// tenant finished since vacuum last ran, thousands at a high rate.
+// floorAfter is how many deliveries of a tenant the replica must have finished since the
+// floors were last forgotten before it keeps the tenant's floor. A floor costs the claim a
+// second short probe (the turn looks for other tenants before the floored one, then
+// probes it), which pays only when the tenant left enough dead entries to walk: two per
+// finished delivery, about a hundred to an index page.
+const floorAfter = 256
+
+// maxFinished bounds the tenants whose finished deliveries are counted.
+const maxFinished = 4096
+
+// floors keeps, for tenants the claims probed that finished many deliveries lately
+// (floorAfter), a time before which none of the tenant's pending deliveries is due: its
+// floor (adapters.ClaimRequest.Floors). A claim's probes of the tenant start there
+// instead of walking the index entries of every delivery the tenant finished since
+// vacuum last ran, thousands at a high rate.
 //
 // A claim's floors (adapters.Claimed.Floors) hold in its snapshot. A delivery may
 // become pending later in three ways, and must never be due before a floor kept:
@@ -31,8 +42,9 @@ const floorLife = time.Minute
 //     while the listener was down): the floors are forgotten when the listener
 //     (re)connects and at least every floorLife, and a claim in flight then learns nothing.
 type floors struct {
-	mu sync.Mutex
-	at map[string]time.Time
+	mu       sync.Mutex
+	at       map[string]time.Time
+	finished map[string]int // deliveries finished per tenant since the floors were forgotten
 	// claiming is true while a claim is in flight; lowered then holds the earliest due
 	// time notified per tenant since it began (the zero time: not said, forget the
 	// tenant), and spoiled that more tenants were notified than lowered may hold.
@@ -44,7 +56,17 @@ type floors struct {
 }
 
 func newFloors() *floors {
-	return &floors{at: map[string]time.Time{}, lowered: map[string]time.Time{}, since: time.Now()}
+	return &floors{at: map[string]time.Time{}, finished: map[string]int{}, lowered: map[string]time.Time{}, since: time.Now()}
+}
+
+// done counts n deliveries of tenantID whose results were written (each left dead index
+// entries behind).
+func (f *floors) done(tenantID string, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.finished[tenantID]; ok || len(f.finished) < maxFinished {
+		f.finished[tenantID] += n
+	}
 }
 
 // notified takes in a notification of pending deliveries of tenantID due at due (known
@@ -101,7 +123,7 @@ func (f *floors) learn(gen uint64, found map[string]time.Time) {
 			}
 			floor = minTime(floor, low)
 		}
-		if _, ok := f.at[id]; ok || len(f.at) < maxFloors {
+		if _, ok := f.at[id]; ok || len(f.at) < maxFloors && f.finished[id] >= floorAfter {
 			f.at[id] = floor
 		}
 	}
@@ -117,6 +139,7 @@ func (f *floors) forget(now time.Time) {
 
 func (f *floors) forgetLocked(now time.Time) {
 	clear(f.at)
+	clear(f.finished)
 	f.gen++
 	f.since = now
 }

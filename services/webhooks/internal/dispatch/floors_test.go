@@ -22,14 +22,21 @@ import (
 	"github.com/customerapi/platform/services/webhooks/migrations"
 )
 
-// What the floors keep: what a claim found, lowered by every notification of a delivery
-// due earlier (also one that arrives while the claim is in flight, as its snapshot may
-// not have seen the delivery); nothing for a tenant notified without a due time; nothing
-// at all after they are forgotten, at most floorLife after the last time.
+// What the floors keep: what a claim found of the tenants that finished floorAfter
+// deliveries, lowered by every notification of a delivery due earlier (also one that
+// arrives while the claim is in flight, as its snapshot may not have seen the delivery);
+// nothing for a tenant notified without a due time; nothing at all after they are
+// forgotten, at most floorLife after the last time.
 func TestFloorsNeverPassANotifiedDelivery(t *testing.T) {
 	t0 := time.Now()
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	f := newFloors()
+	busy := func(ids ...string) {
+		for _, id := range ids {
+			f.done(id, floorAfter)
+		}
+	}
+	busy("acme", "globex", "initech", "umbrella")
 	check := func(step string, want map[string]time.Time) {
 		t.Helper()
 		got, gen := f.begin(t0)
@@ -39,9 +46,11 @@ func TestFloorsNeverPassANotifiedDelivery(t *testing.T) {
 		}
 	}
 
+	f.done("hooli", floorAfter-1)
 	_, gen := f.begin(t0)
-	f.learn(gen, map[string]time.Time{"acme": at(10), "globex": at(20)})
-	check("after a claim", map[string]time.Time{"acme": at(10), "globex": at(20)})
+	f.learn(gen, map[string]time.Time{"acme": at(10), "globex": at(20), "hooli": at(30)})
+	check("after a claim (hooli finished too few deliveries to be worth a floor)",
+		map[string]time.Time{"acme": at(10), "globex": at(20)})
 
 	_, gen = f.begin(t0)
 	f.notified("acme", at(5), true)
@@ -63,6 +72,7 @@ func TestFloorsNeverPassANotifiedDelivery(t *testing.T) {
 	f.learn(gen, map[string]time.Time{"acme": at(50)})
 	check("after the listener reconnected during a claim", map[string]time.Time{})
 
+	busy("acme") // forgetting counts afresh
 	_, gen = f.begin(t0)
 	f.learn(gen, map[string]time.Time{"acme": at(1)})
 	if got, gen := f.begin(t0.Add(floorLife)); len(got) != 0 {
@@ -75,7 +85,9 @@ func TestFloorsNeverPassANotifiedDelivery(t *testing.T) {
 	found := map[string]time.Time{}
 	for i := range maxFloors + 10 {
 		found[fmt.Sprintf("t%04d", i)] = at(i)
+		busy(fmt.Sprintf("t%04d", i))
 	}
+	busy("late")
 	_, gen = f.begin(t0.Add(floorLife))
 	f.learn(gen, found)
 	got, gen := f.begin(t0.Add(floorLife))
@@ -92,13 +104,13 @@ func TestFloorsNeverPassANotifiedDelivery(t *testing.T) {
 }
 
 // A delivery recorded by a transaction that began before the engine's claims moved the
-// tenant's floor past its due time, and committed after, arrives at once: its
+// floor of a busy tenant past its due time, and committed after, arrives at once: its
 // notification lowers the floor (without it, the claims would not see the delivery until
 // the floors are forgotten, floorLife later).
 func TestDeliveryOfAnOlderTransactionIsNotPassedOver(t *testing.T) {
 	pool := pgtest.NewPool(t, migrations.Set)
 	store := adapters.NewStore(pool)
-	arrived := &arrivalLog{at: map[string]time.Time{}, want: 61, all: make(chan struct{})}
+	arrived := &arrivalLog{at: map[string]time.Time{}, want: floorAfter + 31, all: make(chan struct{})}
 	srv := httptest.NewServer(arrived)
 	t.Cleanup(srv.Close)
 	subscribeAll(t, store, "acme", "whsub_a", srv.URL)
@@ -127,10 +139,10 @@ func TestDeliveryOfAnOlderTransactionIsNotPassedOver(t *testing.T) {
 			return len(arrived.at) >= n, fmt.Sprintf("%d arrived", len(arrived.at))
 		})
 	}
-	for i := range 30 {
+	for i := range floorAfter {
 		enqueue(t, store, pool, "acme", fmt.Sprintf("form_%d", i))
 	}
-	waitArrived(30, 10*time.Second)
+	waitArrived(floorAfter, 20*time.Second)
 
 	older, err := pool.Begin(t.Context())
 	if err != nil {
@@ -148,7 +160,7 @@ func TestDeliveryOfAnOlderTransactionIsNotPassedOver(t *testing.T) {
 	for i := range 30 {
 		enqueue(t, store, pool, "acme", fmt.Sprintf("form_later_%d", i))
 	}
-	waitArrived(60, 10*time.Second)
+	waitArrived(floorAfter+30, 10*time.Second)
 	var due time.Time
 	if err := older.QueryRow(t.Context(), "SELECT next_attempt_at FROM deliveries WHERE event_id = $1", e.ID).Scan(&due); err != nil {
 		t.Fatal(err)
@@ -159,7 +171,7 @@ func TestDeliveryOfAnOlderTransactionIsNotPassedOver(t *testing.T) {
 	if err := older.Commit(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	waitArrived(61, 5*time.Second)
+	waitArrived(floorAfter+31, 5*time.Second)
 }
 
 // floorsSent is a Queue that notes the floors of the last claim sent.
