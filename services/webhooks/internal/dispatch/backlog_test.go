@@ -80,15 +80,7 @@ func TestManyTenantsWaitingForRetries(t *testing.T) {
 		ShutdownGrace: 100 * time.Millisecond, Idle: time.Minute},
 		queue, NewSender(newGuard(), 10*time.Second, 16), pool, log, NewMetrics(reg, noStats, log))
 	queue.d = d
-	runCtx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error, 1)
-	go func() { stopped <- d.Run(runCtx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-stopped; err != nil {
-			t.Errorf("the dispatcher stopped with %v, want a clean stop", err)
-		}
-	})
+	runUntilCleanup(t, d)
 
 	queue.waitRest(t, pool)
 	before := claimCount(t, reg)

@@ -182,6 +182,19 @@ func jobsOf(t *testing.T, g *gate, tenantID string, subs, n int) []adapters.Job 
 }
 
 // runEngine runs a dispatcher on q until the test ends.
+// runUntilCleanup runs d until the test ends, and checks that it then stops cleanly.
+func runUntilCleanup(t *testing.T, d *Dispatcher) {
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-stopped; err != nil {
+			t.Errorf("the dispatcher stopped with %v, want a clean stop", err)
+		}
+	})
+}
+
 func runEngine(t *testing.T, cfg Config, q Queue) *Dispatcher {
 	pool, err := pgxpool.New(context.Background(), "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
 	if err != nil {
@@ -191,15 +204,7 @@ func runEngine(t *testing.T, cfg Config, q Queue) *Dispatcher {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg.Lease, cfg.ClaimBatch, cfg.ShutdownGrace, cfg.Idle = time.Minute, 100, 100*time.Millisecond, time.Minute
 	d := New(cfg, q, newSender(10*time.Second), pool, log, NewMetrics(prometheus.NewRegistry(), nil, log))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("the dispatcher stopped with %v, want a clean stop", err)
-		}
-	})
+	runUntilCleanup(t, d)
 	return d
 }
 

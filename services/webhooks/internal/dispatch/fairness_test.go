@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -138,15 +137,7 @@ func TestTenantWithSlowBacklogDoesNotDelayOthers(t *testing.T) {
 		DisableAfter: time.Hour, ShutdownGrace: 100 * time.Millisecond, Idle: time.Minute},
 		store, NewSender(newGuard(), 10*time.Second, 2*perSubscription), pool, log,
 		NewMetrics(prometheus.NewRegistry(), nil, log))
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error, 1)
-	go func() { stopped <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-stopped; err != nil {
-			t.Errorf("the dispatcher stopped with %v, want a clean stop", err)
-		}
-	})
+	runUntilCleanup(t, d)
 
 	select {
 	case <-saturated:

@@ -121,15 +121,7 @@ func TestDeliveryOfAnOlderTransactionIsNotPassedOver(t *testing.T) {
 		Policy: domain.RetryPolicy{Schedule: domain.DefaultSchedule}, DisableAfter: time.Hour,
 		ShutdownGrace: 100 * time.Millisecond, Idle: time.Minute},
 		queue, NewSender(newGuard(), 10*time.Second, 16), pool, log, NewMetrics(prometheus.NewRegistry(), nil, log))
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error, 1)
-	go func() { stopped <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-stopped; err != nil {
-			t.Errorf("the dispatcher stopped with %v, want a clean stop", err)
-		}
-	})
+	runUntilCleanup(t, d)
 
 	waitArrived := func(n int, within time.Duration) {
 		t.Helper()
