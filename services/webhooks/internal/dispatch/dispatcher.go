@@ -656,18 +656,6 @@ func (d *Dispatcher) writeResults(ctx context.Context) {
 	}
 }
 
-// countFinished tells the floors how many deliveries of each tenant a written batch
-// finished or rescheduled.
-func (d *Dispatcher) countFinished(batch []adapters.Result) {
-	n := map[string]int{}
-	for _, r := range batch {
-		n[r.TenantID]++
-	}
-	for id, k := range n {
-		d.floors.done(id, k)
-	}
-}
-
 // write records one batch, retrying while the database is unreachable (the attempts
 // waiting to report hold their slots meanwhile, which pauses the engine). At shutdown it
 // gives up after a few tries: the leases run out and the deliveries are attempted again.
@@ -678,7 +666,7 @@ func (d *Dispatcher) write(ctx context.Context, batch []adapters.Result) {
 		disabled, err := d.queue.Complete(wctx, batch, d.cfg.DisableAfter)
 		cancel()
 		if err == nil {
-			d.countFinished(batch)
+			d.floors.done(batch)
 			for _, s := range disabled {
 				reason := "failing"
 				if s.Gone {

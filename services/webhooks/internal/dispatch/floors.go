@@ -4,6 +4,8 @@ import (
 	"maps"
 	"sync"
 	"time"
+
+	"github.com/customerapi/platform/services/webhooks/internal/adapters"
 )
 
 // maxFloors bounds the tenants whose floors are kept; the others' probes start at the
@@ -59,13 +61,15 @@ func newFloors() *floors {
 	return &floors{at: map[string]time.Time{}, finished: map[string]int{}, lowered: map[string]time.Time{}, since: time.Now()}
 }
 
-// done counts n deliveries of tenantID whose results were written (each left dead index
-// entries behind).
-func (f *floors) done(tenantID string, n int) {
+// done counts the deliveries of a written batch of results per tenant (each left dead
+// index entries behind).
+func (f *floors) done(results []adapters.Result) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.finished[tenantID]; ok || len(f.finished) < maxFinished {
-		f.finished[tenantID] += n
+	for _, r := range results {
+		if _, ok := f.finished[r.TenantID]; ok || len(f.finished) < maxFinished {
+			f.finished[r.TenantID]++
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -31,9 +32,12 @@ func TestFloorsNeverPassANotifiedDelivery(t *testing.T) {
 	t0 := time.Now()
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	f := newFloors()
+	finish := func(id string, n int) {
+		f.done(slices.Repeat([]adapters.Result{{TenantID: id}}, n))
+	}
 	busy := func(ids ...string) {
 		for _, id := range ids {
-			f.done(id, floorAfter)
+			finish(id, floorAfter)
 		}
 	}
 	busy("acme", "globex", "initech", "umbrella")
@@ -46,7 +50,7 @@ func TestFloorsNeverPassANotifiedDelivery(t *testing.T) {
 		}
 	}
 
-	f.done("hooli", floorAfter-1)
+	finish("hooli", floorAfter-1)
 	_, gen := f.begin(t0)
 	f.learn(gen, map[string]time.Time{"acme": at(10), "globex": at(20), "hooli": at(30)})
 	check("after a claim (hooli finished too few deliveries to be worth a floor)",
