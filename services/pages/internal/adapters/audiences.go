@@ -87,7 +87,7 @@ func attachVersions(ctx context.Context, q Querier, tenantID string, rows []audi
 			want = append(want, *a.publishedID)
 		}
 	}
-	byID := map[string]*domain.Version{}
+	var byID map[string]*domain.Version
 	if len(want) > 0 {
 		r, err := q.Query(ctx, "SELECT "+versionCols+" FROM audience_versions WHERE tenant_id = $1 AND id = ANY($2)", tenantID, want)
 		if err != nil {
@@ -97,21 +97,35 @@ func attachVersions(ctx context.Context, q Querier, tenantID string, rows []audi
 		if err != nil {
 			return nil, fmt.Errorf("load versions: %w", err)
 		}
-		for i := range vs {
-			byID[vs[i].ID] = &vs[i]
-		}
+		byID = versionsByID(vs)
 	}
 	out := make([]domain.Audience, len(rows))
 	for i, a := range rows {
-		out[i] = a.Audience
-		if a.latestID != nil {
-			out[i].LatestVersion = byID[*a.latestID]
-		}
-		if a.publishedID != nil {
-			out[i].PublishedVersion = byID[*a.publishedID]
-		}
+		out[i] = withVersions(a, byID)
 	}
 	return out, nil
+}
+
+// versionsByID indexes vs by their IDs.
+func versionsByID(vs []domain.Version) map[string]*domain.Version {
+	byID := make(map[string]*domain.Version, len(vs))
+	for i := range vs {
+		byID[vs[i].ID] = &vs[i]
+	}
+	return byID
+}
+
+// withVersions is the audience with its version pointers resolved through byID (a
+// pointer to a version not there stays nil).
+func withVersions(a audienceRow, byID map[string]*domain.Version) domain.Audience {
+	out := a.Audience
+	if a.latestID != nil {
+		out.LatestVersion = byID[*a.latestID]
+	}
+	if a.publishedID != nil {
+		out.PublishedVersion = byID[*a.publishedID]
+	}
+	return out
 }
 
 // emit writes one pages event to the outbox, keyed by the audience so that the events
@@ -120,25 +134,32 @@ func (s *Store) emit(ctx context.Context, tx pgx.Tx, tenantID, typ, audienceID s
 	return s.out.Emit(ctx, tx, events.TopicPages, tenantID, typ, audienceID, payload)
 }
 
-// insertVersion stores a queued version, points the audience at it, emits
-// page.version.created and wakes the workers at commit.
-func (s *Store) insertVersion(ctx context.Context, tx pgx.Tx, v domain.Version) error {
-	_, err := tx.Exec(ctx, "INSERT INTO audience_versions ("+versionCols+`) VALUES
+// queueVersion queues, in b, the statements that store a queued version: its row, the
+// audience's pointer to it, its page.version.created event and the wake-up of the
+// workers (sent at commit). They go out in one round trip; on an error nothing is queued
+// and b must not be sent.
+func (s *Store) queueVersion(ctx context.Context, b *pgx.Batch, v domain.Version) error {
+	e, err := events.New(v.TenantID, events.TypePageVersionCreated, v.AudienceID, domain.NewVersionCreated(&v))
+	if err != nil {
+		return err
+	}
+	b.Queue("INSERT INTO audience_versions ("+versionCols+`) VALUES
 		($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULL, NULL, 0, $11, $12, NULL, NULL, NULL, NULL, NULL, NULL)`,
 		v.ID, v.TenantID, v.PageID, v.AudienceID, v.VersionNumber, v.Status, v.IsNewPageAgent, v.SupplementaryContext,
 		v.OperationKey, v.PublishOnComplete, v.CreatedAt, v.QueuedAt)
-	if err != nil {
-		return fmt.Errorf("insert version: %w", err)
-	}
-	if _, err := tx.Exec(ctx, `UPDATE audiences SET latest_version_id = $3, status = CASE WHEN archived_at IS NULL THEN $4 ELSE status END
-		WHERE tenant_id = $1 AND id = $2`, v.TenantID, v.AudienceID, v.ID, v.Status); err != nil {
-		return fmt.Errorf("point audience at version: %w", err)
-	}
-	if err := s.emit(ctx, tx, v.TenantID, events.TypePageVersionCreated, v.AudienceID, domain.NewVersionCreated(&v)); err != nil {
+	b.Queue(`UPDATE audiences SET latest_version_id = $3, status = CASE WHEN archived_at IS NULL THEN $4 ELSE status END
+		WHERE tenant_id = $1 AND id = $2`, v.TenantID, v.AudienceID, v.ID, v.Status)
+	if err := s.out.Queue(ctx, b, events.TopicPages, e); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, "SELECT pg_notify($1, '')", WorkChannel); err != nil {
-		return fmt.Errorf("notify workers: %w", err)
+	b.Queue("SELECT pg_notify($1, '')", WorkChannel)
+	return nil
+}
+
+// sendWrites sends the writes queued in b within tx and reports the first that failed.
+func sendWrites(ctx context.Context, tx pgx.Tx, b *pgx.Batch, what string) error {
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }
@@ -169,21 +190,20 @@ func (s *Store) CreateAudience(ctx context.Context, a domain.Audience, v domain.
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO audiences (tenant_id, id, page_id, computed_name, custom_name, status, flags,
+		b := &pgx.Batch{}
+		b.Queue(`INSERT INTO audiences (tenant_id, id, page_id, computed_name, custom_name, status, flags,
 			is_new_page_agent, person_id, person_route_key, action_form_id_override, action_form_instructions_override,
 			action_url_override, supplementary_context, metadata_override, publish_behavior, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
 			a.TenantID, a.ID, a.PageID, a.ComputedName, a.CustomName, a.Status, a.Flags, a.IsNewPageAgent, a.PersonID,
 			a.PersonRouteKey, a.ActionFormIDOverride, a.ActionFormInstructionsOverride, a.ActionURLOverride,
 			a.SupplementaryContext, override, a.PublishBehavior, a.CreatedAt, a.UpdatedAt)
-		if err != nil {
-			return fmt.Errorf("insert audience: %w", err)
+		b.Queue("UPDATE pages SET audiences_count = audiences_count + 1 WHERE tenant_id = $1 AND id = $2",
+			a.TenantID, a.PageID)
+		if err := s.queueVersion(ctx, b, v); err != nil {
+			return err
 		}
-		if _, err := tx.Exec(ctx, "UPDATE pages SET audiences_count = audiences_count + 1 WHERE tenant_id = $1 AND id = $2",
-			a.TenantID, a.PageID); err != nil {
-			return fmt.Errorf("count audience: %w", err)
-		}
-		if err := s.insertVersion(ctx, tx, v); err != nil {
+		if err := sendWrites(ctx, tx, b, "store audience"); err != nil {
 			return err
 		}
 		if len(meta) > 0 {
@@ -310,7 +330,17 @@ func (s *Store) UpdateAudience(ctx context.Context, tenantID, pageID, id string,
 	return out, err
 }
 
+// saveAudience writes an audience's changeable fields within tx.
 func saveAudience(ctx context.Context, tx pgx.Tx, a *domain.Audience) error {
+	b := &pgx.Batch{}
+	if err := queueSaveAudience(b, a); err != nil {
+		return err
+	}
+	return sendWrites(ctx, tx, b, "update audience")
+}
+
+// queueSaveAudience queues, in b, the write of an audience's changeable fields.
+func queueSaveAudience(b *pgx.Batch, a *domain.Audience) error {
 	override, err := jsonb(a.MetadataOverride)
 	if err != nil {
 		return err
@@ -322,15 +352,12 @@ func saveAudience(ctx context.Context, tx pgx.Tx, a *domain.Audience) error {
 	if a.PublishedVersion != nil {
 		published = &a.PublishedVersion.ID
 	}
-	_, err = tx.Exec(ctx, `UPDATE audiences SET custom_name = $3, status = $4, action_form_id_override = $5,
+	b.Queue(`UPDATE audiences SET custom_name = $3, status = $4, action_form_id_override = $5,
 		action_form_instructions_override = $6, action_url_override = $7, supplementary_context = $8,
 		metadata_override = $9, publish_behavior = $10, latest_version_id = $11, published_version_id = $12,
 		updated_at = $13, archived_at = $14 WHERE tenant_id = $1 AND id = $2`,
 		a.TenantID, a.ID, a.CustomName, a.Status, a.ActionFormIDOverride, a.ActionFormInstructionsOverride,
 		a.ActionURLOverride, a.SupplementaryContext, override, a.PublishBehavior, latest, published, a.UpdatedAt, a.ArchivedAt)
-	if err != nil {
-		return fmt.Errorf("update audience: %w", err)
-	}
 	return nil
 }
 
@@ -396,47 +423,83 @@ func (s *Store) CreateVersion(ctx context.Context, v domain.Version) (domain.Ver
 	var out domain.Version
 	created := false
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		a, err := s.getAudience(ctx, tx, v.TenantID, v.PageID, v.AudienceID, " FOR UPDATE OF a")
-		if err != nil {
-			return err
-		}
-		if v.OperationKey != nil {
-			old, err := scanVersion(tx.QueryRow(ctx, "SELECT "+versionCols+` FROM audience_versions
-				WHERE tenant_id = $1 AND audience_id = $2 AND operation_key = $3`, v.TenantID, v.AudienceID, *v.OperationKey))
-			if err == nil {
-				out = old
+		// The reads go out together: the audience's lock first, then, each statement with
+		// a snapshot taken after it, the next version number and the operation key's version.
+		b := &pgx.Batch{}
+		var a versionTarget
+		b.Queue(`SELECT a.archived_at, a.publish_behavior, a.supplementary_context, a.is_new_page_agent, p.status`+
+			audienceFrom+` WHERE a.tenant_id = $1 AND a.page_id = $2 AND a.id = $3 FOR UPDATE OF a`,
+			v.TenantID, v.PageID, v.AudienceID).QueryRow(func(r pgx.Row) error {
+			err := r.Scan(&a.archivedAt, &a.publishBehavior, &a.supplementaryContext, &a.isNewPageAgent, &a.pageStatus)
+			if postgres.IsNoRows(err) {
 				return nil
 			}
-			if !postgres.IsNoRows(err) {
-				return fmt.Errorf("look up operation key: %w", err)
-			}
+			a.found = err == nil
+			return wrapf(err, "lock audience")
+		})
+		b.Queue(`SELECT coalesce(max(version_number), 0) + 1 FROM audience_versions WHERE tenant_id = $1 AND audience_id = $2`,
+			v.TenantID, v.AudienceID).QueryRow(func(r pgx.Row) error {
+			return wrapf(r.Scan(&v.VersionNumber), "number version")
+		})
+		var old *domain.Version
+		if v.OperationKey != nil {
+			b.Queue("SELECT "+versionCols+` FROM audience_versions WHERE tenant_id = $1 AND audience_id = $2 AND operation_key = $3`,
+				v.TenantID, v.AudienceID, *v.OperationKey).QueryRow(func(r pgx.Row) error {
+				o, err := scanVersion(r)
+				if postgres.IsNoRows(err) {
+					return nil
+				}
+				old = &o
+				return wrapf(err, "look up operation key")
+			})
 		}
-		if a.ArchivedAt != nil {
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		switch {
+		case !a.found:
+			return s.missingAudience(ctx, tx, v.TenantID, v.PageID)
+		case old != nil:
+			out = *old
+			return nil
+		case a.archivedAt != nil:
 			return domain.ErrAudienceArchived
-		}
-		// An archived page publishes nothing new until it is restored (as for new audiences).
-		var pageStatus string
-		if err := tx.QueryRow(ctx, "SELECT status FROM pages WHERE tenant_id = $1 AND id = $2", v.TenantID, v.PageID).
-			Scan(&pageStatus); err != nil {
-			return fmt.Errorf("load page status: %w", err)
-		}
-		if pageStatus == domain.PageArchived {
+		case a.pageStatus == domain.PageArchived:
+			// An archived page publishes nothing new until it is restored (as for new audiences).
 			return domain.ErrPageArchived
 		}
-		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version_number), 0) + 1 FROM audience_versions
-			WHERE tenant_id = $1 AND audience_id = $2`, v.TenantID, v.AudienceID).Scan(&v.VersionNumber); err != nil {
-			return fmt.Errorf("number version: %w", err)
+		v.PublishOnComplete = a.publishBehavior == domain.BehaviorPublish
+		v.SupplementaryContext = a.supplementaryContext
+		v.IsNewPageAgent = a.isNewPageAgent
+		b = &pgx.Batch{}
+		if err := s.queueVersion(ctx, b, v); err != nil {
+			return err
 		}
-		v.PublishOnComplete = a.PublishBehavior == domain.BehaviorPublish
-		v.SupplementaryContext = a.SupplementaryContext
-		v.IsNewPageAgent = a.IsNewPageAgent
-		if err := s.insertVersion(ctx, tx, v); err != nil {
+		if err := sendWrites(ctx, tx, b, "store version"); err != nil {
 			return err
 		}
 		out, created = v, true
 		return nil
 	})
 	return out, created, err
+}
+
+// versionTarget is what a new version takes from its audience and page.
+type versionTarget struct {
+	found                bool
+	archivedAt           *time.Time
+	publishBehavior      string
+	supplementaryContext *string
+	isNewPageAgent       bool
+	pageStatus           string
+}
+
+// wrapf wraps a non-nil err with what failed.
+func wrapf(err error, what string) error {
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
 }
 
 // ListVersions returns up to limit versions of an audience, newest first, below the

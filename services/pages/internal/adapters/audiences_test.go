@@ -793,3 +793,36 @@ func TestUpdateAudienceWritesOnlyTheAudienceItWasAskedFor(t *testing.T) {
 		}
 	}
 }
+
+// A create is a wait for the server per round trip: its reads go out together after the
+// BEGIN, and its writes together before the COMMIT. Each round trip added here costs
+// every create the server's and the service's work of one more exchange.
+func TestCreatesSendTheirReadsTogetherAndTheirWritesTogether(t *testing.T) {
+	f := newFixture(t)
+	p := f.createPage(tenantA)
+	a := f.createAudience(tenantA, p.ID)
+	store, trips := f.countedStore()
+	key := "key-1"
+	for _, tc := range []struct {
+		name string
+		run  func() error
+		want int64
+	}{
+		{"a version", func() error { _, _, err := store.CreateVersion(f.ctx, f.newVersion(a, nil)); return err }, 4},
+		{"a version with an operation key", func() error { _, _, err := store.CreateVersion(f.ctx, f.newVersion(a, &key)); return err }, 4},
+		{"the operation key's version again", func() error { _, _, err := store.CreateVersion(f.ctx, f.newVersion(a, &key)); return err }, 3},
+		{"an audience with its first version", func() error {
+			na, nv := newAudience(tenantA, p.ID, f.tick(time.Second))
+			_, err := store.CreateAudience(f.ctx, na, nv, audienceName)
+			return err
+		}, 4},
+	} {
+		trips.Take()
+		if err := tc.run(); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := trips.Take(); got != tc.want {
+			t.Errorf("creating %s must take %d round trips (BEGIN, the reads together, the writes together if any, COMMIT): took %d", tc.name, tc.want, got)
+		}
+	}
+}

@@ -309,3 +309,18 @@ func (f *fixture) reach(t *testing.T) reachable {
 	f.deletePage(r.gone)
 	return r
 }
+
+// countedStore is a store on a pool of its own on the fixture's database whose round
+// trips to the server are counted.
+func (f *fixture) countedStore() (*adapters.Store, *pgtest.RoundTrips) {
+	f.t.Helper()
+	cfg := f.pool.Config().Copy()
+	trips := &pgtest.RoundTrips{}
+	cfg.ConnConfig.Tracer = trips
+	pool, err := pgxpool.NewWithConfig(f.ctx, cfg)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(pool.Close)
+	return adapters.NewStore(pool, outbox.Writer{}), trips
+}

@@ -3,10 +3,12 @@ package adapters
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/services/pages/internal/domain"
 )
@@ -14,40 +16,37 @@ import (
 // Claim takes the oldest version that is queued, or processing with an expired lease
 // (its worker died), and leases it until now+lease. Versions of one audience are
 // processed one after another (a later one waits until the earlier ones are done), and
-// SKIP LOCKED lets several replicas claim different versions at the same time.
+// SKIP LOCKED lets several replicas claim different versions at the same time. It takes
+// four round trips: BEGIN, the claim, the lease's two writes together, COMMIT.
 func (s *Store) Claim(ctx context.Context, now time.Time, lease time.Duration) (domain.Claim, error) {
 	var c domain.Claim
 	gaveUp := false
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var audienceID string
-		err := tx.QueryRow(ctx, `SELECT v.tenant_id, v.id, v.audience_id FROM audience_versions v
+		v, err := scanVersion(tx.QueryRow(ctx, `SELECT `+claimCols+` FROM audience_versions v
 			WHERE (v.status = 'queued' OR (v.status = 'processing' AND v.lease_until < $1))
 			  AND NOT EXISTS (SELECT 1 FROM audience_versions o WHERE o.tenant_id = v.tenant_id
 			      AND o.audience_id = v.audience_id AND o.status IN ('queued', 'processing')
 			      AND o.version_number < v.version_number)
-			ORDER BY v.queued_at, v.id LIMIT 1 FOR UPDATE OF v SKIP LOCKED`, now).Scan(&c.TenantID, &c.VersionID, &audienceID)
+			ORDER BY v.queued_at, v.id LIMIT 1 FOR UPDATE OF v SKIP LOCKED`, now))
 		if postgres.IsNoRows(err) {
 			return domain.ErrNothingToProcess
 		}
 		if err != nil {
 			return fmt.Errorf("claim version: %w", err)
 		}
-		if gaveUp, err = s.giveUpIfExhausted(ctx, tx, c, audienceID, now); err != nil || gaveUp {
+		c = domain.Claim{TenantID: v.TenantID, VersionID: v.ID, PageID: v.PageID, AudienceID: v.AudienceID}
+		if gaveUp, err = s.giveUpIfExhausted(ctx, tx, v, now); err != nil || gaveUp {
 			return err
 		}
-		err = tx.QueryRow(ctx, `UPDATE audience_versions SET status = 'processing', attempts = attempts + 1,
+		b := &pgx.Batch{}
+		b.Queue(`UPDATE audience_versions SET status = 'processing', attempts = attempts + 1,
 			lease_until = $3, processing_at = coalesce(processing_at, $4),
 			queue_duration_ms = coalesce(queue_duration_ms, greatest(0, extract(epoch FROM ($4 - queued_at)) * 1000))
-			WHERE tenant_id = $1 AND id = $2 RETURNING attempts`, c.TenantID, c.VersionID, now.Add(lease), now).Scan(&c.Attempts)
-		if err != nil {
-			return fmt.Errorf("lease version: %w", err)
-		}
-		_, err = tx.Exec(ctx, `UPDATE audiences SET status = 'processing'
-			WHERE tenant_id = $1 AND id = $2 AND latest_version_id = $3 AND archived_at IS NULL`, c.TenantID, audienceID, c.VersionID)
-		if err != nil {
-			return fmt.Errorf("mark audience processing: %w", err)
-		}
-		return nil
+			WHERE tenant_id = $1 AND id = $2 RETURNING attempts`, c.TenantID, c.VersionID, now.Add(lease), now).
+			QueryRow(func(r pgx.Row) error { return wrapf(r.Scan(&c.Attempts), "lease version") })
+		b.Queue(`UPDATE audiences SET status = 'processing'
+			WHERE tenant_id = $1 AND id = $2 AND latest_version_id = $3 AND archived_at IS NULL`, c.TenantID, c.AudienceID, c.VersionID)
+		return sendWrites(ctx, tx, b, "lease version")
 	})
 	if err == nil && gaveUp {
 		return domain.Claim{}, domain.ErrGaveUp
@@ -55,154 +54,188 @@ func (s *Store) Claim(ctx context.Context, now time.Time, lease time.Duration) (
 	return c, err
 }
 
-// giveUpIfExhausted cancels a version that used up its attempts (domain.GiveUp), with
-// its page.version.processed event, and reports whether it did.
-func (s *Store) giveUpIfExhausted(ctx context.Context, tx pgx.Tx, c domain.Claim, audienceID string, now time.Time) (bool, error) {
-	v, err := scanVersion(tx.QueryRow(ctx, "SELECT "+versionCols+" FROM audience_versions WHERE tenant_id = $1 AND id = $2",
-		c.TenantID, c.VersionID))
-	if err != nil {
-		return false, fmt.Errorf("load claimed version: %w", err)
-	}
+// giveUpIfExhausted cancels a claimed version that used up its attempts (domain.GiveUp),
+// with its page.version.processed event, and reports whether it did.
+func (s *Store) giveUpIfExhausted(ctx context.Context, tx pgx.Tx, v domain.Version, now time.Time) (bool, error) {
 	v, announce, gaveUp := domain.GiveUp(v, now)
 	if !gaveUp {
 		return false, nil
 	}
-	if err := storeFinished(ctx, tx, &v); err != nil {
+	b := &pgx.Batch{}
+	if err := queueFinished(b, &v); err != nil {
 		return false, err
 	}
-	if _, err := tx.Exec(ctx, `UPDATE audiences SET status = 'cancelled', updated_at = $4
+	b.Queue(`UPDATE audiences SET status = 'cancelled', updated_at = $4
 		WHERE tenant_id = $1 AND id = $2 AND latest_version_id = $3 AND archived_at IS NULL`,
-		c.TenantID, audienceID, c.VersionID, now); err != nil {
-		return false, fmt.Errorf("mark audience cancelled: %w", err)
+		v.TenantID, v.AudienceID, v.ID, now)
+	if err := s.queueEvents(ctx, b, v.TenantID, announce); err != nil {
+		return false, err
 	}
-	return true, s.emitAll(ctx, tx, c.TenantID, announce)
+	return true, sendWrites(ctx, tx, b, "cancel version")
 }
 
 // Finish completes a claimed version in one transaction: it loads the version, its page
 // and audience and the audience's pending changes, lets domain.Complete decide the
 // outcome, and stores that whole with its events. A claim that lost its lease returns
-// ErrLeaseLost and changes nothing, so a version is never finished twice.
+// ErrLeaseLost and changes nothing, so a version is never finished twice. It takes four
+// round trips: BEGIN, the reads together, the writes together, COMMIT.
 func (s *Store) Finish(ctx context.Context, c domain.Claim, now time.Time) (domain.Version, error) {
 	var out domain.Version
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		v, err := scanVersion(tx.QueryRow(ctx, "SELECT "+versionCols+` FROM audience_versions
+		// The version is locked first, then the audience (the order of the claim's
+		// locks); each later read has a snapshot taken after the locks.
+		b := &pgx.Batch{}
+		var v domain.Version
+		held := false
+		b.Queue("SELECT "+versionCols+` FROM audience_versions
 			WHERE tenant_id = $1 AND id = $2 AND status = 'processing' AND attempts = $3 FOR UPDATE`,
-			c.TenantID, c.VersionID, c.Attempts))
-		if postgres.IsNoRows(err) {
+			c.TenantID, c.VersionID, c.Attempts).QueryRow(func(r pgx.Row) error {
+			var err error
+			v, err = scanVersion(r)
+			if postgres.IsNoRows(err) {
+				return nil
+			}
+			held = err == nil
+			return wrapf(err, "load claimed version")
+		})
+		// The page and the audience are read as the claim names them, the audience even
+		// when its page was deleted meanwhile. A missing row is told after the batch: the
+		// version's as a lost lease, the page's or the audience's as an error.
+		var pageTitle, pageContext string
+		found := 0
+		b.Queue("SELECT title, page_context FROM pages WHERE tenant_id = $1 AND id = $2", c.TenantID, c.PageID).
+			QueryRow(func(r pgx.Row) error { return countFound(r.Scan(&pageTitle, &pageContext), &found, "load page") })
+		var a audienceRow
+		b.Queue("SELECT "+audienceCols+` FROM audiences a JOIN pages p ON p.tenant_id = a.tenant_id AND p.id = a.page_id
+			WHERE a.tenant_id = $1 AND a.id = $2 FOR UPDATE OF a`, c.TenantID, c.AudienceID).
+			QueryRow(func(r pgx.Row) error {
+				var err error
+				a, err = scanAudience(r)
+				return countFound(err, &found, "load audience")
+			})
+		var versions []domain.Version
+		b.Queue("SELECT "+versionCols+` FROM audience_versions WHERE tenant_id = $1 AND id IN
+			(SELECT unnest(ARRAY[latest_version_id, published_version_id]) FROM audiences WHERE tenant_id = $1 AND id = $2)`,
+			c.TenantID, c.AudienceID).Query(func(r pgx.Rows) error {
+			var err error
+			versions, err = collectVersions(r)
+			return wrapf(err, "load versions")
+		})
+		var pending []domain.Change
+		b.Queue("SELECT "+changeCols+` FROM audience_changes
+			WHERE tenant_id = $1 AND audience_id = $2 AND applied_version_id IS NULL ORDER BY id`, c.TenantID, c.AudienceID).
+			Query(func(r pgx.Rows) error {
+				var err error
+				pending, err = collectChanges(r, nil)
+				return wrapf(err, "load pending changes")
+			})
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		if !held {
 			return domain.ErrLeaseLost
 		}
-		if err != nil {
-			return fmt.Errorf("load claimed version: %w", err)
+		if found != 2 || v.PageID != c.PageID || v.AudienceID != c.AudienceID {
+			return fmt.Errorf("claim of version %s names page %s and audience %s, which it is not of or which are gone",
+				c.VersionID, c.PageID, c.AudienceID)
 		}
-		var pageTitle, pageContext string
-		if err := tx.QueryRow(ctx, "SELECT title, page_context FROM pages WHERE tenant_id = $1 AND id = $2",
-			v.TenantID, v.PageID).Scan(&pageTitle, &pageContext); err != nil {
-			return fmt.Errorf("load page: %w", err)
+		audience := withVersions(a, versionsByID(versions))
+		if audience.ArchivedAt != nil {
+			pending = nil
 		}
-		a, err := s.getAudience(ctx, tx, v.TenantID, v.PageID, v.AudienceID, " FOR UPDATE OF a")
-		if err != nil {
-			// The page was deleted meanwhile: read the audience regardless of it.
-			a, err = s.audienceIgnoringPage(ctx, tx, v.TenantID, v.AudienceID)
-			if err != nil {
-				return err
-			}
+		done := domain.Complete(v, audience, pageTitle, pageContext, pending, now)
+		b = &pgx.Batch{}
+		if err := s.queueCompletion(ctx, b, done, now); err != nil {
+			return err
 		}
-		var pending []domain.Change
-		if a.ArchivedAt == nil {
-			if pending, err = pendingChanges(ctx, tx, a.TenantID, a.ID); err != nil {
-				return err
-			}
-		}
-		done := domain.Complete(v, a, pageTitle, pageContext, pending, now)
-		if err := storeCompletion(ctx, tx, done, now); err != nil {
+		if err := sendWrites(ctx, tx, b, "store finished version"); err != nil {
 			return err
 		}
 		out = done.Version
-		return s.emitAll(ctx, tx, v.TenantID, done.Events)
+		return nil
 	})
 	return out, err
 }
 
-// storeCompletion stores what domain.Complete decided.
-func storeCompletion(ctx context.Context, tx pgx.Tx, done domain.Completion, now time.Time) error {
+// queueCompletion queues, in b, the writes of what domain.Complete decided, with its
+// events.
+func (s *Store) queueCompletion(ctx context.Context, b *pgx.Batch, done domain.Completion, now time.Time) error {
 	v := done.Version
-	if err := markApplied(ctx, tx, v.TenantID, done.Applied, v.ID); err != nil {
-		return err
+	if len(done.Applied) > 0 {
+		b.Queue(`UPDATE audience_changes SET applied_version_id = $3 WHERE tenant_id = $1 AND id = ANY($2)`,
+			v.TenantID, done.Applied, v.ID)
+		b.Queue(`UPDATE audience_messages SET has_snapshot = true WHERE tenant_id = $1 AND id IN
+			(SELECT message_id FROM audience_changes WHERE tenant_id = $1 AND id = ANY($2))`, v.TenantID, done.Applied)
 	}
 	if done.Superseded != nil {
-		if _, err := tx.Exec(ctx, `UPDATE audience_versions SET status = 'archived', obsolete_at = $3, archived_at = $3
-			WHERE tenant_id = $1 AND id = $2`, v.TenantID, *done.Superseded, now); err != nil {
-			return fmt.Errorf("supersede version: %w", err)
-		}
+		b.Queue(`UPDATE audience_versions SET status = 'archived', obsolete_at = $3, archived_at = $3
+			WHERE tenant_id = $1 AND id = $2`, v.TenantID, *done.Superseded, now)
 	}
 	if done.Published {
-		if _, err := tx.Exec(ctx, `UPDATE audience_conversations SET updated_at = $3, published_message_id =
+		b.Queue(`UPDATE audience_conversations SET updated_at = $3, published_message_id =
 			(SELECT max(id) FROM audience_messages WHERE tenant_id = $1 AND audience_id = $2)
-			WHERE tenant_id = $1 AND audience_id = $2`, v.TenantID, v.AudienceID, now); err != nil {
-			return fmt.Errorf("mark published message: %w", err)
-		}
+			WHERE tenant_id = $1 AND audience_id = $2`, v.TenantID, v.AudienceID, now)
 	}
-	if err := storeFinished(ctx, tx, &v); err != nil {
+	if err := queueFinished(b, &v); err != nil {
 		return err
 	}
 	if done.Audience != nil {
-		return saveAudience(ctx, tx, done.Audience)
-	}
-	return nil
-}
-
-// emitAll stores events in the outbox within tx, in order.
-func (s *Store) emitAll(ctx context.Context, tx pgx.Tx, tenantID string, evts []domain.Event) error {
-	for _, e := range evts {
-		if err := s.emit(ctx, tx, tenantID, e.Type, e.Subject, e.Payload); err != nil {
+		if err := queueSaveAudience(b, done.Audience); err != nil {
 			return err
 		}
 	}
-	return nil
+	return s.queueEvents(ctx, b, v.TenantID, done.Events)
 }
 
-func (s *Store) audienceIgnoringPage(ctx context.Context, tx pgx.Tx, tenantID, id string) (domain.Audience, error) {
-	a, err := scanAudience(tx.QueryRow(ctx, "SELECT "+audienceCols+` FROM audiences a JOIN pages p
-		ON p.tenant_id = a.tenant_id AND p.id = a.page_id WHERE a.tenant_id = $1 AND a.id = $2 FOR UPDATE OF a`, tenantID, id))
-	if err != nil {
-		return domain.Audience{}, fmt.Errorf("load audience %s: %w", id, err)
+// queueEvents queues, in b, the outbox insert of the tenant's events, in order.
+func (s *Store) queueEvents(ctx context.Context, b *pgx.Batch, tenantID string, evts []domain.Event) error {
+	envs := make([]events.Envelope, len(evts))
+	for i, e := range evts {
+		env, err := events.New(tenantID, e.Type, e.Subject, e.Payload)
+		if err != nil {
+			return err
+		}
+		envs[i] = env
 	}
-	out, err := attachVersions(ctx, tx, tenantID, []audienceRow{a})
-	if err != nil {
-		return domain.Audience{}, err
-	}
-	return out[0], nil
+	return s.out.Queue(ctx, b, events.TopicPages, envs...)
 }
 
-// storeFinished writes the final state of a processed version and releases its lease.
-func storeFinished(ctx context.Context, tx pgx.Tx, v *domain.Version) error {
+// queueFinished queues, in b, the write of a processed version's final state, which
+// releases its lease.
+func queueFinished(b *pgx.Batch, v *domain.Version) error {
 	snap, err := jsonb(v.Snapshot)
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, `UPDATE audience_versions SET status = $3, snapshot = $4, supplementary_context = $5,
+	b.Queue(`UPDATE audience_versions SET status = $3, snapshot = $4, supplementary_context = $5,
 		became_draft_at = $6, published_at = $7, cancelled_at = $8, lease_until = NULL
 		WHERE tenant_id = $1 AND id = $2`, v.TenantID, v.ID, v.Status, snap, v.SupplementaryContext,
 		v.BecameDraftAt, v.PublishedAt, v.CancelledAt)
-	if err != nil {
-		return fmt.Errorf("finish version: %w", err)
-	}
 	return nil
 }
 
-// markApplied marks the changes applied by the version and their messages as having a
-// snapshot.
-func markApplied(ctx context.Context, tx pgx.Tx, tenantID string, applied []string, versionID string) error {
-	if len(applied) == 0 {
+// qualified is a column list with each column prefixed by a table alias.
+func qualified(alias, cols string) string {
+	fields := strings.Split(cols, ",")
+	for i, f := range fields {
+		fields[i] = alias + "." + strings.TrimSpace(f)
+	}
+	return strings.Join(fields, ", ")
+}
+
+// claimCols are the version columns of the claim, whose table is v.
+var claimCols = qualified("v", versionCols)
+
+// countFound adds one to found when a row was read (err nil), ignores a missing row and
+// wraps any other error with what failed.
+func countFound(err error, found *int, what string) error {
+	switch {
+	case err == nil:
+		*found++
 		return nil
+	case postgres.IsNoRows(err):
+		return nil
+	default:
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	if _, err := tx.Exec(ctx, `UPDATE audience_changes SET applied_version_id = $3 WHERE tenant_id = $1 AND id = ANY($2)`,
-		tenantID, applied, versionID); err != nil {
-		return fmt.Errorf("mark changes applied: %w", err)
-	}
-	if _, err := tx.Exec(ctx, `UPDATE audience_messages SET has_snapshot = true WHERE tenant_id = $1 AND id IN
-		(SELECT message_id FROM audience_changes WHERE tenant_id = $1 AND id = ANY($2))`, tenantID, applied); err != nil {
-		return fmt.Errorf("mark messages: %w", err)
-	}
-	return nil
 }

@@ -406,3 +406,53 @@ func TestClaimGivesUpOnAVersionThatUsedUpItsAttempts(t *testing.T) {
 		t.Errorf("a given-up version must be announced once: got %d events", n)
 	}
 }
+
+// The version worker's claim and finish each wait for the server four times: BEGIN, the
+// claim or the reads together, the writes together, COMMIT. The finish's writes are as
+// many as its outcome needs (applied changes, a superseded version, two events), in the
+// same round trip.
+func TestClaimAndFinishSendTheirStatementsTogether(t *testing.T) {
+	f := newFixture(t)
+	a := f.createAudience(tenantA, f.createPage(tenantA).ID)
+	f.addMessage(a, "make it nautical", proposal{domain.FieldMetaTitle, "Ahoy"})
+	store, trips := f.countedStore()
+	for i, versionID := range []string{a.LatestVersion.ID, f.createVersion(a).ID} {
+		trips.Take()
+		c, err := store.Claim(f.ctx, f.now, lease)
+		if err != nil || c.VersionID != versionID {
+			t.Fatalf("claim %d: got %s, %v; want %s", i+1, c.VersionID, err, versionID)
+		}
+		if got := trips.Take(); got != 4 {
+			t.Errorf("claim %d must take 4 round trips (BEGIN, the claim, the lease's writes, COMMIT): took %d", i+1, got)
+		}
+		v, err := store.Finish(f.ctx, c, f.tick(time.Second))
+		if err != nil || v.Status != domain.StatusPublished {
+			t.Fatalf("finish %d: got status %s, %v; want published", i+1, v.Status, err)
+		}
+		if got := trips.Take(); got != 4 {
+			t.Errorf("finish %d must take 4 round trips (BEGIN, the reads, the writes, COMMIT): took %d", i+1, got)
+		}
+	}
+	if got := f.summaries(); len(got) != 4 {
+		t.Errorf("two published versions must be announced processed and published each: got %+v", got)
+	}
+}
+
+func TestFinishRefusesAClaimNamingAnotherAudience(t *testing.T) {
+	f := newFixture(t)
+	p := f.createPage(tenantA)
+	a := f.createAudience(tenantA, p.ID)
+	other := f.createAudience(tenantA, p.ID)
+	c := f.claim(a.LatestVersion.ID)
+	forged := c
+	forged.AudienceID = other.ID
+	if _, err := f.store.Finish(f.ctx, forged, f.tick(time.Second)); err == nil {
+		t.Fatalf("a claim naming another audience than its version's must not finish")
+	}
+	if v := f.version(tenantA, c.VersionID); v.Status != domain.StatusProcessing {
+		t.Errorf("a refused finish must leave the version processing: got %s", v.Status)
+	}
+	if v := f.finish(c); v.Status != domain.StatusPublished {
+		t.Errorf("the true claim must still finish the version: got %s", v.Status)
+	}
+}

@@ -14,7 +14,9 @@ const MaxAttempts = 5
 // the holder of the latest claim can finish the version.
 type Claim struct {
 	TenantID, VersionID string
-	Attempts            int
+	// PageID and AudienceID are the version's page and audience.
+	PageID, AudienceID string
+	Attempts           int
 }
 
 // Event is what a change announces (the platform's events.Announcement); a version's
