@@ -14,7 +14,7 @@ import (
 // packages). A changed checksum here means a new migration is needed instead.
 func TestSetsKeepWhatDatabasesApplied(t *testing.T) {
 	want := []struct{ set, files string }{
-		{"pages", "[1 0001_pages.sql 1153295ceb6c03de92cf640fcc6d2f116c8e917ddfe7fc92720b82331465189e 2 0002_work_order.sql e0797dde8f1041854b3d8b06c8946a24d9773911e9c070789877f2f318243274]"},
+		{"pages", "[1 0001_pages.sql 1153295ceb6c03de92cf640fcc6d2f116c8e917ddfe7fc92720b82331465189e 2 0002_work_order.sql e0797dde8f1041854b3d8b06c8946a24d9773911e9c070789877f2f318243274 3 0003_unfinished_by_audience.sql 398656f7b1f67d7ec3b124034e31b546dc3d4c5ed5a7931755c08247db5a36c9]"},
 		{"pages-sessions", "[1 0001_audience_sessions.sql 422e3eaf742723eab2b69ba347285e6c7c69663f4ab44bbe8f61bb559af2ef10]"},
 		{"pages-pagelinks", "[1 0001_page_links.sql fd4e57688f97cc0038ec270ad7393d475335528862b64cba21887f4d00d5f3d2]"},
 	}

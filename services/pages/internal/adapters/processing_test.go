@@ -2,10 +2,16 @@ package adapters_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/outbox"
+	"github.com/customerapi/platform/libs/postgres/pgtest"
+	"github.com/customerapi/platform/services/pages/internal/adapters"
 	"github.com/customerapi/platform/services/pages/internal/domain"
 )
 
@@ -454,5 +460,80 @@ func TestFinishRefusesAClaimNamingAnotherAudience(t *testing.T) {
 	}
 	if v := f.finish(c); v.Status != domain.StatusPublished {
 		t.Errorf("the true claim must still finish the version: got %s", v.Status)
+	}
+}
+
+// The claim takes the oldest unfinished version whose audience has no earlier unfinished
+// one. Finding that out must read neither the audience's finished versions (an audience
+// edited for years has thousands) nor the other audiences' queued ones (a backlog): with
+// the work queue's index alone, every claim read the whole backlog, and under load the
+// worker fell further behind the more it had to do.
+func TestClaimReadsNeitherFinishedVersionsNorTheBacklog(t *testing.T) {
+	f := newFixture(t)
+	p := f.createPage(tenantA)
+	a := f.createAudience(tenantA, p.ID)
+	f.process(a.LatestVersion.ID)
+	const finished, backlog = 3000, 3000
+	if _, err := f.pool.Exec(f.ctx, `INSERT INTO audience_versions (id, tenant_id, page_id, audience_id, version_number,
+			status, is_new_page_agent, publish_on_complete, created_at, queued_at, attempts)
+		SELECT 'version_old' || i, $1, $2, $3, i + 1, 'draft', true, false, $4, $4, 1
+		FROM generate_series(1, $5::int) AS i`, tenantA, p.ID, a.ID, f.now, finished); err != nil {
+		t.Fatal(err)
+	}
+	next := f.createVersion(a)
+	// Three other audiences, each with its first version in process and a backlog queued
+	// after the audience's next version.
+	for n := range 3 {
+		other := f.createAudience(tenantA, p.ID)
+		if _, err := f.pool.Exec(f.ctx, `UPDATE audience_versions SET status = 'processing', lease_until = $2
+			WHERE id = $1`, other.LatestVersion.ID, f.now.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.pool.Exec(f.ctx, `INSERT INTO audience_versions (id, tenant_id, page_id, audience_id, version_number,
+				status, is_new_page_agent, publish_on_complete, created_at, queued_at)
+			SELECT 'version_backlog' || $6::int || '_' || i, $1, $2, $3, i + 1, 'queued', true, false, $4::timestamptz,
+				$4 + i * interval '1 millisecond'
+			FROM generate_series(1, $5::int) AS i`, tenantA, p.ID, other.ID, f.now.Add(time.Minute), backlog/3, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.pool.Exec(f.ctx, "ANALYZE audience_versions"); err != nil {
+		t.Fatal(err)
+	}
+	log := &pgtest.StatementLog{}
+	cfg := f.pool.Config().Copy()
+	cfg.ConnConfig.Tracer = log
+	pool, err := pgxpool.NewWithConfig(f.ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if c, err := adapters.NewStore(pool, outbox.Writer{}).Claim(f.ctx, f.now, lease); err != nil || c.VersionID != next.ID {
+		t.Fatalf("claim: got %s, %v; want %s", c.VersionID, err, next.ID)
+	}
+	var claim *pgtest.Statement
+	for _, st := range log.Take() {
+		if strings.Contains(st.SQL, "FOR UPDATE OF v SKIP LOCKED") {
+			claim = &st
+		}
+	}
+	if claim == nil {
+		t.Fatal("the claim's statement was not sent")
+	}
+	// Read again once the lease has run out, the claim takes the same version.
+	tx, err := f.pool.Begin(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(f.ctx) }()
+	var plan []map[string]any
+	if err := tx.QueryRow(f.ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+claim.SQL, f.now.Add(2*lease)).Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	top := plan[0]["Plan"].(map[string]any)
+	pages := top["Shared Hit Blocks"].(float64) + top["Shared Read Blocks"].(float64)
+	if top["Actual Rows"].(float64) != 1 || pages > 40 {
+		t.Errorf("with %d finished versions of the audience and %d queued of others, the claim read %v pages for %v rows: it must read a few for one row",
+			finished, backlog, pages, top["Actual Rows"])
 	}
 }
