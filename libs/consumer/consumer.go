@@ -278,20 +278,35 @@ func (c *Consumer) handleOne(ctx context.Context, it item) {
 	c.deadLetter(ctx, it, err)
 }
 
-// process handles items in one transaction, skipping those already in the inbox.
+// process handles items in one transaction, skipping those already in the inbox. The
+// inbox rows of all items are written by one statement, which returns the events new to
+// this consumer (an event twice in items is new once).
 func (c *Consumer) process(ctx context.Context, items []item) (processed, duplicates int, err error) {
+	ids := make([]string, len(items))
+	for i, it := range items {
+		ids[i] = it.evt.ID
+	}
 	err = postgres.InTx(ctx, c.Pool, func(tx pgx.Tx) error {
 		processed, duplicates = 0, 0
+		rows, err := tx.Query(ctx, `INSERT INTO inbox (consumer, event_id) SELECT $1, unnest($2::text[])
+			ON CONFLICT DO NOTHING RETURNING event_id`, c.Name, ids)
+		if err != nil {
+			return fmt.Errorf("inbox: %w", err)
+		}
+		fresh, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return fmt.Errorf("inbox: %w", err)
+		}
+		isNew := make(map[string]bool, len(fresh))
+		for _, id := range fresh {
+			isNew[id] = true
+		}
 		for _, it := range items {
-			tag, err := tx.Exec(ctx, "INSERT INTO inbox (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-				c.Name, it.evt.ID)
-			if err != nil {
-				return fmt.Errorf("inbox: %w", err)
-			}
-			if tag.RowsAffected() == 0 {
+			if !isNew[it.evt.ID] {
 				duplicates++
 				continue
 			}
+			delete(isNew, it.evt.ID)
 			if err := c.handle(ctx, tx, it); err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -114,6 +115,41 @@ func TestRedeliveredEventIsANoOp(t *testing.T) {
 	waitCount(t, pool, 1, "SELECT count(*) FROM seen WHERE event_id = $1", marker.ID)
 	if n := count(t, pool, "SELECT count(*) FROM seen WHERE event_id = $1", e.ID); n != 1 {
 		t.Fatalf("event handled %d times, want 1", n)
+	}
+}
+
+// A batch's inbox rows are one statement, not one per event: each event then costs its
+// handler's statements only.
+func TestABatchWritesItsInboxRowsInOneStatement(t *testing.T) {
+	pool := newDB(t)
+	broker := kafkatest.Start(t)
+	var evts []events.Envelope
+	for i := range 20 {
+		evts = append(evts, ev(t, fmt.Sprintf("s%d", i%3), i))
+	}
+	publish(t, broker.Config(), evts...)
+	cfg := pool.Config().Copy()
+	log := &pgtest.StatementLog{}
+	cfg.ConnConfig.Tracer = log
+	traced, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(traced.Close)
+	run(t, &consumer.Consumer{Name: "c1", Topics: []string{"things"}, Kafka: broker.Config(), Pool: traced, Handler: record})
+	waitCount(t, pool, len(evts), "SELECT count(*) FROM seen")
+	inbox, commits := 0, 0
+	for _, st := range log.Take() {
+		switch {
+		case strings.Contains(st.SQL, "INSERT INTO inbox "):
+			inbox++
+		case st.SQL == "commit":
+			commits++
+		}
+	}
+	if inbox != commits || inbox >= len(evts) {
+		t.Errorf("each transaction must write its events' inbox rows with one statement: %d inbox statements, %d commits, %d events",
+			inbox, commits, len(evts))
 	}
 }
 
