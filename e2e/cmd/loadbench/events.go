@@ -60,6 +60,10 @@ type eventResult struct {
 	stages [][]time.Duration
 	// postgres is PostgreSQL's CPU over the run by kind of process, user and system apart.
 	postgres map[string]cpuSplit
+	// processed is how many versions the pages service's version worker finished while
+	// the run was measured; waiting is how many were still queued or processing at its
+	// end. The CPU figures include the worker's work on the processed ones only.
+	processed, waiting int64
 }
 
 // stageNames are the parts of an event's way, split where the webhooks database records
@@ -250,6 +254,10 @@ func (rig *eventRig) run(ctx context.Context, o eventOptions, prepare func() err
 		return res, fmt.Errorf("the postmaster (%d) is gone", pm)
 	}
 	pgBefore := postgresChildren(pm)
+	processedBefore, _, err := s.versionWork(ctx)
+	if err != nil {
+		return res, err
+	}
 	before, err := takeSnapshot(groups)
 	if err != nil {
 		return res, err
@@ -268,6 +276,11 @@ func (rig *eventRig) run(ctx context.Context, o eventOptions, prepare func() err
 	}
 	res.postgres = postgresBreakdown(pgBefore, postgresChildren(pm), pmBefore, pmAfter)
 	res.cpu, res.machine = after.since(before)
+	processedAfter, waiting, err := s.versionWork(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.processed, res.waiting = processedAfter-processedBefore, waiting
 
 	rcv.mu.Lock()
 	defer rcv.mu.Unlock()
@@ -420,6 +433,7 @@ func eventReport(command string, started time.Time, machine string, r eventResul
 		}
 	}
 	fmt.Fprintf(&b, "| last delivery after the first send | %.1f s |\n", r.lastArrival.Seconds())
+	fmt.Fprintf(&b, "| versions the version worker finished while measured / still waiting at the end | %d / %d |\n", r.processed, r.waiting)
 	if r.delivered > 0 {
 		fmt.Fprintf(&b, "| whole machine's busy CPU per event | %.0f µs |\n", float64(r.machine.Microseconds())/float64(r.delivered))
 		labels := make([]string, 0, len(r.cpu))
@@ -514,6 +528,22 @@ func (s *system) analyzeAndResetStatements(ctx context.Context, db string) error
 	}
 	_, err = conn.Exec(ctx, "SELECT pg_stat_statements_reset()")
 	return err
+}
+
+// versionWork counts the versions the pages service's version worker has finished and
+// those still queued or processing.
+func (s *system) versionWork(ctx context.Context) (processed, waiting int64, err error) {
+	conn, err := s.database(ctx, "pages")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer conn.Close()
+	err = conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status NOT IN ('queued', 'processing')),
+		count(*) FILTER (WHERE status IN ('queued', 'processing')) FROM audience_versions`).Scan(&processed, &waiting)
+	if err != nil {
+		return 0, 0, fmt.Errorf("pages: count versions: %w", err)
+	}
+	return processed, waiting, nil
 }
 
 // topStatements are db's n statements of the largest total execution time.
@@ -686,8 +716,8 @@ func sweepReport(command string, started time.Time, machine string, rs []eventRe
 		"(open loop over %d audiences, at most %d in flight). Times p50 / p99 in ms; the stages split each "+
 		"event where the webhooks database records a time: 1, %s; 2, %s; 3, %s.\n\n",
 		o.warmup, o.dur, o.audiences, o.inflight, stageNames[0], stageNames[1], stageNames[2])
-	fmt.Fprintf(&b, "| rate | creates/s achieved | delivered / missing | create → delivery | stage 1 | stage 2 | stage 3 | create's answer | machine CPU per event | of it PostgreSQL |\n")
-	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| rate | creates/s achieved | delivered / missing | create → delivery | stage 1 | stage 2 | stage 3 | create's answer | machine CPU per event | of it PostgreSQL | versions finished / waiting |\n")
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
 		cpu, pg := "–", "–"
 		if r.delivered > 0 {
@@ -700,9 +730,9 @@ func sweepReport(command string, started time.Time, machine string, rs []eventRe
 			}
 			return "–"
 		}
-		fmt.Fprintf(&b, "| %d/s | %.0f | %d / %d | %s | %s | %s | %s | %s | %s | %s |\n", r.opts.rate,
+		fmt.Fprintf(&b, "| %d/s | %.0f | %d / %d | %s | %s | %s | %s | %s | %s | %s | %d / %d |\n", r.opts.rate,
 			float64(r.created)/r.sendDur.Seconds(), r.delivered, r.missing, ms(r.e2e), stage(0), stage(1), stage(2),
-			ms(r.answer), cpu, pg)
+			ms(r.answer), cpu, pg, r.processed, r.waiting)
 	}
 	return b.String()
 }
