@@ -252,28 +252,7 @@ func (r *Relay) drain(ctx context.Context, conn *pgx.Conn, from *position) (bool
 			return false, err
 		}
 		if len(rows) == 0 {
-			// Rows may remain that open transactions keep out of sight: the first of them in
-			// the relay's order is the oldest still unpublished (none when the outbox is
-			// empty). Read through the (txid, id) index: min(created_at) scanned the whole
-			// table, dead rows of the relay's deletes included, and under load it was the
-			// costliest statement of a write (docs/benchmarks.md, the end-to-end run).
-			var oldest *time.Time
-			err := conn.QueryRow(ctx, "SELECT created_at FROM outbox WHERE txid >= $1::text::xid8 ORDER BY txid, id LIMIT 1",
-				strconv.FormatInt(from.txid, 10)).Scan(&oldest)
-			if errors.Is(err, pgx.ErrNoRows) {
-				err = nil
-			}
-			if err == nil && r.Metrics != nil {
-				if oldest == nil {
-					r.Metrics.setOldest(time.Time{})
-				} else {
-					r.Metrics.setOldest(*oldest)
-				}
-			}
-			if err == nil && r.Metrics != nil && time.Since(r.countedAt) > deadLetterCountEvery {
-				err = r.countDeadLetters(ctx, conn)
-			}
-			return oldest != nil, err
+			return r.settle(ctx, conn, *from)
 		}
 		start := time.Now()
 		if r.Metrics != nil {
@@ -292,7 +271,41 @@ func (r *Relay) drain(ctx context.Context, conn *pgx.Conn, from *position) (bool
 			r.Metrics.published.Add(float64(len(rows) - len(dead)))
 			r.Metrics.batch.Observe(time.Since(start).Seconds())
 		}
+		if len(rows) < r.BatchSize && r.Wakeup != nil {
+			// The batch held every row its read could see. A transaction that committed
+			// rows since has poked the Wakeup, and the poke waits for the relay's next
+			// wait, which then returns at once: a fetch now would mostly find nothing
+			// (under load it was one read of the outbox in two).
+			return r.settle(ctx, conn, *from)
+		}
 	}
+}
+
+// settle ends a drain: it reads the oldest row left, for the pending-age gauge and to
+// report whether rows remain (rows that open transactions keep out of sight, or rows
+// committed since the last fetch), and now and then counts the dead letters.
+func (r *Relay) settle(ctx context.Context, conn *pgx.Conn, from position) (bool, error) {
+	// The first row in the relay's order is the oldest still unpublished (none when the
+	// outbox is empty). Read through the (txid, id) index: min(created_at) scanned the
+	// whole table, dead rows of the relay's deletes included, and under load it was the
+	// costliest statement of a write (docs/benchmarks.md, the end-to-end run).
+	var oldest *time.Time
+	err := conn.QueryRow(ctx, "SELECT created_at FROM outbox WHERE txid >= $1::text::xid8 ORDER BY txid, id LIMIT 1",
+		strconv.FormatInt(from.txid, 10)).Scan(&oldest)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = nil
+	}
+	if err == nil && r.Metrics != nil {
+		if oldest == nil {
+			r.Metrics.setOldest(time.Time{})
+		} else {
+			r.Metrics.setOldest(*oldest)
+		}
+	}
+	if err == nil && r.Metrics != nil && time.Since(r.countedAt) > deadLetterCountEvery {
+		err = r.countDeadLetters(ctx, conn)
+	}
+	return oldest != nil, err
 }
 
 // fetchSQL reads the next batch in commit order from a position ($2): the rows of
@@ -461,7 +474,9 @@ func (r *Relay) wait(ctx context.Context, conn *pgx.Conn, d time.Duration) error
 			}
 		}()
 	}
-	err := conn.PgConn().WaitForNotification(wctx)
+	// pgx.Conn's wait, not pgconn's: a notification that arrived while the drain's
+	// statements ran is kept by pgx.Conn, and returned here at once.
+	_, err := conn.WaitForNotification(wctx)
 	if err == nil || pgconn.Timeout(err) || (errors.Is(err, context.Canceled) && ctx.Err() == nil) {
 		return nil
 	}
