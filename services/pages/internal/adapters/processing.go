@@ -3,7 +3,6 @@ package adapters
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,45 +12,78 @@ import (
 	"github.com/customerapi/platform/services/pages/internal/domain"
 )
 
+// claimSQL takes the oldest version that is queued, or processing with an expired lease
+// ($1 is now), whose audience has no earlier unfinished version, and, unless it used up
+// its attempts ($3, domain.MaxAttempts: domain.GiveUp would cancel it), leases it until
+// $2 and marks its audience processing if it is the audience's latest. One statement, so
+// one round trip and one implicit transaction, whether it finds a version or not (the
+// workers' claims that find none are most of them at low rates: every new version wakes
+// every worker). It returns the version found and the attempts of its lease, NULL when
+// it was left for the give-up.
+const claimSQL = `
+	WITH c AS (
+		SELECT v.tenant_id, v.id, v.page_id, v.audience_id, v.attempts FROM audience_versions v
+		WHERE (v.status = 'queued' OR (v.status = 'processing' AND v.lease_until < $1))
+		  AND NOT EXISTS (SELECT 1 FROM audience_versions o WHERE o.tenant_id = v.tenant_id
+		      AND o.audience_id = v.audience_id AND o.status IN ('queued', 'processing')
+		      AND o.version_number < v.version_number)
+		ORDER BY v.queued_at, v.id LIMIT 1 FOR UPDATE OF v SKIP LOCKED
+	), leased AS (
+		UPDATE audience_versions v SET status = 'processing', attempts = v.attempts + 1,
+			lease_until = $2, processing_at = coalesce(v.processing_at, $1),
+			queue_duration_ms = coalesce(v.queue_duration_ms, greatest(0, extract(epoch FROM ($1 - v.queued_at)) * 1000))
+		FROM c WHERE v.tenant_id = c.tenant_id AND v.id = c.id AND c.attempts < $3
+		RETURNING v.attempts
+	), marked AS (
+		UPDATE audiences a SET status = 'processing' FROM c, leased
+		WHERE a.tenant_id = c.tenant_id AND a.id = c.audience_id AND a.latest_version_id = c.id AND a.archived_at IS NULL
+	)
+	SELECT c.tenant_id, c.id, c.page_id, c.audience_id, (SELECT attempts FROM leased) FROM c`
+
 // Claim takes the oldest version that is queued, or processing with an expired lease
 // (its worker died), and leases it until now+lease. Versions of one audience are
 // processed one after another (a later one waits until the earlier ones are done), and
-// SKIP LOCKED lets several replicas claim different versions at the same time. It takes
-// four round trips: BEGIN, the claim, the lease's two writes together, COMMIT.
+// SKIP LOCKED lets several replicas claim different versions at the same time. A
+// version that used up its attempts is cancelled instead (domain.ErrGaveUp).
 func (s *Store) Claim(ctx context.Context, now time.Time, lease time.Duration) (domain.Claim, error) {
 	var c domain.Claim
-	gaveUp := false
+	var attempts *int
+	err := s.pool.QueryRow(ctx, claimSQL, now, now.Add(lease), domain.MaxAttempts).
+		Scan(&c.TenantID, &c.VersionID, &c.PageID, &c.AudienceID, &attempts)
+	if postgres.IsNoRows(err) {
+		return domain.Claim{}, domain.ErrNothingToProcess
+	}
+	if err != nil {
+		return domain.Claim{}, fmt.Errorf("claim version: %w", err)
+	}
+	if attempts == nil {
+		return domain.Claim{}, s.giveUp(ctx, c, now)
+	}
+	c.Attempts = *attempts
+	return c, nil
+}
+
+// giveUp cancels the version of c, found by the claim with its attempts used up, unless
+// another worker took it meanwhile; it returns domain.ErrGaveUp either way, so the
+// worker looks for the next version.
+func (s *Store) giveUp(ctx context.Context, c domain.Claim, now time.Time) error {
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		v, err := scanVersion(tx.QueryRow(ctx, `SELECT `+claimCols+` FROM audience_versions v
-			WHERE (v.status = 'queued' OR (v.status = 'processing' AND v.lease_until < $1))
-			  AND NOT EXISTS (SELECT 1 FROM audience_versions o WHERE o.tenant_id = v.tenant_id
-			      AND o.audience_id = v.audience_id AND o.status IN ('queued', 'processing')
-			      AND o.version_number < v.version_number)
-			ORDER BY v.queued_at, v.id LIMIT 1 FOR UPDATE OF v SKIP LOCKED`, now))
+		v, err := scanVersion(tx.QueryRow(ctx, "SELECT "+versionCols+` FROM audience_versions
+			WHERE tenant_id = $1 AND id = $2 AND (status = 'queued' OR (status = 'processing' AND lease_until < $3))
+			FOR UPDATE SKIP LOCKED`, c.TenantID, c.VersionID, now))
 		if postgres.IsNoRows(err) {
-			return domain.ErrNothingToProcess
+			return nil // taken by another worker since the claim
 		}
 		if err != nil {
-			return fmt.Errorf("claim version: %w", err)
+			return fmt.Errorf("load version to give up: %w", err)
 		}
-		c = domain.Claim{TenantID: v.TenantID, VersionID: v.ID, PageID: v.PageID, AudienceID: v.AudienceID}
-		if gaveUp, err = s.giveUpIfExhausted(ctx, tx, v, now); err != nil || gaveUp {
-			return err
-		}
-		b := &pgx.Batch{}
-		b.Queue(`UPDATE audience_versions SET status = 'processing', attempts = attempts + 1,
-			lease_until = $3, processing_at = coalesce(processing_at, $4),
-			queue_duration_ms = coalesce(queue_duration_ms, greatest(0, extract(epoch FROM ($4 - queued_at)) * 1000))
-			WHERE tenant_id = $1 AND id = $2 RETURNING attempts`, c.TenantID, c.VersionID, now.Add(lease), now).
-			QueryRow(func(r pgx.Row) error { return wrapf(r.Scan(&c.Attempts), "lease version") })
-		b.Queue(`UPDATE audiences SET status = 'processing'
-			WHERE tenant_id = $1 AND id = $2 AND latest_version_id = $3 AND archived_at IS NULL`, c.TenantID, c.AudienceID, c.VersionID)
-		return sendWrites(ctx, tx, b, "lease version")
+		_, err = s.giveUpIfExhausted(ctx, tx, v, now)
+		return err
 	})
-	if err == nil && gaveUp {
-		return domain.Claim{}, domain.ErrGaveUp
+	if err != nil {
+		return err
 	}
-	return c, err
+	return domain.ErrGaveUp
 }
 
 // giveUpIfExhausted cancels a claimed version that used up its attempts (domain.GiveUp),
@@ -213,18 +245,6 @@ func queueFinished(b *pgx.Batch, v *domain.Version) error {
 		v.BecameDraftAt, v.PublishedAt, v.CancelledAt)
 	return nil
 }
-
-// qualified is a column list with each column prefixed by a table alias.
-func qualified(alias, cols string) string {
-	fields := strings.Split(cols, ",")
-	for i, f := range fields {
-		fields[i] = alias + "." + strings.TrimSpace(f)
-	}
-	return strings.Join(fields, ", ")
-}
-
-// claimCols are the version columns of the claim, whose table is v.
-var claimCols = qualified("v", versionCols)
 
 // countFound adds one to found when a row was read (err nil), ignores a missing row and
 // wraps any other error with what failed.
