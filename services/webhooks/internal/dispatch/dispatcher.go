@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -151,11 +150,6 @@ type tenant struct {
 	inFlight int     // attempts being made
 	ready    []*lane // its lanes with a job ready to start, waiting for a slot, in turn
 	queued   bool    // in the dispatcher's ready tenants
-	// filled tells that a claim took all the room the tenant had, so it may have more
-	// due: its next finished attempt calls for a claim. (Its held count reaching the
-	// bound is not the sign: attempts that finish while the claim is in flight leave it
-	// below the bound after the claim.)
-	filled bool
 }
 
 // lane holds one subscription's claimed deliveries, in due order.
@@ -165,10 +159,6 @@ type lane struct {
 	inFlight int
 	keys     map[string]bool // ordering keys with an attempt in flight
 	queued   bool            // in its tenant's ready lanes
-	// capped tells that a claim may have left due deliveries of the subscription behind:
-	// it took as many as a claim takes of one subscription, or skipped the subscription
-	// because its lane was full. Only then does the lane running low call for a claim.
-	capped bool
 }
 
 // next returns the index of the lane's first waiting job that may start now (the
@@ -328,7 +318,7 @@ func (d *Dispatcher) fill(ctx context.Context) time.Duration {
 			}
 			return time.Second
 		}
-		d.accept(c.Jobs, began, rooms)
+		d.accept(c.Jobs, began)
 		d.advance(c)
 		got := len(c.Jobs)
 		switch {
@@ -417,7 +407,6 @@ func (d *Dispatcher) capacity() (int, []string, map[string]int) {
 	for id, l := range d.lanes {
 		if l.inFlight+len(l.waiting) >= laneDepth*d.cfg.PerSubscription {
 			full = append(full, id)
-			l.capped = true
 		}
 	}
 	rooms := make(map[string]int, len(d.tenants)+len(d.announced))
@@ -436,14 +425,13 @@ func (d *Dispatcher) capacity() (int, []string, map[string]int) {
 	return heldPerWorker*d.cfg.Workers - d.held, full, rooms
 }
 
-// accept queues jobs claimed by a claim begun at began, with the tenants' rooms it was
-// given, in their lanes and starts what may start.
-func (d *Dispatcher) accept(jobs []adapters.Job, began time.Time, rooms map[string]int) {
+// accept queues jobs claimed by a claim begun at began in their lanes and starts what
+// may start.
+func (d *Dispatcher) accept(jobs []adapters.Job, began time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var touched []*lane
-	taken := map[*lane]int{}
-	perTenant := map[string]int{}
+	seen := map[*lane]bool{}
 	for _, j := range jobs {
 		t := d.tenants[j.TenantID]
 		if t == nil {
@@ -461,23 +449,12 @@ func (d *Dispatcher) accept(jobs []adapters.Job, began time.Time, rooms map[stri
 		l.waiting = append(l.waiting, j)
 		t.held++
 		d.held++
-		perTenant[j.TenantID]++
-		room, ok := rooms[j.TenantID]
-		if !ok {
-			room = d.tenantHeld()
-		}
-		if perTenant[j.TenantID] >= room {
-			t.filled = true
-		}
-		if taken[l] == 0 {
+		if !seen[l] {
+			seen[l] = true
 			touched = append(touched, l)
 		}
-		taken[l]++
 	}
 	for _, l := range touched {
-		if taken[l] >= laneDepth*d.cfg.PerSubscription {
-			l.capped = true // the claim's limit of one subscription (ClaimRequest.PerSubscription)
-		}
 		d.offer(l)
 	}
 	d.dispatch()
@@ -586,19 +563,15 @@ func (d *Dispatcher) decide(j adapters.Job, att domain.Attempt, out Outcome) ada
 
 // finish frees the job's slot and worker and starts what may start now: tenants already
 // waiting for a worker go first, then this one. It wakes the claim loop when the lane
-// runs low after a claim that may have left some of its deliveries behind (capped), when
-// the replica held all it may, or when a claim took all the room the tenant had (filled). Otherwise the lane still has work, or
-// the last claim took everything of the subscription that was due (a new delivery comes
-// with a notification, a retry when NextDue says), and a claim now would cost a query
-// that mostly finds nothing: at 150 events/s it was more than one claim per delivery.
+// runs low or the replica or the tenant held all it may: otherwise the lane still has
+// work and claiming for it now would cost a query for a few rows.
 func (d *Dispatcher) finish(j adapters.Job) {
 	d.mu.Lock()
 	l := d.lanes[j.SubscriptionID]
 	t := l.tenant
 	l.inFlight--
 	delete(l.keys, j.OrderingKey)
-	wasFull := d.held == heldPerWorker*d.cfg.Workers || t.filled
-	t.filled = false // the claim this wakes decides again
+	wasFull := d.held == heldPerWorker*d.cfg.Workers || t.held >= d.tenantHeld()
 	d.held--
 	t.held--
 	t.inFlight--
@@ -606,10 +579,7 @@ func (d *Dispatcher) finish(j adapters.Job) {
 	d.metrics.inFlight.Dec()
 	d.offer(l)
 	d.dispatch()
-	low := l.inFlight+len(l.waiting) < d.cfg.PerSubscription && l.capped
-	if low {
-		l.capped = false // the claim this wakes decides again
-	}
+	low := l.inFlight+len(l.waiting) < d.cfg.PerSubscription
 	if l.inFlight == 0 && len(l.waiting) == 0 {
 		delete(d.lanes, j.SubscriptionID)
 	}
@@ -706,11 +676,7 @@ func (d *Dispatcher) write(ctx context.Context, batch []adapters.Result) {
 				d.log.Warn("webhook subscription disabled", slog.String("tenant_id", s.TenantID),
 					slog.String("subscription_id", s.SubscriptionID), slog.String("reason", s.Reason))
 			}
-			// A retry, or a released claim, may now be due sooner than the loop's timer; a
-			// delivery that succeeded or failed for good makes nothing due.
-			if slices.ContainsFunc(batch, func(r adapters.Result) bool { return r.Status == domain.StatusPending }) {
-				d.Poke()
-			}
+			d.Poke() // a retry may now be due sooner than the loop's timer
 			return
 		}
 		d.mu.Lock()
