@@ -128,14 +128,8 @@ func TestABatchWritesItsInboxRowsInOneStatement(t *testing.T) {
 		evts = append(evts, ev(t, fmt.Sprintf("s%d", i%3), i))
 	}
 	publish(t, broker.Config(), evts...)
-	cfg := pool.Config().Copy()
 	log := &pgtest.StatementLog{}
-	cfg.ConnConfig.Tracer = log
-	traced, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(traced.Close)
+	traced := pgtest.Traced(t, pool, log)
 	run(t, &consumer.Consumer{Name: "c1", Topics: []string{"things"}, Kafka: broker.Config(), Pool: traced, Handler: record})
 	waitCount(t, pool, len(evts), "SELECT count(*) FROM seen")
 	inbox, commits := 0, 0

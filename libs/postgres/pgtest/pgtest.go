@@ -162,3 +162,18 @@ func NewPool(t testing.TB, sets ...postgres.MigrationSet) *pgxpool.Pool {
 	}
 	return pool
 }
+
+// Traced returns a second pool on pool's database whose connections report to tracer
+// (a StatementLog, RoundTrips, …), closed when the test ends: the statements a test wants
+// to watch go through it, its set-up through pool.
+func Traced(t testing.TB, pool *pgxpool.Pool, tracer pgx.QueryTracer) *pgxpool.Pool {
+	t.Helper()
+	cfg := pool.Config().Copy()
+	cfg.ConnConfig.Tracer = tracer
+	traced, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(traced.Close)
+	return traced
+}

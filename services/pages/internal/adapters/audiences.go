@@ -158,10 +158,7 @@ func (s *Store) queueVersion(ctx context.Context, b *pgx.Batch, v domain.Version
 
 // sendWrites sends the writes queued in b within tx and reports the first that failed.
 func sendWrites(ctx context.Context, tx pgx.Tx, b *pgx.Batch, what string) error {
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	return nil
+	return wrapErr(tx.SendBatch(ctx, b).Close(), what)
 }
 
 // CreateAudience stores a new audience under a visible, unarchived page with its first
@@ -431,26 +428,20 @@ func (s *Store) CreateVersion(ctx context.Context, v domain.Version) (domain.Ver
 			audienceFrom+` WHERE a.tenant_id = $1 AND a.page_id = $2 AND a.id = $3 FOR UPDATE OF a`,
 			v.TenantID, v.PageID, v.AudienceID).QueryRow(func(r pgx.Row) error {
 			err := r.Scan(&a.archivedAt, &a.publishBehavior, &a.supplementaryContext, &a.isNewPageAgent, &a.pageStatus)
-			if postgres.IsNoRows(err) {
-				return nil
-			}
-			a.found = err == nil
-			return wrapf(err, "lock audience")
+			return optionalRow(err, &a.found, "lock audience")
 		})
 		b.Queue(`SELECT coalesce(max(version_number), 0) + 1 FROM audience_versions WHERE tenant_id = $1 AND audience_id = $2`,
 			v.TenantID, v.AudienceID).QueryRow(func(r pgx.Row) error {
-			return wrapf(r.Scan(&v.VersionNumber), "number version")
+			return wrapErr(r.Scan(&v.VersionNumber), "number version")
 		})
-		var old *domain.Version
+		var old domain.Version
+		keyUsed := false
 		if v.OperationKey != nil {
 			b.Queue("SELECT "+versionCols+` FROM audience_versions WHERE tenant_id = $1 AND audience_id = $2 AND operation_key = $3`,
 				v.TenantID, v.AudienceID, *v.OperationKey).QueryRow(func(r pgx.Row) error {
-				o, err := scanVersion(r)
-				if postgres.IsNoRows(err) {
-					return nil
-				}
-				old = &o
-				return wrapf(err, "look up operation key")
+				var err error
+				old, err = scanVersion(r)
+				return optionalRow(err, &keyUsed, "look up operation key")
 			})
 		}
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
@@ -459,8 +450,8 @@ func (s *Store) CreateVersion(ctx context.Context, v domain.Version) (domain.Ver
 		switch {
 		case !a.found:
 			return s.missingAudience(ctx, tx, v.TenantID, v.PageID)
-		case old != nil:
-			out = *old
+		case keyUsed:
+			out = old
 			return nil
 		case a.archivedAt != nil:
 			return domain.ErrAudienceArchived
@@ -494,8 +485,8 @@ type versionTarget struct {
 	pageStatus           string
 }
 
-// wrapf wraps a non-nil err with what failed.
-func wrapf(err error, what string) error {
+// wrapErr wraps a non-nil err with what failed.
+func wrapErr(err error, what string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}

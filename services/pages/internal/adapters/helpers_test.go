@@ -314,13 +314,6 @@ func (f *fixture) reach(t *testing.T) reachable {
 // trips to the server are counted.
 func (f *fixture) countedStore() (*adapters.Store, *pgtest.RoundTrips) {
 	f.t.Helper()
-	cfg := f.pool.Config().Copy()
 	trips := &pgtest.RoundTrips{}
-	cfg.ConnConfig.Tracer = trips
-	pool, err := pgxpool.NewWithConfig(f.ctx, cfg)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	f.t.Cleanup(pool.Close)
-	return adapters.NewStore(pool, outbox.Writer{}), trips
+	return adapters.NewStore(pgtest.Traced(f.t, f.pool, trips), outbox.Writer{}), trips
 }

@@ -63,9 +63,10 @@ func (s *Store) Claim(ctx context.Context, now time.Time, lease time.Duration) (
 	return c, nil
 }
 
-// giveUp cancels the version of c, found by the claim with its attempts used up, unless
-// another worker took it meanwhile; it returns domain.ErrGaveUp either way, so the
-// worker looks for the next version.
+// giveUp cancels the version of c, found by the claim with its attempts used up
+// (domain.GiveUp), with its page.version.processed event, unless another worker took it
+// meanwhile; it returns domain.ErrGaveUp either way, so the worker looks for the next
+// version.
 func (s *Store) giveUp(ctx context.Context, c domain.Claim, now time.Time) error {
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		v, err := scanVersion(tx.QueryRow(ctx, "SELECT "+versionCols+` FROM audience_versions
@@ -77,33 +78,26 @@ func (s *Store) giveUp(ctx context.Context, c domain.Claim, now time.Time) error
 		if err != nil {
 			return fmt.Errorf("load version to give up: %w", err)
 		}
-		_, err = s.giveUpIfExhausted(ctx, tx, v, now)
-		return err
+		v, announce, gaveUp := domain.GiveUp(v, now)
+		if !gaveUp {
+			return nil
+		}
+		b := &pgx.Batch{}
+		if err := queueFinished(b, &v); err != nil {
+			return err
+		}
+		b.Queue(`UPDATE audiences SET status = 'cancelled', updated_at = $4
+			WHERE tenant_id = $1 AND id = $2 AND latest_version_id = $3 AND archived_at IS NULL`,
+			v.TenantID, v.AudienceID, v.ID, now)
+		if err := s.queueEvents(ctx, b, v.TenantID, announce); err != nil {
+			return err
+		}
+		return sendWrites(ctx, tx, b, "cancel version")
 	})
 	if err != nil {
 		return err
 	}
 	return domain.ErrGaveUp
-}
-
-// giveUpIfExhausted cancels a claimed version that used up its attempts (domain.GiveUp),
-// with its page.version.processed event, and reports whether it did.
-func (s *Store) giveUpIfExhausted(ctx context.Context, tx pgx.Tx, v domain.Version, now time.Time) (bool, error) {
-	v, announce, gaveUp := domain.GiveUp(v, now)
-	if !gaveUp {
-		return false, nil
-	}
-	b := &pgx.Batch{}
-	if err := queueFinished(b, &v); err != nil {
-		return false, err
-	}
-	b.Queue(`UPDATE audiences SET status = 'cancelled', updated_at = $4
-		WHERE tenant_id = $1 AND id = $2 AND latest_version_id = $3 AND archived_at IS NULL`,
-		v.TenantID, v.AudienceID, v.ID, now)
-	if err := s.queueEvents(ctx, b, v.TenantID, announce); err != nil {
-		return false, err
-	}
-	return true, sendWrites(ctx, tx, b, "cancel version")
 }
 
 // Finish completes a claimed version in one transaction: it loads the version, its page
@@ -118,32 +112,27 @@ func (s *Store) Finish(ctx context.Context, c domain.Claim, now time.Time) (doma
 		// locks); each later read has a snapshot taken after the locks.
 		b := &pgx.Batch{}
 		var v domain.Version
-		held := false
+		var held, pageFound, audienceFound bool
 		b.Queue("SELECT "+versionCols+` FROM audience_versions
 			WHERE tenant_id = $1 AND id = $2 AND status = 'processing' AND attempts = $3 FOR UPDATE`,
 			c.TenantID, c.VersionID, c.Attempts).QueryRow(func(r pgx.Row) error {
 			var err error
 			v, err = scanVersion(r)
-			if postgres.IsNoRows(err) {
-				return nil
-			}
-			held = err == nil
-			return wrapf(err, "load claimed version")
+			return optionalRow(err, &held, "load claimed version")
 		})
 		// The page and the audience are read as the claim names them, the audience even
 		// when its page was deleted meanwhile. A missing row is told after the batch: the
 		// version's as a lost lease, the page's or the audience's as an error.
 		var pageTitle, pageContext string
-		found := 0
 		b.Queue("SELECT title, page_context FROM pages WHERE tenant_id = $1 AND id = $2", c.TenantID, c.PageID).
-			QueryRow(func(r pgx.Row) error { return countFound(r.Scan(&pageTitle, &pageContext), &found, "load page") })
+			QueryRow(func(r pgx.Row) error { return optionalRow(r.Scan(&pageTitle, &pageContext), &pageFound, "load page") })
 		var a audienceRow
 		b.Queue("SELECT "+audienceCols+` FROM audiences a JOIN pages p ON p.tenant_id = a.tenant_id AND p.id = a.page_id
 			WHERE a.tenant_id = $1 AND a.id = $2 FOR UPDATE OF a`, c.TenantID, c.AudienceID).
 			QueryRow(func(r pgx.Row) error {
 				var err error
 				a, err = scanAudience(r)
-				return countFound(err, &found, "load audience")
+				return optionalRow(err, &audienceFound, "load audience")
 			})
 		var versions []domain.Version
 		b.Queue("SELECT "+versionCols+` FROM audience_versions WHERE tenant_id = $1 AND id IN
@@ -151,7 +140,7 @@ func (s *Store) Finish(ctx context.Context, c domain.Claim, now time.Time) (doma
 			c.TenantID, c.AudienceID).Query(func(r pgx.Rows) error {
 			var err error
 			versions, err = collectVersions(r)
-			return wrapf(err, "load versions")
+			return wrapErr(err, "load versions")
 		})
 		var pending []domain.Change
 		b.Queue("SELECT "+changeCols+` FROM audience_changes
@@ -159,7 +148,7 @@ func (s *Store) Finish(ctx context.Context, c domain.Claim, now time.Time) (doma
 			Query(func(r pgx.Rows) error {
 				var err error
 				pending, err = collectChanges(r, nil)
-				return wrapf(err, "load pending changes")
+				return wrapErr(err, "load pending changes")
 			})
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return err
@@ -167,7 +156,7 @@ func (s *Store) Finish(ctx context.Context, c domain.Claim, now time.Time) (doma
 		if !held {
 			return domain.ErrLeaseLost
 		}
-		if found != 2 || v.PageID != c.PageID || v.AudienceID != c.AudienceID {
+		if !pageFound || !audienceFound || v.PageID != c.PageID || v.AudienceID != c.AudienceID {
 			return fmt.Errorf("claim of version %s names page %s and audience %s, which it is not of or which are gone",
 				c.VersionID, c.PageID, c.AudienceID)
 		}
@@ -246,16 +235,13 @@ func queueFinished(b *pgx.Batch, v *domain.Version) error {
 	return nil
 }
 
-// countFound adds one to found when a row was read (err nil), ignores a missing row and
+// optionalRow reads the error of a row that may be missing: it sets found when the row
+// was read, ignores pgx.ErrNoRows (the caller decides what a missing row means), and
 // wraps any other error with what failed.
-func countFound(err error, found *int, what string) error {
-	switch {
-	case err == nil:
-		*found++
+func optionalRow(err error, found *bool, what string) error {
+	if postgres.IsNoRows(err) {
 		return nil
-	case postgres.IsNoRows(err):
-		return nil
-	default:
-		return fmt.Errorf("%s: %w", what, err)
 	}
+	*found = err == nil
+	return wrapErr(err, what)
 }

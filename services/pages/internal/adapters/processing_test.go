@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/outbox"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
@@ -501,14 +499,7 @@ func TestClaimReadsNeitherFinishedVersionsNorTheBacklog(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := &pgtest.StatementLog{}
-	cfg := f.pool.Config().Copy()
-	cfg.ConnConfig.Tracer = log
-	pool, err := pgxpool.NewWithConfig(f.ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if c, err := adapters.NewStore(pool, outbox.Writer{}).Claim(f.ctx, f.now, lease); err != nil || c.VersionID != next.ID {
+	if c, err := adapters.NewStore(pgtest.Traced(t, f.pool, log), outbox.Writer{}).Claim(f.ctx, f.now, lease); err != nil || c.VersionID != next.ID {
 		t.Fatalf("claim: got %s, %v; want %s", c.VersionID, err, next.ID)
 	}
 	var claim *pgtest.Statement

@@ -215,15 +215,8 @@ func TestShortQueryEstimatedCommonNeverReadsTheTenant(t *testing.T) {
 		}
 		quiz = append(quiz, p.ID)
 	}
-	cfg := pool.Config().Copy()
 	log := &pgtest.StatementLog{}
-	cfg.ConnConfig.Tracer = log
-	traced, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer traced.Close()
-	store := adapters.NewStore(traced, outbox.Writer{})
+	store := adapters.NewStore(pgtest.Traced(t, pool, log), outbox.Writer{})
 	store.SetShortCountSkip(-1) // every short query estimated common
 	for _, tc := range []struct {
 		q     string
