@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -21,6 +22,8 @@ import (
 type Worker struct {
 	Store domain.Queue
 	Pool  *pgxpool.Pool
+	// Goroutines is how many versions the replica processes at once (at least 1).
+	Goroutines int
 	// Channel is the NOTIFY channel on which new versions wake the worker.
 	Channel string
 	Log     *slog.Logger
@@ -46,21 +49,58 @@ func (w *Worker) now() time.Time {
 }
 
 // Run processes versions until ctx ends, woken by NOTIFY on new versions.
+//
+// One connection listens for the replica and each notification wakes one idle
+// goroutine, which claims until it finds nothing; a goroutine that finds a second
+// version in a row wakes another, so a backlog is shared. (A listener per goroutine
+// woke them all for every version: all but one claimed for nothing.)
 func (w *Worker) Run(ctx context.Context) error {
-	postgres.ListenLoop(ctx, w.Pool, w.Channel, w.Poll, w.Log, func(ctx context.Context) (time.Duration, error) {
-		for ctx.Err() == nil {
-			done, err := w.Step(ctx)
-			if err != nil {
-				w.Log.Warn("version processing failed; retrying after the lease", slog.Any("error", err))
-				return 0, nil
+	wake := make(chan struct{}, 1)
+	var wg sync.WaitGroup
+	for range max(w.Goroutines, 1) {
+		wg.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-wake:
+					w.drain(ctx, wake)
+				}
 			}
-			if !done {
-				return 0, nil
-			}
-		}
+		})
+	}
+	postgres.ListenLoop(ctx, w.Pool, w.Channel, w.Poll, w.Log, func(context.Context) (time.Duration, error) {
+		signal(wake)
 		return 0, nil
 	})
+	wg.Wait()
 	return nil
+}
+
+// drain processes versions until none is ready, waking another goroutine from the
+// second version on.
+func (w *Worker) drain(ctx context.Context, wake chan<- struct{}) {
+	for n := 0; ctx.Err() == nil; n++ {
+		done, err := w.Step(ctx)
+		if err != nil {
+			w.Log.Warn("version processing failed; retrying after the lease", slog.Any("error", err))
+			return
+		}
+		if !done {
+			return
+		}
+		if n > 0 {
+			signal(wake)
+		}
+	}
+}
+
+// signal leaves a wake-up for the next idle goroutine, unless one is already waiting.
+func signal(wake chan<- struct{}) {
+	select {
+	case wake <- struct{}{}:
+	default:
+	}
 }
 
 // Step claims and processes one version; it reports false when none was ready.

@@ -75,8 +75,9 @@ func Setup(rt *service.Runtime, env *config.Env) error {
 
 	// The background workers, all of them.
 	metrics := app.NewMetrics(rt.Registry)
-	for range s.Workers {
-		w := &app.Worker{Store: store, Pool: rt.Pool, Channel: adapters.WorkChannel, Log: rt.Log, Lease: s.Lease, Poll: s.Poll, Metrics: metrics}
+	if s.Workers > 0 {
+		w := &app.Worker{Store: store, Pool: rt.Pool, Goroutines: s.Workers, Channel: adapters.WorkChannel, Log: rt.Log,
+			Lease: s.Lease, Poll: s.Poll, Metrics: metrics}
 		rt.Go(w.Run)
 	}
 	rt.Go(computeSessions.Run)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -346,5 +347,82 @@ func TestArchiveCancelsVersions(t *testing.T) {
 	}
 	if len(got) != 2 || keys[queued] != 1 || keys[busy] != 1 {
 		t.Fatalf("processed events per audience = %v, want one for %s and one for %s", keys, queued, busy)
+	}
+}
+
+// countingQueue counts the claims a worker makes.
+type countingQueue struct {
+	domain.Queue
+	claims atomic.Int64
+}
+
+func (q *countingQueue) Claim(ctx context.Context, now time.Time, lease time.Duration) (domain.Claim, error) {
+	q.claims.Add(1)
+	return q.Queue.Claim(ctx, now, lease)
+}
+
+// A new version wakes one of a replica's worker goroutines, not all of them: with four
+// goroutines, a version made while they are idle costs two claims (its own, and the one
+// that finds nothing more), not one per goroutine.
+func TestANewVersionWakesOneWorkerGoroutine(t *testing.T) {
+	s := start(t, servicetest.Options{Env: map[string]string{"PAGES_WORKERS": "0"}})
+	c := client(t, s, "acme")
+	pageID := createPage(t, c, nil)["pageId"].(string)
+	q := &countingQueue{Queue: adapters.NewStore(s.Runtime.Pool, s.Runtime.Outbox)}
+	w := &app.Worker{Store: q, Pool: s.Runtime.Pool, Goroutines: 4, Channel: adapters.WorkChannel, Log: s.Runtime.Log,
+		Lease: time.Minute, Poll: time.Hour}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { _ = w.Run(ctx); close(stopped) }()
+	t.Cleanup(func() { cancel(); <-stopped })
+
+	// The listener's first look at the queue finds it empty.
+	for deadline := time.Now().Add(5 * time.Second); q.claims.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker never looked at the queue")
+		}
+	}
+	const versions = 6
+	for i := range versions {
+		before := q.claims.Load()
+		aid := createAudience(t, c, pageID, nil)["audienceId"].(string)
+		waitAudience(t, c, pageID, aid, status("published"))
+		time.Sleep(50 * time.Millisecond) // let every woken goroutine finish its claims
+		if got := q.claims.Load() - before; got != 2 {
+			t.Fatalf("version %d took %d claims with 4 idle goroutines, want 2 (one goroutine woken, not all)", i+1, got)
+		}
+	}
+}
+
+// A backlog is shared: the goroutine that finds a second version waiting wakes another,
+// so a replica's goroutines process a backlog side by side.
+func TestABacklogWakesTheOtherWorkerGoroutines(t *testing.T) {
+	s := start(t, servicetest.Options{Env: map[string]string{"PAGES_WORKERS": "0"}})
+	c := client(t, s, "acme")
+	pageID := createPage(t, c, nil)["pageId"].(string)
+	var aids []string
+	for range 8 {
+		aids = append(aids, createAudience(t, c, pageID, nil)["audienceId"].(string))
+	}
+	var running, most atomic.Int64
+	w := &app.Worker{Store: adapters.NewStore(s.Runtime.Pool, s.Runtime.Outbox), Pool: s.Runtime.Pool, Goroutines: 3,
+		Channel: adapters.WorkChannel, Log: s.Runtime.Log, Lease: time.Minute, Poll: time.Hour,
+		Process: func(context.Context, domain.Claim) error {
+			now := running.Add(1)
+			for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
+			}
+			time.Sleep(50 * time.Millisecond)
+			running.Add(-1)
+			return nil
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { _ = w.Run(ctx); close(stopped) }()
+	t.Cleanup(func() { cancel(); <-stopped })
+	for _, aid := range aids {
+		waitAudience(t, c, pageID, aid, status("published"))
+	}
+	if got := most.Load(); got != 3 {
+		t.Fatalf("at most %d of 3 goroutines processed the backlog of 8 at once, want 3", got)
 	}
 }
