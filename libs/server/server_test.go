@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/customerapi/platform/libs/apierror"
@@ -226,6 +227,39 @@ func TestCompressedBodiesAreRefused(t *testing.T) {
 				t.Fatalf("415 must be in the envelope with VALIDATION_ERROR, got %+v", e)
 			}
 		})
+	}
+}
+
+// Every Content-Encoding line counts, whatever the case of its name: an identity line
+// does not hide a gzip line after it.
+func TestCompressedBodiesAreRefusedOnAnyContentEncodingLine(t *testing.T) {
+	s := newTestServer(t)
+	req := httptest.NewRequest("POST", "/echo", bytes.NewReader(gzipped(t, []byte("{}"))))
+	req.Header["content-encoding"] = []string{"identity", "gzip"} // two lines, as sent
+	resp, err := s.App.Test(req, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != fiber.StatusUnsupportedMediaType {
+		t.Fatalf("lines content-encoding: identity and content-encoding: gzip gave %d, want 415", resp.StatusCode)
+	}
+}
+
+// The check runs on every request of every service and the gateway, so a request
+// without a Content-Encoding line must not allocate for it.
+func TestTheEncodingCheckAllocatesNothing(t *testing.T) {
+	app := fiber.New()
+	app.Use(refuseEncodedBodies())
+	app.Get("/", func(*fiber.Ctx) error { return nil })
+	h := app.Handler()
+	var ctx fasthttp.RequestCtx
+	ctx.Request.SetRequestURI("/")
+	ctx.Request.Header.Set("User-Agent", "a client whose name is longer than thirty-two bytes")
+	ctx.Request.Header.Set("Accept", "application/json")
+	h(&ctx) // warm Fiber's pools
+	if n := testing.AllocsPerRun(200, func() { h(&ctx) }); n != 0 {
+		t.Fatalf("a request without Content-Encoding cost %.1f allocations in the encoding check, want 0", n)
 	}
 }
 
