@@ -136,10 +136,17 @@ type Job struct {
 //     order; picked takes them round by round (every tenant's first, then every tenant's
 //     second, …) within each tenant's room, up to $1, locking with SKIP LOCKED, so
 //     replicas claiming at once never wait for or double-claim a row; claimed re-checks
-//     each row.
+//     each row and leases it.
 //
-// Deliveries are only ever reached by tenant index or primary key: joined to
+// Deliveries are only ever reached by tenant index, primary key or tuple ID: joined to
 // subscriptions directly, the planner may walk a subscription's every delivery instead.
+// claimed reaches each row picked locked by its tuple ID (ctid): with the statistics of a
+// queue that held nothing pending when last analyzed, the planner joined the picked rows
+// to every due delivery of the tenant by its index instead (100,000 rows compared for a
+// claim of 100 among 1,000 due). The lock holds the row for the statement, and the
+// re-check still decides: a row another transaction changed between this statement's
+// snapshot and its lock is either re-checked in its newest version or, when the ID read
+// is one the snapshot cannot see, left for the next claim; never leased twice.
 // After the claimed rows comes one summary row (summary true): the tenant after which the
 // next claim's turn should begin (the last one served in round order when $1 ran out,
 // else the last one the turn explored), the tenants explored, whether a tenant's window
@@ -218,7 +225,7 @@ WITH RECURSIVE ring (tenant_id, earliest, kind, wrapped, pos, steps, ki) AS (
 		FROM candidates) AS c
 	WHERE rn <= $2
 ), picked AS (
-	SELECT d.tenant_id, d.delivery_id, r.turn, r.pos
+	SELECT d.ctid AS row_id, d.tenant_id, d.delivery_id, r.turn, r.pos
 	FROM (SELECT * FROM ranked WHERE turn <= room ORDER BY turn, pos LIMIT $1 * 4) AS r
 		JOIN deliveries d ON d.tenant_id = r.tenant_id AND d.delivery_id = r.delivery_id
 	ORDER BY r.turn, r.pos
@@ -229,7 +236,7 @@ WITH RECURSIVE ring (tenant_id, earliest, kind, wrapped, pos, steps, ki) AS (
 	SET lease_expires_at = now() + make_interval(secs => $4::float8), lease_token = d.lease_token + 1,
 	    attempt_count = d.attempt_count + 1
 	FROM picked p
-	WHERE d.tenant_id = p.tenant_id AND d.delivery_id = p.delivery_id
+	WHERE d.ctid = p.row_id AND d.tenant_id = p.tenant_id AND d.delivery_id = p.delivery_id
 	  AND d.status = 'pending' AND d.next_attempt_at <= now()
 	  AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= now())
 	RETURNING d.tenant_id, d.delivery_id, d.subscription_id, d.event_id, d.ordering_key, d.seq, d.body,

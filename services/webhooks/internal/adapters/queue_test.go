@@ -745,3 +745,78 @@ func TestNotificationsSayWhenDeliveriesAreDue(t *testing.T) {
 		t.Fatalf("an earlier version's notification reads as %q (due known %v), want acme, due unknown", tenant, known)
 	}
 }
+
+// A claim's lease reaches each delivery it leases by its tuple ID, so it examines no
+// other row, even when the table's statistics are those of a queue with nothing pending
+// (a quiet installation that autovacuum last analyzed between bursts). In that state the
+// lease's update used to compare every leased row with every due delivery of the tenant
+// (99,900 rows for a claim of 100 among 1,000 due, 400,000 among 4,000): in the backlog
+// benchmark a fan-out to ten subscriptions took 37–62 ms per claim and delivered a
+// quarter of what it does otherwise.
+func TestClaimsLeaseExaminesOnlyTheRowsItLeases(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	for i := range 10 {
+		addSubscription(t, s, "acme", fmt.Sprintf("whsub_%d", i), true, nil)
+	}
+	// 4,000 delivered, then the statistics of a queue with nothing pending, kept while
+	// 1,000 new deliveries arrive.
+	deliveries := `INSERT INTO deliveries (tenant_id, delivery_id, subscription_id, event_id, event_type,
+			ordering_key, body, status, next_attempt_at, created_at, updated_at)
+		SELECT 'acme', $2 || i, 'whsub_' || i % 10, $2 || i / 10, 'form.submitted', 'form_' || i / 10, '\x00',
+			$3, CASE WHEN $3 = 'pending' THEN now() - interval '1 hour' + i * interval '1 millisecond' END, now(), now()
+		FROM generate_series(1, $1::int) AS i`
+	for _, step := range []struct {
+		q    string
+		args []any
+	}{
+		{"ALTER TABLE deliveries SET (autovacuum_enabled = off)", nil},
+		{deliveries, []any{4000, "whdel_done_", "succeeded"}},
+		{"VACUUM (ANALYZE) deliveries", nil},
+		{deliveries, []any{1000, "whdel_due_", "pending"}},
+	} {
+		if _, err := pool.Exec(ctx, step.q, step.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	plan, err := adapters.ExplainClaim(ctx, tx, adapters.ClaimRequest{Limit: 100, PerSubscription: 16, Tenants: 64,
+		DefaultRoom: 128, Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The lease is the claimed CTE: the lines below its heading, indented deeper.
+	var lease []string
+	for i, line := range plan {
+		if strings.TrimSpace(line) != "CTE claimed" {
+			continue
+		}
+		depth := len(line) - len(strings.TrimLeft(line, " "))
+		for _, l := range plan[i+1:] {
+			if len(l)-len(strings.TrimLeft(l, " ")) <= depth {
+				break
+			}
+			lease = append(lease, l)
+		}
+	}
+	if len(lease) == 0 || !strings.Contains(lease[0], "rows=100 ") {
+		t.Fatalf("no lease of 100 deliveries in the plan:\n%s", strings.Join(plan, "\n"))
+	}
+	examined := 0
+	for _, l := range lease {
+		if _, n, ok := strings.Cut(l, "Rows Removed by "); ok {
+			var removed int
+			if _, err := fmt.Sscan(n[strings.Index(n, ":")+1:], &removed); err != nil {
+				t.Fatal(err)
+			}
+			examined += removed
+		}
+	}
+	if examined > 0 {
+		t.Fatalf("the lease of 100 deliveries examined %d rows it did not lease (1,000 due):\n%s", examined, strings.Join(lease, "\n"))
+	}
+}

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/service/servicetest"
 	"github.com/customerapi/platform/services/webhooks/internal/adapters"
 	"github.com/customerapi/platform/services/webhooks/internal/application"
 )
@@ -69,27 +69,78 @@ SELECT s.tenant_id, 'delivery_backlog' || lpad(g.i::text, 10, '0'), s.subscripti
 FROM g JOIN backlog_subs s ON s.t = g.t,
 	LATERAL (SELECT 1 + (g.i % 7) AS step) AS r`
 
+// backlogRounds is how many times BenchmarkDeliveryThroughputBacklog measures each
+// queue: 3, or WEBHOOKS_BACKLOG_ROUNDS.
+func backlogRounds() int {
+	if n, err := strconv.Atoi(os.Getenv("WEBHOOKS_BACKLOG_ROUNDS")); err == nil && n > 0 {
+		return n
+	}
+	return 3
+}
+
 // BenchmarkDeliveryThroughputBacklog measures deliveries per second of new events, as
-// BenchmarkDeliveryThroughput does (publish to the last answer at a fast receiver), first
-// with an empty queue and then, in the same service and database, with backlogSize
-// pending deliveries (seedBacklogSQL says which). It reports both rates and the second as
-// a share of the first, with the claims the engine made meanwhile (per second, and their
-// mean time from its webhook_claim_duration_seconds histogram). In both states it logs
-// the EXPLAIN (ANALYZE, BUFFERS) of a claim of 100 fresh due deliveries of a measured
-// tenant (10 events × 10 subscriptions), as the engine makes it while busy with that
-// tenant, rolled back.
+// BenchmarkDeliveryThroughput does (publish to the last answer at a fast receiver), in
+// two services side by side, each with its own database: one with an empty queue, one
+// with backlogSize pending deliveries (seedBacklogSQL says which). The two are measured
+// in alternating rounds (backlogRounds), so that a change in the machine's load falls on
+// both; each round reports both rates and the second as a share of the first, with the
+// claims the engine made meanwhile (per second, and their mean time from its
+// webhook_claim_duration_seconds histogram). For each queue it logs the EXPLAIN
+// (ANALYZE, BUFFERS) of a claim of 100 fresh due deliveries of a measured tenant
+// (10 events × 10 subscriptions), as the engine makes it while busy with that tenant,
+// rolled back.
 func BenchmarkDeliveryThroughputBacklog(b *testing.B) {
-	s := start(b, nil, application.Options{})
+	rc, url := newArrivals(b)
+	empty, full := newBacklogQueue(b, "empty", url), newBacklogQueue(b, "1M", url)
+	began := time.Now()
+	seedBacklog(b, full.pool)
+	var pending int64
+	if err := full.pool.QueryRow(context.Background(), `SELECT count(*) FROM deliveries WHERE status = 'pending'`).
+		Scan(&pending); err != nil {
+		b.Fatal(err)
+	}
+	fmt.Printf("seeded %d pending deliveries in %s\n", pending, time.Since(began).Round(time.Millisecond))
+	empty.warm(b, rc)
+	full.warm(b, rc)
+	empty.explain(b)
+	full.explain(b)
+
+	rates := map[string]float64{} // "round/subscriptions" → the empty queue's rate
+	for round := 1; round <= backlogRounds(); round++ {
+		b.Run(fmt.Sprintf("round=%d", round), func(b *testing.B) {
+			for _, q := range []*backlogQueue{empty, full} {
+				q.throughput(b, rc, round, rates)
+			}
+		})
+	}
+}
+
+// backlogFanouts are the measured tenants' subscription counts: tenant benchN has N.
+var backlogFanouts = []int{1, 10}
+
+// backlogQueue is one side of BenchmarkDeliveryThroughputBacklog: a service and its
+// database, with the measured tenants subscribed.
+type backlogQueue struct {
+	name string
+	s    *servicetest.Service
+	pool *pgxpool.Pool
+	// statements logs each measurement's busiest statements (WEBHOOKS_BENCH_STATEMENTS=1
+	// and pg_stat_statements loaded on the server, TEST_DATABASE_URL).
+	statements bool
+}
+
+func newBacklogQueue(b *testing.B, name, url string) *backlogQueue {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, s.DatabaseURL)
+	q := &backlogQueue{name: name, s: start(b, nil, application.Options{}),
+		statements: os.Getenv("WEBHOOKS_BENCH_STATEMENTS") == "1"}
+	pool, err := pgxpool.New(ctx, q.s.DatabaseURL)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(pool.Close)
-	rc, url := newArrivals(b)
-	fanouts := []int{1, 10}
-	for _, n := range fanouts {
-		c := client(b, s, fmt.Sprintf("bench%d", n))
+	q.pool = pool
+	for _, n := range backlogFanouts {
+		c := client(b, q.s, fmt.Sprintf("bench%d", n))
 		for i := 0; i < n; i++ {
 			r := c.Do("POST", "/v0/webhook_subscriptions", map[string]any{"url": fmt.Sprintf("%s/%d/%d", url, n, i), "events": nil})
 			if r.Status != 201 {
@@ -97,120 +148,126 @@ func BenchmarkDeliveryThroughputBacklog(b *testing.B) {
 			}
 		}
 	}
-
-	rates := map[string]float64{}
-	// With WEBHOOKS_BENCH_STATEMENTS=1 and pg_stat_statements loaded on the server
-	// (TEST_DATABASE_URL), each state's busiest statements are logged.
-	statements := os.Getenv("WEBHOOKS_BENCH_STATEMENTS") == "1"
-	if statements {
+	if q.statements {
 		if _, err := pool.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`); err != nil {
 			b.Fatal(err)
 		}
 	}
-	throughput := func(queue string) {
-		// Both states start vacuumed, as autovacuum keeps a busy queue: the deliveries
-		// of earlier rounds leave dead entries in the queue's indexes.
-		if _, err := pool.Exec(ctx, `VACUUM (ANALYZE) deliveries`); err != nil {
-			b.Fatal(err)
-		}
-		if statements {
-			if _, err := pool.Exec(ctx, `SELECT pg_stat_statements_reset()`); err != nil {
-				b.Fatal(err)
-			}
-			defer func() {
-				rows, err := pool.Query(ctx, `SELECT calls, round(total_exec_time::numeric, 1), round(mean_exec_time::numeric, 3),
-						left(regexp_replace(query, '\s+', ' ', 'g'), 160)
-					FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-					ORDER BY total_exec_time DESC LIMIT 12`)
-				if err != nil {
-					b.Fatal(err)
-				}
-				var lines []string
-				for rows.Next() {
-					var calls int64
-					var total, mean float64
-					var q string
-					if err := rows.Scan(&calls, &total, &mean, &q); err != nil {
-						b.Fatal(err)
-					}
-					lines = append(lines, fmt.Sprintf("%8d calls %10.1f ms total %8.3f ms mean  %s", calls, total, mean, q))
-				}
-				fmt.Printf("statements, queue=%s:\n%s\n", queue, strings.Join(lines, "\n"))
-			}()
-		}
-		b.Run("queue="+queue, func(b *testing.B) {
-			for _, n := range fanouts {
-				b.Run(fmt.Sprintf("subscriptions=%d", n), func(b *testing.B) {
-					tenantID := fmt.Sprintf("bench%d", n)
-					nEvents := (b.N + n - 1) / n
-					evts := make([]events.Envelope, nEvents)
-					for i := range evts {
-						evts[i] = event(b, tenantID, events.TypeFormSubmitted, fmt.Sprintf("form_%s_%d", queue, i))
-					}
-					before := rc.count()
-					claimsBefore := claimStats(b, s.MetricsURL)
-					b.ResetTimer()
-					began := time.Now()
-					publish(b, s.Broker, evts...)
-					rc.wait(b, before+nEvents*n, 5*time.Minute)
-					elapsed := time.Since(began)
-					b.StopTimer()
-					rate := float64(nEvents*n) / elapsed.Seconds()
-					rates[fmt.Sprintf("%s/%d", queue, n)] = rate
-					b.ReportMetric(rate, "deliveries/s")
-					claimed := claimStats(b, s.MetricsURL).minus(claimsBefore)
-					b.ReportMetric(claimed.count/elapsed.Seconds(), "claims/s")
-					b.ReportMetric(1000*claimed.sum/max(claimed.count, 1), "claim-ms")
-					if empty, ok := rates[fmt.Sprintf("empty/%d", n)]; ok && queue != "empty" {
-						b.ReportMetric(100*rate/empty, "%-of-empty")
-					}
-				})
-			}
-		})
-	}
-	explain := func(queue string) {
-		req := adapters.ClaimRequest{Limit: 100, PerSubscription: 16, Tenants: 64, Rooms: map[string]int{"bench10": 128},
-			DefaultRoom: 128, Lease: 80 * time.Second}
-		// within runs fn in a transaction that first records 100 due deliveries of the
-		// measured tenant with ten subscriptions (ten events), and rolls it all back.
-		within := func(b *testing.B, fn func(tx pgx.Tx)) {
-			tx, err := pool.Begin(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer func() { _ = tx.Rollback(ctx) }()
-			if _, err := tx.Exec(ctx, `INSERT INTO deliveries (tenant_id, delivery_id, subscription_id, event_id, event_type,
-					ordering_key, body, status, next_attempt_at, created_at, updated_at)
-				SELECT s.tenant_id, 'delivery_claim' || i || s.subscription_id, s.subscription_id, 'evt_claim' || i,
-					'form.submitted', 'form_claim' || i, '\x7b7d', 'pending', now() - interval '1 millisecond', now(), now()
-				FROM generate_series(1, 10) AS i, subscriptions s
-				WHERE s.tenant_id = 'bench10' AND s.events IS NULL`); err != nil {
-				b.Fatal(err)
-			}
-			fn(tx)
-		}
-		within(b, func(tx pgx.Tx) {
-			plan, err := adapters.ExplainClaim(ctx, tx, req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			fmt.Printf("claim plan, queue=%s:\n%s\n", queue, strings.Join(plan, "\n"))
-		})
-	}
+	return q
+}
 
-	throughput("empty")
-	explain("empty")
+// warm delivers a few thousand deliveries of each measured tenant before the rounds, so
+// that the statistics the rounds start from are those of a queue in use, not of an empty
+// table: PostgreSQL plans the engine's statements for a table it believes holds no rows
+// (a claim then took 37 ms instead of 5), and a queue is that small only in its first
+// minutes, until autovacuum analyzes it.
+func (q *backlogQueue) warm(b *testing.B, rc *arrivals) {
+	for _, n := range backlogFanouts {
+		evts := make([]events.Envelope, 2000/n)
+		for i := range evts {
+			evts[i] = event(b, fmt.Sprintf("bench%d", n), events.TypeFormSubmitted, fmt.Sprintf("form_%s_warm_%d", q.name, i))
+		}
+		before := rc.count()
+		publish(b, q.s.Broker, evts...)
+		rc.wait(b, before+len(evts)*n, 5*time.Minute)
+	}
+}
 
-	began := time.Now()
-	seedBacklog(b, pool)
-	var pending int64
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE status = 'pending'`).Scan(&pending); err != nil {
+// throughput measures one round of the queue, every fanout; rates holds the empty
+// queue's rates of the round for the share.
+func (q *backlogQueue) throughput(b *testing.B, rc *arrivals, round int, rates map[string]float64) {
+	ctx := context.Background()
+	// Every measurement starts vacuumed, as autovacuum keeps a busy queue: the deliveries
+	// of earlier rounds leave dead entries in the queue's indexes.
+	if _, err := q.pool.Exec(ctx, `VACUUM (ANALYZE) deliveries`); err != nil {
 		b.Fatal(err)
 	}
-	fmt.Printf("seeded %d pending deliveries in %s\n", pending, time.Since(began).Round(time.Millisecond))
+	if q.statements {
+		if _, err := q.pool.Exec(ctx, `SELECT pg_stat_statements_reset()`); err != nil {
+			b.Fatal(err)
+		}
+		defer q.logStatements(b, round)
+	}
+	b.Run("queue="+q.name, func(b *testing.B) {
+		for _, n := range backlogFanouts {
+			b.Run(fmt.Sprintf("subscriptions=%d", n), func(b *testing.B) {
+				tenantID := fmt.Sprintf("bench%d", n)
+				nEvents := (b.N + n - 1) / n
+				evts := make([]events.Envelope, nEvents)
+				for i := range evts {
+					evts[i] = event(b, tenantID, events.TypeFormSubmitted, fmt.Sprintf("form_%s_%d_%d_%d", q.name, round, b.N, i))
+				}
+				before := rc.count()
+				claimsBefore := claimStats(b, q.s.MetricsURL)
+				b.ResetTimer()
+				began := time.Now()
+				publish(b, q.s.Broker, evts...)
+				rc.wait(b, before+nEvents*n, 5*time.Minute)
+				elapsed := time.Since(began)
+				b.StopTimer()
+				rate := float64(nEvents*n) / elapsed.Seconds()
+				b.ReportMetric(rate, "deliveries/s")
+				claimed := claimStats(b, q.s.MetricsURL).minus(claimsBefore)
+				b.ReportMetric(claimed.count/elapsed.Seconds(), "claims/s")
+				b.ReportMetric(1000*claimed.sum/max(claimed.count, 1), "claim-ms")
+				key := fmt.Sprintf("%d/%d", round, n)
+				if q.name == "empty" {
+					rates[key] = rate
+				} else if empty, ok := rates[key]; ok {
+					b.ReportMetric(100*rate/empty, "%-of-empty")
+				}
+			})
+		}
+	})
+}
 
-	throughput("1M")
-	explain("1M")
+// logStatements prints the queue's busiest statements since the last reset.
+func (q *backlogQueue) logStatements(b *testing.B, round int) {
+	rows, err := q.pool.Query(context.Background(), `SELECT calls, round(total_exec_time::numeric, 1), round(mean_exec_time::numeric, 3),
+			left(regexp_replace(query, '\s+', ' ', 'g'), 160)
+		FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+		ORDER BY total_exec_time DESC LIMIT 12`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var lines []string
+	for rows.Next() {
+		var calls int64
+		var total, mean float64
+		var query string
+		if err := rows.Scan(&calls, &total, &mean, &query); err != nil {
+			b.Fatal(err)
+		}
+		lines = append(lines, fmt.Sprintf("%8d calls %10.1f ms total %8.3f ms mean  %s", calls, total, mean, query))
+	}
+	fmt.Printf("statements, queue=%s, round %d:\n%s\n", q.name, round, strings.Join(lines, "\n"))
+}
+
+// explain prints the plan of a claim of 100 fresh due deliveries of the measured tenant
+// with ten subscriptions: a transaction records them (ten events), claims, and rolls
+// it all back.
+func (q *backlogQueue) explain(b *testing.B) {
+	ctx := context.Background()
+	req := adapters.ClaimRequest{Limit: 100, PerSubscription: 16, Tenants: 64, Rooms: map[string]int{"bench10": 128},
+		DefaultRoom: 128, Lease: 80 * time.Second}
+	tx, err := q.pool.Begin(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `INSERT INTO deliveries (tenant_id, delivery_id, subscription_id, event_id, event_type,
+			ordering_key, body, status, next_attempt_at, created_at, updated_at)
+		SELECT s.tenant_id, 'delivery_claim' || i || s.subscription_id, s.subscription_id, 'evt_claim' || i,
+			'form.submitted', 'form_claim' || i, '\x7b7d', 'pending', now() - interval '1 millisecond', now(), now()
+		FROM generate_series(1, 10) AS i, subscriptions s
+		WHERE s.tenant_id = 'bench10' AND s.events IS NULL`); err != nil {
+		b.Fatal(err)
+	}
+	plan, err := adapters.ExplainClaim(ctx, tx, req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fmt.Printf("claim plan, queue=%s:\n%s\n", q.name, strings.Join(plan, "\n"))
 }
 
 // seedBacklog adds the failing subscriptions of the backlog (one each of 1,000 other
