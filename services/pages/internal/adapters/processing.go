@@ -16,10 +16,10 @@ import (
 // ($1 is now), whose audience has no earlier unfinished version, and, unless it used up
 // its attempts ($3, domain.MaxAttempts: domain.GiveUp would cancel it), leases it until
 // $2 and marks its audience processing if it is the audience's latest. One statement, so
-// one round trip and one implicit transaction, whether it finds a version or not (the
-// workers' claims that find none are most of them at low rates: every new version wakes
-// every worker). It returns the version found and the attempts of its lease, NULL when
-// it was left for the give-up.
+// one round trip and one implicit transaction, whether it finds a version or not (at low
+// rates about half the claims find none: each drain of the worker ends with one). It
+// returns the version found and the attempts of its lease, NULL when it was left for the
+// give-up.
 const claimSQL = `
 	WITH c AS (
 		SELECT v.tenant_id, v.id, v.page_id, v.audience_id, v.attempts FROM audience_versions v

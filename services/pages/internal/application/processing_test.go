@@ -350,6 +350,14 @@ func TestArchiveCancelsVersions(t *testing.T) {
 	}
 }
 
+// runWorker runs w until the test ends.
+func runWorker(t *testing.T, w *app.Worker) {
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { _ = w.Run(ctx); close(stopped) }()
+	t.Cleanup(func() { cancel(); <-stopped })
+}
+
 // countingQueue counts the claims a worker makes.
 type countingQueue struct {
 	domain.Queue
@@ -371,10 +379,7 @@ func TestANewVersionWakesOneWorkerGoroutine(t *testing.T) {
 	q := &countingQueue{Queue: adapters.NewStore(s.Runtime.Pool, s.Runtime.Outbox)}
 	w := &app.Worker{Store: q, Pool: s.Runtime.Pool, Goroutines: 4, Channel: adapters.WorkChannel, Log: s.Runtime.Log,
 		Lease: time.Minute, Poll: time.Hour}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() { _ = w.Run(ctx); close(stopped) }()
-	t.Cleanup(func() { cancel(); <-stopped })
+	runWorker(t, w)
 
 	// The listener's first look at the queue finds it empty.
 	for deadline := time.Now().Add(5 * time.Second); q.claims.Load() == 0; time.Sleep(time.Millisecond) {
@@ -415,10 +420,7 @@ func TestABacklogWakesTheOtherWorkerGoroutines(t *testing.T) {
 			running.Add(-1)
 			return nil
 		}}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() { _ = w.Run(ctx); close(stopped) }()
-	t.Cleanup(func() { cancel(); <-stopped })
+	runWorker(t, w)
 	for _, aid := range aids {
 		waitAudience(t, c, pageID, aid, status("published"))
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/service/servicetest"
 	"github.com/customerapi/platform/services/webhooks/internal/adapters"
 	"github.com/customerapi/platform/services/webhooks/internal/application"
@@ -163,13 +162,7 @@ func newBacklogQueue(b *testing.B, name, url string) *backlogQueue {
 // minutes, until autovacuum analyzes it.
 func (q *backlogQueue) warm(b *testing.B, rc *arrivals) {
 	for _, n := range backlogFanouts {
-		evts := make([]events.Envelope, 2000/n)
-		for i := range evts {
-			evts[i] = event(b, fmt.Sprintf("bench%d", n), events.TypeFormSubmitted, fmt.Sprintf("form_%s_warm_%d", q.name, i))
-		}
-		before := rc.count()
-		publish(b, q.s.Broker, evts...)
-		rc.wait(b, before+len(evts)*n, 5*time.Minute)
+		rc.deliver(b, q.s.Broker, formEvents(b, fmt.Sprintf("bench%d", n), "form_"+q.name+"_warm", 2000/n), n)
 	}
 }
 
@@ -191,18 +184,12 @@ func (q *backlogQueue) throughput(b *testing.B, rc *arrivals, round int, rates m
 	b.Run("queue="+q.name, func(b *testing.B) {
 		for _, n := range backlogFanouts {
 			b.Run(fmt.Sprintf("subscriptions=%d", n), func(b *testing.B) {
-				tenantID := fmt.Sprintf("bench%d", n)
 				nEvents := (b.N + n - 1) / n
-				evts := make([]events.Envelope, nEvents)
-				for i := range evts {
-					evts[i] = event(b, tenantID, events.TypeFormSubmitted, fmt.Sprintf("form_%s_%d_%d_%d", q.name, round, b.N, i))
-				}
-				before := rc.count()
+				evts := formEvents(b, fmt.Sprintf("bench%d", n), fmt.Sprintf("form_%s_%d_%d", q.name, round, b.N), nEvents)
 				claimsBefore := claimStats(b, q.s.MetricsURL)
 				b.ResetTimer()
 				began := time.Now()
-				publish(b, q.s.Broker, evts...)
-				rc.wait(b, before+nEvents*n, 5*time.Minute)
+				rc.deliver(b, q.s.Broker, evts, n)
 				elapsed := time.Since(began)
 				b.StopTimer()
 				rate := float64(nEvents*n) / elapsed.Seconds()
