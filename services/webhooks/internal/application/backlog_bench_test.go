@@ -16,6 +16,7 @@ import (
 	"github.com/customerapi/platform/libs/service/servicetest"
 	"github.com/customerapi/platform/services/webhooks/internal/adapters"
 	"github.com/customerapi/platform/services/webhooks/internal/application"
+	"github.com/customerapi/platform/services/webhooks/internal/dispatch"
 )
 
 // backlogSize is the number of pending deliveries BenchmarkDeliveryThroughputBacklog
@@ -230,12 +231,19 @@ func (q *backlogQueue) logStatements(b *testing.B, round int) {
 	fmt.Printf("statements, queue=%s, round %d:\n%s\n", q.name, round, strings.Join(lines, "\n"))
 }
 
-// explain prints the plan of a claim of 100 fresh due deliveries of the measured tenant
-// with ten subscriptions: a transaction records them (ten events), claims, and rolls
-// it all back.
+// explain prints the plans of a claim of 100 fresh due deliveries of the measured tenant
+// with ten subscriptions, as the engine makes it between rounds (the turn explores
+// dispatch.QuietTenants) and during a round (dispatch.ClaimTenants).
 func (q *backlogQueue) explain(b *testing.B) {
+	q.explainClaim(b, "between rounds", dispatch.QuietTenants)
+	q.explainClaim(b, "during a round", dispatch.ClaimTenants)
+}
+
+// explainClaim prints the plan of one claim whose turn explores tenants: a transaction
+// records the deliveries (ten events), claims, and rolls it all back.
+func (q *backlogQueue) explainClaim(b *testing.B, kind string, tenants int) {
 	ctx := context.Background()
-	req := adapters.ClaimRequest{Limit: 100, PerSubscription: 16, Tenants: 64, Rooms: map[string]int{"bench10": 128},
+	req := adapters.ClaimRequest{Limit: 100, PerSubscription: 16, Tenants: tenants, Rooms: map[string]int{"bench10": 128},
 		DefaultRoom: 128, Lease: 80 * time.Second}
 	tx, err := q.pool.Begin(ctx)
 	if err != nil {
@@ -254,7 +262,7 @@ func (q *backlogQueue) explain(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	fmt.Printf("claim plan, queue=%s:\n%s\n", q.name, strings.Join(plan, "\n"))
+	fmt.Printf("claim plan %s, queue=%s:\n%s\n", kind, q.name, strings.Join(plan, "\n"))
 }
 
 // seedBacklog adds the failing subscriptions of the backlog (one each of 1,000 other

@@ -83,24 +83,34 @@ const heldPerWorker = 2 * laneDepth
 // across tenants stopped at maxTurnHops before coming round.
 const contendedRetry = 50 * time.Millisecond
 
-// claimTenants bounds the tenants with pending deliveries one claim's turn explores (one
-// index probe each); the next claim goes on where it stopped. The tenants the replica
-// holds deliveries of are visited by every claim besides.
-const claimTenants = 64
+// ClaimTenants bounds the tenants with pending deliveries one claim's turn explores during
+// a round (one index probe each); the next claim goes on where it stopped. The tenants the
+// replica holds deliveries of, and those announced, are visited by every claim besides.
+const ClaimTenants = 64
+
+// QuietTenants bounds the tenants a claim's turn explores between rounds. Every due
+// delivery the engine can know of is found by a round or visited as announced or held,
+// so this turn is only a slow sweep that needs none of those signals; a claim that
+// explored ClaimTenants here would probe them on every claim, doubling its time when a
+// thousand tenants wait for retries.
+const QuietTenants = 4
 
 // maxTurnHops bounds the claims in a row that go on to the next tenants, during a round,
-// because the previous one stopped at claimTenants (1,024 tenants per fill).
+// because the previous one stopped at ClaimTenants (1,024 tenants per fill).
 const maxTurnHops = 16
 
 // round is a pass of the claims' turn across every tenant with pending deliveries. New
 // deliveries need none: their notification names the tenant, which the claims visit
 // directly (announced), as they visit the tenants the replica holds deliveries of. A
 // round finds what falls due without a notification (retries, leases of a replica that
-// died): it begins when the engine's timer fires (the next due time, the idle backstop),
-// when the listener (re)connects, and at start, and it ends when the turn has come round
-// to where it began. Between rounds a claim that stops at claimTenants does not make the
-// engine go on or poll: with many tenants waiting for retries, that would be a claim
-// every few milliseconds for nothing.
+// died): it begins when the next due time the engine read comes (however often pokes
+// reset its timer), at least every Idle, when the listener (re)connects, at start, and
+// when a tenant may have been left out of the announced ones (their bound was reached,
+// or an announcement ran out before a claim took any of the tenant's deliveries); it
+// ends when the turn has come round to where it began and the last claim did not stop
+// at its limit. Between rounds a claim explores QuietTenants only, and one that stops at
+// that bound does not make the engine go on or poll: with many tenants waiting for
+// retries, that would be a claim every few milliseconds for nothing.
 type round struct {
 	open    bool
 	from    string    // the turn's position when it began
@@ -126,7 +136,10 @@ type Dispatcher struct {
 	// recheck is when a delivery of a tenant explored by the last round falls due (zero:
 	// none); the timer fires then at the latest. Claim loop only.
 	recheck time.Time
-	// reround asks the claim loop for a round (the listener reconnected).
+	// roundBy is when the next round begins at the latest: the earliest due time read
+	// since the last round began, or Idle after it. Claim loop only.
+	roundBy time.Time
+	// reround asks the claim loop for a round (askRound).
 	reround atomic.Bool
 
 	mu      sync.Mutex
@@ -193,7 +206,7 @@ func New(cfg Config, queue Queue, sender *Sender, pool *pgxpool.Pool, log *slog.
 const announceFor = 2 * time.Second
 
 // maxAnnounced bounds the notified tenants remembered at once; beyond it, a tenant is
-// found in the claims' turn across tenants.
+// found by a round of the claims' turn across tenants.
 const maxAnnounced = 1024
 
 // announce makes the claims visit a tenant that has new deliveries, even if the replica
@@ -201,9 +214,23 @@ const maxAnnounced = 1024
 func (d *Dispatcher) announce(tenantID string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.announceLocked(tenantID)
+}
+
+// announceLocked is announce with d.mu held. A tenant beyond maxAnnounced asks for a
+// round instead.
+func (d *Dispatcher) announceLocked(tenantID string) {
 	if _, ok := d.announced[tenantID]; ok || len(d.announced) < maxAnnounced {
 		d.announced[tenantID] = time.Now()
+		return
 	}
+	d.askRound()
+}
+
+// askRound makes the engine begin a round as soon as none is open.
+func (d *Dispatcher) askRound() {
+	d.reround.Store(true)
+	d.Poke()
 }
 
 // listen pokes the engine on every notification of new deliveries (and once at start
@@ -238,7 +265,7 @@ func (d *Dispatcher) listenOnce(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{adapters.Channel}.Sanitize()); err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	d.reround.Store(true) // notifications may have been missed meanwhile
+	d.askRound() // notifications may have been missed meanwhile
 	d.floors.forget(time.Now())
 	for {
 		d.Poke()
@@ -289,10 +316,15 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			break
 		}
-		if (timed || d.reround.Swap(false)) && !d.round.open {
+		if !d.round.open && (timed || d.reround.Swap(false) || !time.Now().Before(d.roundBy)) {
 			d.round = round{open: true, from: d.after}
+			d.roundBy = time.Now().Add(d.cfg.Idle)
 		}
-		timer.Reset(d.fill(ctx))
+		wait := d.fill(ctx)
+		if !d.round.open {
+			wait = max(min(wait, time.Until(d.roundBy)), time.Millisecond)
+		}
+		timer.Reset(wait)
 	}
 	d.shutdown(cancelSends)
 	close(d.results)
@@ -319,8 +351,8 @@ func (d *Dispatcher) fill(ctx context.Context) time.Duration {
 			return time.Second
 		}
 		d.accept(c.Jobs, began)
-		d.advance(c)
 		got := len(c.Jobs)
+		d.advance(c, got == n)
 		switch {
 		case ctx.Err() != nil:
 			return d.cfg.Idle // shutdown began: claim no more
@@ -347,13 +379,20 @@ func (d *Dispatcher) fill(ctx context.Context) time.Duration {
 	if !d.recheck.IsZero() {
 		wait = min(wait, time.Until(d.recheck))
 	}
-	return min(max(wait, time.Millisecond), d.cfg.Idle)
+	wait = min(max(wait, time.Millisecond), d.cfg.Idle)
+	// A poke resets the timer before it fires: what falls due then begins the round.
+	if by := time.Now().Add(wait); by.Before(d.roundBy) {
+		d.roundBy = by
+	}
+	return wait
 }
 
 // advance moves the claims' turn across tenants on to where the claim c left it, and
 // ends the round when the turn has come round (within c, or past the last tenant and on
-// to where the round began).
-func (d *Dispatcher) advance(c adapters.Claimed) {
+// to where the round began), unless c stopped at its limit (full): then c.After is the
+// last tenant it served, and tenants its turn explored after that may have due
+// deliveries.
+func (d *Dispatcher) advance(c adapters.Claimed, full bool) {
 	prev := d.after
 	d.after = c.After
 	r := &d.round
@@ -366,7 +405,7 @@ func (d *Dispatcher) advance(c adapters.Claimed) {
 	if c.After <= prev {
 		r.wrapped = true
 	}
-	if !c.Unvisited || r.wrapped && c.After >= r.from {
+	if !full && (!c.Unvisited || r.wrapped && c.After >= r.from) {
 		d.recheck = r.soonest
 		*r = round{}
 	}
@@ -386,8 +425,12 @@ func (d *Dispatcher) claim(ctx context.Context, n int, exclude []string, rooms m
 	defer cancel()
 	began := time.Now()
 	floors, gen := d.floors.begin(began)
+	tenants := QuietTenants
+	if d.round.open {
+		tenants = ClaimTenants
+	}
 	c, err := d.queue.Claim(ctx, adapters.ClaimRequest{Limit: n, PerSubscription: laneDepth * d.cfg.PerSubscription,
-		Exclude: exclude, After: d.after, Tenants: claimTenants, Rooms: rooms, DefaultRoom: d.tenantHeld(),
+		Exclude: exclude, After: d.after, Tenants: tenants, Rooms: rooms, DefaultRoom: d.tenantHeld(),
 		Lease: d.cfg.Lease, Floors: floors})
 	d.metrics.claims.Observe(time.Since(began).Seconds())
 	d.floors.learn(gen, c.Floors)
@@ -418,6 +461,9 @@ func (d *Dispatcher) capacity() (int, []string, map[string]int) {
 		switch _, held := d.tenants[id]; {
 		case now.Sub(at) > announceFor:
 			delete(d.announced, id)
+			if !held {
+				d.askRound() // no claim took any of its deliveries: maybe none could
+			}
 		case !held:
 			rooms[id] = d.tenantHeld()
 		}
@@ -587,9 +633,7 @@ func (d *Dispatcher) finish(j adapters.Job) {
 		delete(d.tenants, j.TenantID)
 		// It may have more due (a claim takes at most laneDepth × PerSubscription of a
 		// subscription): the next claims visit it as if notified.
-		if len(d.announced) < maxAnnounced {
-			d.announced[j.TenantID] = time.Now()
-		}
+		d.announceLocked(j.TenantID)
 	}
 	d.mu.Unlock()
 	if low || wasFull {
