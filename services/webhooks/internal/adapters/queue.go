@@ -150,9 +150,9 @@ type Job struct {
 // After the claimed rows comes one summary row (summary true): the tenant after which the
 // next claim's turn should begin (the last one served in round order when $1 ran out,
 // else the last one the turn explored), the tenants explored, whether a tenant's window
-// came back full (it may have more due), how many rows the claim meant to take, the
-// earliest due time still to come among the tenants explored, and the probed tenants
-// with their earliest pending due times (NULL: none; the row's due time is the claim's).
+// came back full (it may have more due), how many rows the claim meant to take, and the
+// probed tenants with their earliest pending due times (NULL: none; the row's due time
+// is the claim's).
 const claimSQL = `
 WITH RECURSIVE ring (tenant_id, earliest, kind, wrapped, pos, steps, ki) AS (
 	SELECT $5::text COLLATE "C", NULL::timestamptz, 'start'::text, false, 0, 0,
@@ -243,7 +243,7 @@ WITH RECURSIVE ring (tenant_id, earliest, kind, wrapped, pos, steps, ki) AS (
 		d.next_attempt_at, d.retry_step, d.attempt_count, d.lease_token
 )
 SELECT false AS summary, c.*, s.url, s.secret, CASE WHEN s.previous_secret_until > now() THEN s.previous_secret END, s.active,
-	'' AS after, 0 AS visited, false AS more, 0 AS wanted, NULL::timestamptz AS soonest,
+	'' AS after, 0 AS visited, false AS more, 0 AS wanted,
 	NULL::text[] AS probed, NULL::timestamptz[] AS probed_earliest
 FROM claimed c JOIN subscriptions s ON s.tenant_id = c.tenant_id AND s.subscription_id = c.subscription_id
 UNION ALL
@@ -254,7 +254,6 @@ SELECT true, '', '', '', '', '', 0, NULL, now(), 0, 0, 0, '', '', NULL, false,
 	(SELECT count(*) FROM ring WHERE kind = 'found')::int,
 	EXISTS (SELECT 1 FROM candidates GROUP BY tenant_id, share HAVING count(*) = 4 * share),
 	least($1, (SELECT count(*) FROM ranked WHERE turn <= room))::int,
-	(SELECT min(earliest) FROM ring WHERE earliest > now()),
 	(SELECT array_agg(tenant_id ORDER BY tenant_id) FROM probed),
 	(SELECT array_agg(earliest ORDER BY tenant_id) FROM probed)`
 
@@ -299,10 +298,6 @@ type Claimed struct {
 	More bool
 	// Locked counts the deliveries the claim meant to take but found held by another claim.
 	Locked int
-	// Soonest is the earliest due time, still to come when the claim ran, of the tenants
-	// its turn explored (nil when none): a delivery that falls due before the engine's
-	// turn comes round to its tenant again.
-	Soonest *time.Time
 	// Floors holds, for every tenant the claim probed, the earliest due time of its
 	// pending deliveries, or the claim's time when it had none. It was true in the
 	// claim's snapshot; a delivery that becomes pending later may be due before it only
@@ -373,17 +368,16 @@ func claim(ctx context.Context, q querier, req ClaimRequest) (Claimed, error) {
 			after   string
 			more    bool
 			v, w    int
-			soonest *time.Time
 			probed  []string
 			earlier []*time.Time
 		)
 		if err := rows.Scan(&summary, &j.TenantID, &j.DeliveryID, &j.SubscriptionID, &j.EventID, &j.OrderingKey, &j.Seq,
 			&j.Body, &j.DueAt, &j.RetryStep, &j.AttemptNo, &j.LeaseToken, &j.URL, &j.Secret, &j.PreviousSecret, &j.Active,
-			&after, &v, &more, &w, &soonest, &probed, &earlier); err != nil {
+			&after, &v, &more, &w, &probed, &earlier); err != nil {
 			return Claimed{}, fmt.Errorf("claim deliveries: %w", err)
 		}
 		if summary {
-			c.After, visited, c.More, wanted, c.Soonest = after, v, more, w, soonest
+			c.After, visited, c.More, wanted = after, v, more, w
 			c.Floors = make(map[string]time.Time, len(probed))
 			for i, id := range probed {
 				c.Floors[id] = j.DueAt // the claim's time: nothing was pending
@@ -407,23 +401,49 @@ func claim(ctx context.Context, q querier, req ClaimRequest) (Claimed, error) {
 	return c, nil
 }
 
-// NextDue returns how long until a delivery not claimable now may be claimed: the
-// earliest due time still to come, or the earliest lease to run out. ok is false when
-// nothing of the kind is pending. Deliveries due already are the claims' business
-// (Claimed says when some were left).
-func (s *Store) NextDue(ctx context.Context) (wait time.Duration, ok bool, err error) {
-	var secs *float64
-	err = s.pool.QueryRow(ctx, `SELECT extract(epoch FROM least(
-		(SELECT next_attempt_at FROM deliveries WHERE status = 'pending' AND next_attempt_at > now()
-			ORDER BY next_attempt_at, seq LIMIT 1),
-		(SELECT min(lease_expires_at) FROM deliveries WHERE lease_expires_at > now())) - now())::float8`).Scan(&secs)
+// Falling is a pending delivery's due time still to come, and its tenant.
+type Falling struct {
+	At       time.Time
+	TenantID string
+}
+
+// Upcoming is what falls due after now: no claim can take it yet.
+type Upcoming struct {
+	// Now is the database's clock when it was read.
+	Now time.Time
+	// Due are the earliest due times of pending deliveries after Now, in due order, at
+	// most the limit asked: retries, mostly (a new delivery is due when written).
+	Due []Falling
+	// LeaseEnd is when the earliest lease still running runs out (zero: none): a
+	// replica that claimed the delivery stopped without giving it back.
+	LeaseEnd time.Time
+}
+
+// Upcoming reads the earliest due times still to come, at most limit, with their
+// tenants, and when the earliest lease runs out. Deliveries due already are the claims'
+// business (Claimed says when some were left).
+func (s *Store) Upcoming(ctx context.Context, limit int) (Upcoming, error) {
+	var u Upcoming
+	var lease *time.Time
+	var at []time.Time
+	var tenants []string
+	err := s.pool.QueryRow(ctx, `WITH f AS (
+			SELECT next_attempt_at, seq, tenant_id FROM deliveries WHERE status = 'pending' AND next_attempt_at > now()
+			ORDER BY next_attempt_at, seq LIMIT $1)
+		SELECT now(), (SELECT min(lease_expires_at) FROM deliveries WHERE lease_expires_at > now()),
+			array(SELECT next_attempt_at FROM f ORDER BY next_attempt_at, seq),
+			array(SELECT tenant_id FROM f ORDER BY next_attempt_at, seq)`, limit).Scan(&u.Now, &lease, &at, &tenants)
 	if err != nil {
-		return 0, false, fmt.Errorf("next due delivery: %w", err)
+		return Upcoming{}, fmt.Errorf("upcoming deliveries: %w", err)
 	}
-	if secs == nil {
-		return 0, false, nil
+	if lease != nil {
+		u.LeaseEnd = *lease
 	}
-	return time.Duration(*secs * float64(time.Second)), true, nil
+	u.Due = make([]Falling, len(at))
+	for i := range at {
+		u.Due[i] = Falling{At: at[i], TenantID: tenants[i]}
+	}
+	return u, nil
 }
 
 // Result is the end of one claim: an attempt's outcome, or a claim given back.
@@ -483,6 +503,7 @@ func (s *Store) Complete(ctx context.Context, results []Result, disableAfter tim
 		if !failing {
 			queueDeliveries(b, results)
 		}
+		queueGivenBack(b, results)
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return fmt.Errorf("record results: %w", err)
 		}
@@ -501,6 +522,25 @@ func (s *Store) Complete(ctx context.Context, results []Result, disableAfter tim
 		return nil
 	})
 	return disabled, err
+}
+
+// queueGivenBack notifies the tenants of claims given back unattempted (a replica
+// shutting down): they are due again at once (queueDeliveries sets the same time), and
+// the other replicas' claims should visit those tenants now rather than when a round
+// comes to them. The notification arrives at commit; one whose delivery another claim
+// took over meanwhile only costs a visit.
+func queueGivenBack(b *pgx.Batch, results []Result) {
+	var tenants []string
+	for _, r := range results {
+		if r.Attempt == nil && r.Status == domain.StatusPending && !slices.Contains(tenants, r.TenantID) {
+			tenants = append(tenants, r.TenantID)
+		}
+	}
+	if len(tenants) == 0 {
+		return
+	}
+	b.Queue(`SELECT pg_notify($1, t || ' ' || (extract(epoch FROM date_trunc('milliseconds', now())) * 1000000)::bigint)
+		FROM unnest($2::text[]) AS t`, Channel, tenants)
 }
 
 // queueAttempts inserts the attempts of the results. A delivery deleted with its

@@ -194,10 +194,47 @@ func TestClaimLimitsPerSubscriptionAndHonoursExclusions(t *testing.T) {
 		}
 	}
 	// Deliveries due now are the claims' business; held ones come back when their lease
-	// runs out, and NextDue says when.
-	wait, ok, err := s.NextDue(context.Background())
-	if err != nil || !ok || wait < 50*time.Second || wait > time.Minute {
-		t.Fatalf("next due in %s (%v, %v), want the lease's end in a minute", wait, ok, err)
+	// runs out, and Upcoming says when.
+	up, err := s.Upcoming(context.Background(), 10)
+	if wait := up.LeaseEnd.Sub(up.Now); err != nil || len(up.Due) != 0 || wait < 50*time.Second || wait > time.Minute {
+		t.Fatalf("upcoming %+v (%v), want nothing due later and the lease's end in a minute", up, err)
+	}
+}
+
+// Upcoming names the earliest due times still to come, in due order, with their
+// tenants (the engine visits each tenant when its time comes), not those due already,
+// and at most as many as asked.
+func TestUpcomingNamesTheTenantsOfTheDueTimesToCome(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	for _, tenant := range []string{"acme", "beta"} {
+		addSubscription(t, s, tenant, "whsub_"+tenant, true, nil)
+		for i := range 2 {
+			record(t, s, pool, newEvent(t, tenant, events.TypeFormSubmitted, fmt.Sprintf("form_%d", i)))
+		}
+	}
+	// acme's first in 3 s, beta's first in 1 s, acme's second in 2 s; beta's second stays due now.
+	if _, err := pool.Exec(ctx, `UPDATE deliveries d SET next_attempt_at = now() + make_interval(secs => v.secs), retry_step = 1
+		FROM (SELECT delivery_id, CASE WHEN tenant_id = 'acme' THEN 4 - row_number() OVER (PARTITION BY tenant_id ORDER BY seq)
+			ELSE 1 END AS secs, row_number() OVER (PARTITION BY tenant_id ORDER BY seq) AS n, tenant_id FROM deliveries) AS v
+		WHERE d.delivery_id = v.delivery_id AND (v.tenant_id = 'acme' OR v.n = 1)`); err != nil {
+		t.Fatal(err)
+	}
+	up, err := s.Upcoming(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(up.Due) != 2 || up.Due[0].TenantID != "beta" || up.Due[1].TenantID != "acme" {
+		t.Fatalf("upcoming %+v, want beta's retry in 1 s, then acme's in 2 s", up.Due)
+	}
+	if wait := up.Due[0].At.Sub(up.Now); wait < 900*time.Millisecond || wait > time.Second {
+		t.Errorf("the first due time to come is %s after the database's clock, want 1 s", wait)
+	}
+	if !up.Due[0].At.Before(up.Due[1].At) {
+		t.Errorf("due times %v, want in due order", up.Due)
+	}
+	if all, _ := s.Upcoming(ctx, 10); len(all.Due) != 3 {
+		t.Errorf("upcoming %+v, want the three due later than now, not the one due now", all.Due)
 	}
 }
 
@@ -272,8 +309,8 @@ func TestCompleteDisablesOnGone(t *testing.T) {
 	if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM deliveries WHERE status = 'pending'").Scan(&pending); err != nil || pending != 0 {
 		t.Fatalf("%d deliveries still pending (%v)", pending, err)
 	}
-	if _, ok, _ := s.NextDue(context.Background()); ok {
-		t.Fatal("something is still due")
+	if up, err := s.Upcoming(context.Background(), 10); err != nil || len(up.Due) != 0 || !up.LeaseEnd.IsZero() {
+		t.Fatalf("upcoming %+v (%v), want nothing", up, err)
 	}
 }
 
@@ -691,8 +728,8 @@ func TestClaimWithFloorsGoesRoundEveryTenant(t *testing.T) {
 }
 
 // A notification of new deliveries names their tenant and says when they are due, as
-// the intake, a test event and a retry by hand send it; one of a replica of an earlier
-// version names the tenant alone.
+// the intake, a test event, a retry by hand and claims given back (a replica shutting
+// down) send it; one of a replica of an earlier version names the tenant alone.
 func TestNotificationsSayWhenDeliveriesAreDue(t *testing.T) {
 	ctx := context.Background()
 	s, pool := newStore(t)
@@ -740,6 +777,28 @@ func TestNotificationsSayWhenDeliveriesAreDue(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("a retry by hand", *d.NextAttemptAt)
+
+	c, err := s.Claim(ctx, adapters.ClaimRequest{Limit: 10, PerSubscription: 10, Tenants: 10, DefaultRoom: 10, Lease: time.Minute})
+	if err != nil || len(c.Jobs) != 2 {
+		t.Fatalf("claimed %d (%v), want the two pending deliveries", len(c.Jobs), err)
+	}
+	given := make([]adapters.Result, len(c.Jobs))
+	for i, j := range c.Jobs {
+		given[i] = adapters.Result{TenantID: j.TenantID, DeliveryID: j.DeliveryID, SubscriptionID: j.SubscriptionID,
+			LeaseToken: j.LeaseToken, AttemptNo: j.AttemptNo, Status: domain.StatusPending}
+	}
+	if _, err := s.Complete(ctx, given, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.QueryRow(ctx, "SELECT min(next_attempt_at) FROM deliveries WHERE status = 'pending'").Scan(&due); err != nil {
+		t.Fatal(err)
+	}
+	check("claims given back (one notification per tenant)", due)
+	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if n, err := conn.Conn().WaitForNotification(wctx); err == nil {
+		t.Errorf("a second notification %q for claims of one tenant given back together", n.Payload)
+	}
 
 	if tenant, _, known := adapters.ParseNotification("acme"); tenant != "acme" || known {
 		t.Fatalf("an earlier version's notification reads as %q (due known %v), want acme, due unknown", tenant, known)

@@ -87,11 +87,13 @@ func startResting(t *testing.T, pool *pgxpool.Pool, store *adapters.Store, cfg C
 }
 
 // Many more tenants than one claim explores (ClaimTenants), each with a delivery waiting
-// for a retry, cost nothing while nothing is due: the engine does not keep claiming, and
-// the claims of new deliveries between rounds probe QuietTenants of them, not
-// ClaimTenants. A new tenant's deliveries are claimed as their notification arrives, not
-// when the turn across tenants comes round to it, and a retry that falls due without a
-// notification is found by a round when it is due.
+// for a retry, cost nothing while nothing is due: the engine does not keep claiming. A
+// new tenant's deliveries are claimed as their notification arrives, not when the turn
+// across tenants comes round to it, and a retry that falls due without a notification
+// is claimed when it is due. None of it takes a round once the start-up rounds are
+// over: the claims probe QuietTenants of the waiting tenants besides the ones they
+// visit, the retry's tenant is visited when its due time comes, and the new tenant's
+// announcement, once its deliveries are done, runs out without asking for one.
 func TestManyTenantsWaitingForRetries(t *testing.T) {
 	const tenants = 8 * ClaimTenants
 	pool := pgtest.NewPool(t, migrations.Set)
@@ -103,12 +105,11 @@ func TestManyTenantsWaitingForRetries(t *testing.T) {
 	freshSrv := httptest.NewServer(fresh)
 	t.Cleanup(freshSrv.Close)
 
-	began := time.Now()
 	waitingTenants(t, pool, tenants, waitingSrv.URL)
-	dueIn(t, pool, 7, 2*time.Second)
 	subscribeAll(t, store, "tenant_0250x", "whsub_fresh", freshSrv.URL) // among the others in tenant order
 	queue, reg := startResting(t, pool, store, Config{Workers: 256, PerSubscription: 8, TenantConcurrency: 64,
 		ClaimBatch: 100, Idle: time.Minute})
+	queue.probes()
 
 	before := claimCount(t, reg)
 	time.Sleep(500 * time.Millisecond) // the quiet window: nothing is due, so at most a claim or two may happen in it
@@ -116,7 +117,9 @@ func TestManyTenantsWaitingForRetries(t *testing.T) {
 		t.Errorf("%d claims in half a second with nothing due: the engine polls the tenants waiting for retries", n)
 	}
 
-	queue.probes()
+	dueIn(t, pool, 7, 2*time.Second)
+	written := time.Now()
+	queue.d.Poke() // as the write of a retry's result does: the engine reads the due times to come
 	enqueued := map[string]time.Time{}
 	for i := range 20 {
 		at := time.Now()
@@ -128,19 +131,6 @@ func TestManyTenantsWaitingForRetries(t *testing.T) {
 	case <-fresh.all:
 	case <-time.After(10 * time.Second):
 		t.Fatal("a new tenant's deliveries did not arrive within 10 s")
-	}
-	var quiet, over, most int
-	for _, p := range queue.probes() {
-		if !p.round {
-			quiet++
-			if turn := p.probed - p.rooms; turn > QuietTenants {
-				over, most = over+1, max(most, turn)
-			}
-		}
-	}
-	if quiet == 0 || over > 0 {
-		t.Errorf("%d of %d claims between rounds probed more than QuietTenants (%d) tenants besides those announced or "+
-			"held, up to %d: the turn explores the tenants waiting for retries on every claim", over, quiet, QuietTenants, most)
 	}
 	fresh.mu.Lock()
 	var slowest time.Duration
@@ -154,18 +144,41 @@ func TestManyTenantsWaitingForRetries(t *testing.T) {
 
 	select {
 	case <-waiting.all:
-		if at := waiting.at["evt_7"]; at.Sub(began) < 2*time.Second {
-			t.Errorf("the retry due after 2 s arrived after %s", at.Sub(began))
+		if at := waiting.at["evt_7"]; at.Sub(written) < 2*time.Second {
+			t.Errorf("the retry due after 2 s arrived after %s", at.Sub(written))
 		}
-	case <-time.After(time.Until(began.Add(5 * time.Second))):
+	case <-time.After(time.Until(written.Add(5 * time.Second))):
 		t.Fatal("a retry that fell due without a notification was not attempted within 3 s of its due time")
+	}
+	time.Sleep(announceFor + 300*time.Millisecond)
+	queue.d.Poke() // a claim notices the announcements that ran out
+	time.Sleep(200 * time.Millisecond)
+
+	var rounds, quiet, over, most int
+	for _, p := range queue.probes() {
+		if p.round {
+			rounds++
+			continue
+		}
+		quiet++
+		if turn := p.probed - p.rooms; turn > QuietTenants {
+			over, most = over+1, max(most, turn)
+		}
+	}
+	if rounds > 0 {
+		t.Errorf("%d claims in rounds after the start-up rounds: a retry falling due, or an announcement running out "+
+			"after a claim visited its tenant, began a round", rounds)
+	}
+	if quiet == 0 || over > 0 {
+		t.Errorf("%d of %d claims between rounds probed more than QuietTenants (%d) tenants besides those announced or "+
+			"held, up to %d: the turn explores the tenants waiting for retries on every claim", over, quiet, QuietTenants, most)
 	}
 	waiting.mu.Lock()
 	defer waiting.mu.Unlock()
 	if len(waiting.at) != 1 {
 		t.Errorf("%d deliveries waiting for a retry were attempted, want only the one due", len(waiting.at))
 	}
-	t.Logf("new tenant's slowest delivery %s", slowest)
+	t.Logf("new tenant's slowest delivery %s, %d claims", slowest, quiet)
 }
 
 // A delivery that falls due without a notification (a retry of a tenant the last round
@@ -201,6 +214,37 @@ func TestARoundBeginsEveryIdleWhilePokesKeepComing(t *testing.T) {
 			t.Fatal("a delivery written without a notification was not attempted within 10 s while pokes kept coming: " +
 				"no round began within Idle")
 		}
+	}
+}
+
+// A delivery leased by a replica that stopped without giving it back is claimed again when
+// its lease runs out: the engine reads when the earliest lease ends, and a round begins
+// then, not at the next Idle (a minute here).
+func TestALeaseThatRunsOutBringsARound(t *testing.T) {
+	const tenants = 8 * ClaimTenants
+	pool := pgtest.NewPool(t, migrations.Set)
+	store := adapters.NewStore(pool)
+	arrivals := &arrivalLog{at: map[string]time.Time{}, want: 1, all: make(chan struct{})}
+	srv := httptest.NewServer(arrivals)
+	t.Cleanup(srv.Close)
+	waitingTenants(t, pool, tenants, srv.URL)
+	queue, _ := startResting(t, pool, store, Config{Workers: 256, PerSubscription: 8, TenantConcurrency: 64,
+		ClaimBatch: 100, Idle: time.Minute})
+
+	if _, err := pool.Exec(t.Context(), `UPDATE deliveries SET next_attempt_at = now(),
+			lease_expires_at = now() + interval '1500 milliseconds', lease_token = lease_token + 1
+		WHERE delivery_id = 'delivery_' || $1::int`, restsAt(t, queue)); err != nil {
+		t.Fatal(err)
+	}
+	leased := time.Now()
+	queue.d.Poke() // a claim's wake-up: the engine reads the due times and lease ends to come
+	select {
+	case <-arrivals.all:
+		if took := time.Since(leased); took < 1500*time.Millisecond {
+			t.Errorf("the leased delivery arrived %s after it was leased for 1.5 s", took)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a delivery whose lease ran out after 1.5 s was not attempted within 5 s: no round began when it ran out")
 	}
 }
 
@@ -316,8 +360,7 @@ func restsAt(t *testing.T, q *restingQueue) int {
 }
 
 // restingQueue is the engine's queue in a test that must know when the start-up rounds
-// are over: the one at start, the one the listener asks for once it has connected, and
-// the one the marker's announcement asks for when it runs out.
+// are over: the one at start and the one the listener asks for once it has connected.
 type restingQueue struct {
 	Queue
 	d      *Dispatcher
@@ -325,7 +368,7 @@ type restingQueue struct {
 
 	mu      sync.Mutex
 	visited bool // a claim visited marker: the listener had connected, and asked for its round, before
-	resting bool // the last call was NextDue, after visited, and no round was asked for then
+	resting bool // the last call was Upcoming, after visited, with no round open or asked for
 	probed  []probe
 	after   string // where the last claim left the turn across tenants
 }
@@ -364,44 +407,28 @@ func (q *restingQueue) probes() []probe {
 	return p
 }
 
-// NextDue is called at the end of a fill, when no round is open: with the listener's
-// request taken (reround false), the round it asked for is over.
-func (q *restingQueue) NextDue(ctx context.Context) (time.Duration, bool, error) {
-	wait, ok, err := q.Queue.NextDue(ctx)
+// Upcoming is called after a fill (by the claim loop): with no round open and none asked
+// for (reround false), the rounds asked for are over.
+func (q *restingQueue) Upcoming(ctx context.Context, limit int) (adapters.Upcoming, error) {
+	up, err := q.Queue.Upcoming(ctx, limit)
 	q.mu.Lock()
-	q.resting = q.visited && !q.d.reround.Load()
+	q.resting = q.visited && !q.d.round.open && !q.d.reround.Load()
 	q.mu.Unlock()
-	return wait, ok, err
+	return up, err
 }
 
 // waitRest waits until the claim loop rests after its start-up rounds, notifying marker
-// until a claim visits it (a notification sent before the listener connected is lost),
-// and again after the round that the marker's announcement asks for when it runs out
-// without a claim taking any of its (nonexistent) deliveries.
+// until a claim visits it (a notification sent before the listener connected is lost).
 func (q *restingQueue) waitRest(t *testing.T, pool *pgxpool.Pool) {
-	t.Helper()
-	q.rest(t, func() {
-		if _, err := pool.Exec(t.Context(), "SELECT pg_notify($1, $2)", adapters.Channel, q.marker); err != nil {
-			t.Fatal(err)
-		}
-	})
-	time.Sleep(announceFor + 100*time.Millisecond)
-	q.mu.Lock()
-	q.resting = false
-	q.mu.Unlock()
-	q.d.Poke() // a claim notices that the announcement ran out
-	q.rest(t, func() {})
-}
-
-// rest waits until the claim loop rests, calling nudge while no claim has visited marker.
-func (q *restingQueue) rest(t *testing.T, nudge func()) {
 	t.Helper()
 	testwait.For(t, 10*time.Second, "the engine to rest after its start-up rounds", func() (bool, string) {
 		q.mu.Lock()
 		visited, resting := q.visited, q.resting
 		q.mu.Unlock()
 		if !visited {
-			nudge()
+			if _, err := pool.Exec(t.Context(), "SELECT pg_notify($1, $2)", adapters.Channel, q.marker); err != nil {
+				t.Fatal(err)
+			}
 		}
 		return resting, fmt.Sprintf("listener's notification seen %v, resting %v", visited, resting)
 	})

@@ -32,7 +32,7 @@ import (
 // Queue is what the engine needs from storage.
 type Queue interface {
 	Claim(ctx context.Context, req adapters.ClaimRequest) (adapters.Claimed, error)
-	NextDue(ctx context.Context) (time.Duration, bool, error)
+	Upcoming(ctx context.Context, limit int) (adapters.Upcoming, error)
 	Complete(ctx context.Context, results []adapters.Result, disableAfter time.Duration) ([]adapters.Disabled, error)
 }
 
@@ -99,24 +99,34 @@ const QuietTenants = 4
 // because the previous one stopped at ClaimTenants (1,024 tenants per fill).
 const maxTurnHops = 16
 
-// round is a pass of the claims' turn across every tenant with pending deliveries. New
-// deliveries need none: their notification names the tenant, which the claims visit
-// directly (announced), as they visit the tenants the replica holds deliveries of. A
-// round finds what falls due without a notification (retries, leases of a replica that
-// died): it begins when the next due time the engine read comes (however often pokes
-// reset its timer), at least every Idle, when the listener (re)connects, at start, and
-// when a tenant may have been left out of the announced ones (their bound was reached,
-// or an announcement ran out before a claim took any of the tenant's deliveries); it
-// ends when the turn has come round to where it began and the last claim did not stop
-// at its limit. Between rounds a claim explores QuietTenants only, and one that stops at
-// that bound does not make the engine go on or poll: with many tenants waiting for
-// retries, that would be a claim every few milliseconds for nothing.
+// round is a pass of the claims' turn across every tenant with pending deliveries. Most
+// due deliveries need none, as the engine knows their tenant, which the claims visit
+// directly (announced) besides the tenants the replica holds deliveries of: a new
+// delivery's notification names it, and so does the engine's reading of the due times
+// still to come (Queue.Upcoming: retries, mostly), when each comes. A round finds what
+// the engine cannot know of that way: leases of a replica that stopped without giving
+// its claims back (a round begins when the earliest lease read runs out), a delivery
+// written without a notification or one missed while the listener was down (a round
+// begins at start, when the listener (re)connects, and at least every Idle), and a
+// tenant left out of the announced ones (beyond maxAnnounced, or announced while the
+// replica could not claim until the announcement ran out). It ends when the turn has
+// come round to where it began and the last claim did not stop at its limit. Between
+// rounds a claim explores QuietTenants only, and one that stops at that bound does not
+// make the engine go on or poll: with many tenants waiting for retries, that would be a
+// claim every few milliseconds for nothing.
 type round struct {
 	open    bool
-	from    string    // the turn's position when it began
-	wrapped bool      // the turn went past the last tenant to the first
-	soonest time.Time // earliest due time still to come among the tenants explored
+	from    string // the turn's position when it began
+	wrapped bool   // the turn went past the last tenant to the first
 }
+
+// dueBatch bounds the due times still to come the engine reads at once (Queue.Upcoming).
+const dueBatch = 32
+
+// rereadAfter is how long the engine goes at most without reading the due times still to
+// come while it is busy (its claims stop at their limit, or the replica holds all it
+// may): a retry is scheduled at least seconds ahead, so it is read before it is due.
+const rereadAfter = time.Second
 
 // Dispatcher runs the delivery engine of one replica.
 type Dispatcher struct {
@@ -133,28 +143,40 @@ type Dispatcher struct {
 	sendCtx context.Context
 	after   string // where the next claim's turn across tenants begins (claim loop only)
 	round   round  // claim loop only
-	// recheck is when a delivery of a tenant explored by the last round falls due (zero:
-	// none); the timer fires then at the latest. Claim loop only.
-	recheck time.Time
-	// roundBy is when the next round begins at the latest: the earliest due time read
-	// since the last round began, or Idle after it. Claim loop only.
+	// roundBy is when the next round begins at the latest: Idle after the last one
+	// began. Claim loop only.
 	roundBy time.Time
+	// upcoming are the due times still to come, with their tenants, as last read and not
+	// come yet; leaseEnd is when the earliest lease runs out, as last read (zero: none);
+	// readAt is when they were read. Claim loop only.
+	upcoming []adapters.Falling
+	leaseEnd time.Time
+	readAt   time.Time
 	// reround asks the claim loop for a round (askRound).
 	reround atomic.Bool
 
 	mu      sync.Mutex
 	lanes   map[string]*lane   // by subscription ID
 	tenants map[string]*tenant // by tenant ID, while the replica holds any of its deliveries
-	// announced holds the tenants named by notifications (new deliveries) and those the
-	// replica just finished holding deliveries of, with when, until a claim begun after
-	// that takes some of their deliveries or announceFor passes: claims visit them
-	// besides their turn.
-	announced map[string]time.Time
+	// announced holds the tenants named by notifications (new deliveries), those whose
+	// due times came (upcoming) and those the replica just finished holding deliveries
+	// of, until a claim begun after that takes some of their deliveries or announceFor
+	// passes: claims visit them besides their turn.
+	announced map[string]announcement
 	floors    *floors   // where the claims' probes of a tenant may start
 	held      int       // claimed deliveries in memory
 	inFlight  int       // attempts being made
 	ready     []*tenant // tenants with a job ready to start and a free slot, waiting for a worker, in turn
 	stopping  bool
+}
+
+// announcement is a tenant the claims visit besides their turn.
+type announcement struct {
+	at time.Time // when it was announced
+	// seen reports that a claim begun after at visited the tenant without stopping at its
+	// limit or finding rows locked, and took none of its deliveries: none was due for
+	// this replica (another took them, or they were not due yet).
+	seen bool
 }
 
 // tenant is what the replica holds of one tenant's deliveries.
@@ -197,7 +219,7 @@ func New(cfg Config, queue Queue, sender *Sender, pool *pgxpool.Pool, log *slog.
 	}
 	return &Dispatcher{cfg: cfg, queue: queue, sender: sender, pool: pool, log: log, metrics: m,
 		wake: make(chan struct{}, 1), results: make(chan adapters.Result, 2*cfg.Workers),
-		lanes: map[string]*lane{}, tenants: map[string]*tenant{}, announced: map[string]time.Time{}, floors: newFloors()}
+		lanes: map[string]*lane{}, tenants: map[string]*tenant{}, announced: map[string]announcement{}, floors: newFloors()}
 }
 
 // announceFor is how long a notified tenant is visited by every claim unless a claim
@@ -221,7 +243,7 @@ func (d *Dispatcher) announce(tenantID string) {
 // round instead.
 func (d *Dispatcher) announceLocked(tenantID string) {
 	if _, ok := d.announced[tenantID]; ok || len(d.announced) < maxAnnounced {
-		d.announced[tenantID] = time.Now()
+		d.announced[tenantID] = announcement{at: time.Now()}
 		return
 	}
 	d.askRound()
@@ -306,25 +328,24 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
-		timed := false
 		select {
 		case <-ctx.Done():
 		case <-d.wake:
 		case <-timer.C:
-			timed = true
 		}
 		if ctx.Err() != nil {
 			break
 		}
-		if !d.round.open && (timed || d.reround.Swap(false) || !time.Now().Before(d.roundBy)) {
+		d.fallDue(time.Now())
+		if !d.round.open && (d.reround.Swap(false) || !time.Now().Before(d.roundBy)) {
 			d.round = round{open: true, from: d.after}
 			d.roundBy = time.Now().Add(d.cfg.Idle)
 		}
-		wait := d.fill(ctx)
-		if !d.round.open {
-			wait = max(min(wait, time.Until(d.roundBy)), time.Millisecond)
+		wait, settled := d.fill(ctx)
+		if ctx.Err() == nil && (settled || time.Since(d.readAt) >= rereadAfter) && d.readUpcoming(ctx) {
+			wait = 0 // something came by the database's clock: look again at once
 		}
-		timer.Reset(wait)
+		timer.Reset(max(min(wait, d.untilNext()), time.Millisecond))
 	}
 	d.shutdown(cancelSends)
 	close(d.results)
@@ -334,12 +355,13 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 }
 
 // fill claims due deliveries while the replica has room and returns how long to wait
-// before looking again (a notification or a finished attempt may come sooner).
-func (d *Dispatcher) fill(ctx context.Context) time.Duration {
+// before looking again (a notification, a finished attempt or a due time read may come
+// sooner), and whether it settled: nothing more is due that it could claim now.
+func (d *Dispatcher) fill(ctx context.Context) (wait time.Duration, settled bool) {
 	for hops := 0; ; {
 		free, exclude, rooms := d.capacity()
 		if free <= 0 {
-			return d.cfg.Idle // a finishing attempt pokes
+			return d.cfg.Idle, false // a finishing attempt pokes
 		}
 		n := min(free, d.cfg.ClaimBatch)
 		began := time.Now()
@@ -348,43 +370,96 @@ func (d *Dispatcher) fill(ctx context.Context) time.Duration {
 			if ctx.Err() == nil {
 				d.log.Warn("claiming deliveries failed; retrying", slog.Any("error", err))
 			}
-			return time.Second
+			return time.Second, false
 		}
 		d.accept(c.Jobs, began)
 		got := len(c.Jobs)
+		if got < n && c.Locked == 0 {
+			d.visited(rooms, began)
+		}
 		d.advance(c, got == n)
 		switch {
 		case ctx.Err() != nil:
-			return d.cfg.Idle // shutdown began: claim no more
+			return d.cfg.Idle, false // shutdown began: claim no more
 		case got == n, got > 0 && c.More:
 			continue // more may be due now
 		case d.round.open && hops < maxTurnHops:
 			hops++
 			continue // the round goes on to the tenants after this claim's turn
 		case c.Locked > 0, d.round.open:
-			return contendedRetry
+			return contendedRetry, false
 		}
-		break
+		return d.cfg.Idle, true
 	}
-	wait, ok, err := d.queue.NextDue(ctx)
-	switch {
-	case err != nil:
+}
+
+// readUpcoming reads the due times still to come and the earliest lease end, after
+// announcing what came of the last reading by the database's clock, and reports whether
+// something did.
+func (d *Dispatcher) readUpcoming(ctx context.Context) bool {
+	up, err := d.queue.Upcoming(ctx, dueBatch)
+	if err != nil {
 		if ctx.Err() == nil {
-			d.log.Warn("reading the next due delivery failed; retrying", slog.Any("error", err))
+			d.log.Warn("reading the due times to come failed; retrying", slog.Any("error", err))
 		}
-		return time.Second
-	case !ok:
-		wait = d.cfg.Idle
+		return false
 	}
-	if !d.recheck.IsZero() {
-		wait = min(wait, time.Until(d.recheck))
+	d.readAt = time.Now()
+	came := d.fallDue(up.Now)
+	d.upcoming, d.leaseEnd = up.Due, up.LeaseEnd
+	return came
+}
+
+// fallDue announces the tenants of the due times read that have come by now, and asks
+// for a round when the lease end read has come. It reports whether anything came.
+func (d *Dispatcher) fallDue(now time.Time) bool {
+	n := 0
+	for n < len(d.upcoming) && !d.upcoming[n].At.After(now) {
+		n++
 	}
-	wait = min(max(wait, time.Millisecond), d.cfg.Idle)
-	// A poke resets the timer before it fires: what falls due then begins the round.
-	if by := time.Now().Add(wait); by.Before(d.roundBy) {
-		d.roundBy = by
+	if n > 0 {
+		d.mu.Lock()
+		for _, f := range d.upcoming[:n] {
+			d.announceLocked(f.TenantID)
+		}
+		d.mu.Unlock()
+		d.upcoming = d.upcoming[n:]
+	}
+	lease := !d.leaseEnd.IsZero() && !d.leaseEnd.After(now)
+	if lease {
+		d.leaseEnd = time.Time{}
+		d.reround.Store(true)
+	}
+	return n > 0 || lease
+}
+
+// untilNext returns how long until the next thing the engine waits for by the clock:
+// the next due time read, the earliest lease end read, or (with no round open) the next
+// round at the latest; Idle when none is sooner.
+func (d *Dispatcher) untilNext() time.Duration {
+	wait := d.cfg.Idle
+	if len(d.upcoming) > 0 {
+		wait = min(wait, time.Until(d.upcoming[0].At))
+	}
+	if !d.leaseEnd.IsZero() {
+		wait = min(wait, time.Until(d.leaseEnd))
+	}
+	if !d.round.open {
+		wait = min(wait, time.Until(d.roundBy))
 	}
 	return wait
+}
+
+// visited marks the announced tenants among rooms as seen by a claim begun at began.
+func (d *Dispatcher) visited(rooms map[string]int, began time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for id := range rooms {
+		if a, ok := d.announced[id]; ok && a.at.Before(began) && !a.seen {
+			a.seen = true
+			d.announced[id] = a
+		}
+	}
 }
 
 // advance moves the claims' turn across tenants on to where the claim c left it, and
@@ -399,14 +474,10 @@ func (d *Dispatcher) advance(c adapters.Claimed, full bool) {
 	if !r.open {
 		return
 	}
-	if c.Soonest != nil && (r.soonest.IsZero() || c.Soonest.Before(r.soonest)) {
-		r.soonest = *c.Soonest
-	}
 	if c.After <= prev {
 		r.wrapped = true
 	}
 	if !full && (!c.Unvisited || r.wrapped && c.After >= r.from) {
-		d.recheck = r.soonest
 		*r = round{}
 	}
 }
@@ -457,12 +528,12 @@ func (d *Dispatcher) capacity() (int, []string, map[string]int) {
 		rooms[id] = max(d.tenantHeld()-t.held, 0)
 	}
 	now := time.Now()
-	for id, at := range d.announced {
+	for id, a := range d.announced {
 		switch _, held := d.tenants[id]; {
-		case now.Sub(at) > announceFor:
+		case now.Sub(a.at) > announceFor:
 			delete(d.announced, id)
-			if !held {
-				d.askRound() // no claim took any of its deliveries: maybe none could
+			if !held && !a.seen {
+				d.askRound() // no claim could take its deliveries meanwhile
 			}
 		case !held:
 			rooms[id] = d.tenantHeld()
@@ -484,7 +555,7 @@ func (d *Dispatcher) accept(jobs []adapters.Job, began time.Time) {
 			t = &tenant{}
 			d.tenants[j.TenantID] = t
 		}
-		if at, ok := d.announced[j.TenantID]; ok && at.Before(began) {
+		if a, ok := d.announced[j.TenantID]; ok && a.at.Before(began) {
 			delete(d.announced, j.TenantID) // the claim came after the notification
 		}
 		l := d.lanes[j.SubscriptionID]

@@ -50,8 +50,8 @@ func (q *shutdownQueue) Claim(ctx context.Context, req adapters.ClaimRequest) (a
 	return adapters.Claimed{Jobs: q.jobs[:min(req.Limit, len(q.jobs))]}, nil
 }
 
-func (q *shutdownQueue) NextDue(context.Context) (time.Duration, bool, error) {
-	return 0, false, nil
+func (q *shutdownQueue) Upcoming(context.Context, int) (adapters.Upcoming, error) {
+	return adapters.Upcoming{}, nil
 }
 
 func (q *shutdownQueue) Complete(_ context.Context, results []adapters.Result, _ time.Duration) ([]adapters.Disabled, error) {
@@ -123,7 +123,7 @@ func (q *listQueue) Claim(_ context.Context, req adapters.ClaimRequest) (adapter
 	return adapters.Claimed{Jobs: jobs}, nil
 }
 
-func (q *listQueue) NextDue(context.Context) (time.Duration, bool, error) { return 0, false, nil }
+func (q *listQueue) Upcoming(context.Context, int) (adapters.Upcoming, error) { return adapters.Upcoming{}, nil }
 
 func (q *listQueue) Complete(context.Context, []adapters.Result, time.Duration) ([]adapters.Disabled, error) {
 	return nil, nil
