@@ -51,7 +51,9 @@ func (q *dueQueue) Claim(_ context.Context, req adapters.ClaimRequest) (adapters
 	return adapters.Claimed{Jobs: out}, nil
 }
 
-func (q *dueQueue) Upcoming(context.Context, int) (adapters.Upcoming, error) { return adapters.Upcoming{}, nil }
+func (q *dueQueue) Upcoming(context.Context, int) (adapters.Upcoming, error) {
+	return adapters.Upcoming{}, nil
+}
 
 func (q *dueQueue) Complete(_ context.Context, results []adapters.Result, _ time.Duration) ([]adapters.Disabled, error) {
 	q.mu.Lock()

@@ -123,7 +123,9 @@ func (q *listQueue) Claim(_ context.Context, req adapters.ClaimRequest) (adapter
 	return adapters.Claimed{Jobs: jobs}, nil
 }
 
-func (q *listQueue) Upcoming(context.Context, int) (adapters.Upcoming, error) { return adapters.Upcoming{}, nil }
+func (q *listQueue) Upcoming(context.Context, int) (adapters.Upcoming, error) {
+	return adapters.Upcoming{}, nil
+}
 
 func (q *listQueue) Complete(context.Context, []adapters.Result, time.Duration) ([]adapters.Disabled, error) {
 	return nil, nil
