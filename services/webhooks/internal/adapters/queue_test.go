@@ -124,6 +124,20 @@ func claim(t testing.TB, s *adapters.Store, limit, perSub int, exclude []string,
 	return c
 }
 
+// completeAll records a result of status without an attempt for every job (pending: the
+// claims are given back).
+func completeAll(t testing.TB, s *adapters.Store, jobs []adapters.Job, status domain.Status) {
+	t.Helper()
+	results := make([]adapters.Result, len(jobs))
+	for i, j := range jobs {
+		results[i] = adapters.Result{TenantID: j.TenantID, DeliveryID: j.DeliveryID, SubscriptionID: j.SubscriptionID,
+			LeaseToken: j.LeaseToken, AttemptNo: j.AttemptNo, Status: status}
+	}
+	if _, err := s.Complete(context.Background(), results, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Replicas claiming at once never get the same delivery, and together get all of them.
 func TestClaimIsExclusiveUnderConcurrency(t *testing.T) {
 	s, pool := newStore(t)
@@ -572,14 +586,7 @@ func TestClaimWalksATenantsFinishedDeliveriesOnce(t *testing.T) {
 		if err != nil || len(c.Jobs) == 0 {
 			t.Fatalf("claim after %d of %d: %d jobs, %v", done, finished, len(c.Jobs), err)
 		}
-		results := make([]adapters.Result, len(c.Jobs))
-		for i, j := range c.Jobs {
-			results[i] = adapters.Result{TenantID: j.TenantID, DeliveryID: j.DeliveryID, SubscriptionID: j.SubscriptionID,
-				LeaseToken: j.LeaseToken, AttemptNo: j.AttemptNo, Status: domain.StatusSucceeded}
-		}
-		if _, err := s.Complete(ctx, results, time.Hour); err != nil {
-			t.Fatal(err)
-		}
+		completeAll(t, s, c.Jobs, domain.StatusSucceeded)
 		done += len(c.Jobs)
 	}
 	record(t, s, pool, newEvent(t, "acme", events.TypeFormSubmitted, "form_new"))
@@ -782,14 +789,7 @@ func TestNotificationsSayWhenDeliveriesAreDue(t *testing.T) {
 	if err != nil || len(c.Jobs) != 2 {
 		t.Fatalf("claimed %d (%v), want the two pending deliveries", len(c.Jobs), err)
 	}
-	given := make([]adapters.Result, len(c.Jobs))
-	for i, j := range c.Jobs {
-		given[i] = adapters.Result{TenantID: j.TenantID, DeliveryID: j.DeliveryID, SubscriptionID: j.SubscriptionID,
-			LeaseToken: j.LeaseToken, AttemptNo: j.AttemptNo, Status: domain.StatusPending}
-	}
-	if _, err := s.Complete(ctx, given, time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	completeAll(t, s, c.Jobs, domain.StatusPending) // given back unattempted
 	if err := pool.QueryRow(ctx, "SELECT min(next_attempt_at) FROM deliveries WHERE status = 'pending'").Scan(&due); err != nil {
 		t.Fatal(err)
 	}

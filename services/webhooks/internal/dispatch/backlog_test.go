@@ -70,6 +70,21 @@ func dueIn(t *testing.T, pool *pgxpool.Pool, i int, d time.Duration) {
 	}
 }
 
+// retryEngine starts an engine with the service's limits, claims of at most batch and a
+// backstop of idle among n tenants waiting for retries (waitingTenants), whose receiver
+// is the returned log (all closes after want events), once it rests (startResting).
+func retryEngine(t *testing.T, n, want, batch int, idle time.Duration) (*restingQueue, *arrivalLog, *pgxpool.Pool) {
+	t.Helper()
+	pool := pgtest.NewPool(t, migrations.Set)
+	arrivals := &arrivalLog{at: map[string]time.Time{}, want: want, all: make(chan struct{})}
+	srv := httptest.NewServer(arrivals)
+	t.Cleanup(srv.Close)
+	waitingTenants(t, pool, n, srv.URL)
+	queue, _ := startResting(t, pool, adapters.NewStore(pool), Config{Workers: 256, PerSubscription: 8,
+		TenantConcurrency: 64, ClaimBatch: batch, Idle: idle})
+	return queue, arrivals, pool
+}
+
 // startResting runs an engine with cfg (and the service's retry schedule) on store until
 // the test ends, and waits until it rests after its start-up rounds.
 func startResting(t *testing.T, pool *pgxpool.Pool, store *adapters.Store, cfg Config) (*restingQueue, *prometheus.Registry) {
@@ -187,15 +202,7 @@ func TestManyTenantsWaitingForRetries(t *testing.T) {
 // timer before it fires. The delivery is the last tenant the claims' slow sweep between
 // rounds would reach: 128 claims away.
 func TestARoundBeginsEveryIdleWhilePokesKeepComing(t *testing.T) {
-	const tenants = 8 * ClaimTenants
-	pool := pgtest.NewPool(t, migrations.Set)
-	store := adapters.NewStore(pool)
-	arrivals := &arrivalLog{at: map[string]time.Time{}, want: 1, all: make(chan struct{})}
-	srv := httptest.NewServer(arrivals)
-	t.Cleanup(srv.Close)
-	waitingTenants(t, pool, tenants, srv.URL)
-	queue, _ := startResting(t, pool, store, Config{Workers: 256, PerSubscription: 8, TenantConcurrency: 64,
-		ClaimBatch: 100, Idle: time.Second})
+	queue, arrivals, pool := retryEngine(t, 8*ClaimTenants, 1, 100, time.Second)
 
 	poking := time.NewTicker(250 * time.Millisecond) // a quarter of Idle: the timer never runs out by itself
 	defer poking.Stop()
@@ -221,15 +228,7 @@ func TestARoundBeginsEveryIdleWhilePokesKeepComing(t *testing.T) {
 // its lease runs out: the engine reads when the earliest lease ends, and a round begins
 // then, not at the next Idle (a minute here).
 func TestALeaseThatRunsOutBringsARound(t *testing.T) {
-	const tenants = 8 * ClaimTenants
-	pool := pgtest.NewPool(t, migrations.Set)
-	store := adapters.NewStore(pool)
-	arrivals := &arrivalLog{at: map[string]time.Time{}, want: 1, all: make(chan struct{})}
-	srv := httptest.NewServer(arrivals)
-	t.Cleanup(srv.Close)
-	waitingTenants(t, pool, tenants, srv.URL)
-	queue, _ := startResting(t, pool, store, Config{Workers: 256, PerSubscription: 8, TenantConcurrency: 64,
-		ClaimBatch: 100, Idle: time.Minute})
+	queue, arrivals, pool := retryEngine(t, 8*ClaimTenants, 1, 100, time.Minute)
 
 	if _, err := pool.Exec(t.Context(), `UPDATE deliveries SET next_attempt_at = now(),
 			lease_expires_at = now() + interval '1500 milliseconds', lease_token = lease_token + 1
@@ -311,14 +310,7 @@ func TestAnAnnouncementThatRunsOutBringsARound(t *testing.T) {
 // the first two tenants' announcements run out).
 func TestARoundGoesOnWhileItsClaimsAreFull(t *testing.T) {
 	const tenants = 50
-	pool := pgtest.NewPool(t, migrations.Set)
-	store := adapters.NewStore(pool)
-	arrivals := &arrivalLog{at: map[string]time.Time{}, want: 10, all: make(chan struct{})}
-	srv := httptest.NewServer(arrivals)
-	t.Cleanup(srv.Close)
-	waitingTenants(t, pool, tenants, srv.URL)
-	queue, _ := startResting(t, pool, store, Config{Workers: 256, PerSubscription: 8, TenantConcurrency: 64, ClaimBatch: 2,
-		Idle: time.Minute})
+	queue, arrivals, pool := retryEngine(t, tenants, 10, 2, time.Minute)
 	rest := restsAt(t, queue)
 	for _, k := range []int{1, 2, 23, 24, 25, 26, 27, 28, 29, 30} {
 		dueIn(t, pool, (rest-1+k)%tenants+1, 0)
