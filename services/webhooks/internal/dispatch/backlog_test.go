@@ -224,6 +224,30 @@ func TestARoundBeginsEveryIdleWhilePokesKeepComing(t *testing.T) {
 	}
 }
 
+// More retries falling due at one moment than the engine reads at once (dueBatch), of as
+// many tenants, are all claimed then: the due times past the last one read, which no
+// reading saw while they were to come, bring a round, not the next Idle (a minute here).
+// An endpoint that fails for every tenant at once makes such a burst.
+func TestABurstOfRetriesBeyondOneReadingIsClaimed(t *testing.T) {
+	const burst = dueBatch + 8
+	queue, arrivals, pool := retryEngine(t, 8*ClaimTenants, burst, 100, time.Minute)
+	if _, err := pool.Exec(t.Context(), `UPDATE deliveries SET next_attempt_at = now() + interval '1500 milliseconds'
+		WHERE delivery_id IN (SELECT 'delivery_' || (i * 12) FROM generate_series(1, $1::int) AS i)`, burst); err != nil {
+		t.Fatal(err)
+	}
+	written := time.Now()
+	queue.d.Poke() // as the write of the retries' results does: the engine reads the due times to come
+	select {
+	case <-arrivals.all:
+		t.Logf("all %d retries arrived %s after they were written", burst, time.Since(written))
+	case <-time.After(5 * time.Second):
+		arrivals.mu.Lock()
+		defer arrivals.mu.Unlock()
+		t.Fatalf("%d of %d retries due at one moment arrived within 3.5 s of their due time: those past the "+
+			"engine's reading of %d due times were left for the next round", len(arrivals.at), burst, dueBatch)
+	}
+}
+
 // A delivery leased by a replica that stopped without giving it back is claimed again when
 // its lease runs out: the engine reads when the earliest lease ends, and a round begins
 // then, not at the next Idle (a minute here).

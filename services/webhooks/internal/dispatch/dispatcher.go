@@ -107,7 +107,8 @@ const maxTurnHops = 16
 // the engine cannot know of that way: leases of a replica that stopped without giving
 // its claims back (a round begins when the earliest lease read runs out), a delivery
 // written without a notification or one missed while the listener was down (a round
-// begins at start, when the listener (re)connects, and at least every Idle), and a
+// begins at start, when the listener (re)connects, and at least every Idle), due times
+// past a full reading of them (more than dueBatch falling due at one moment), and a
 // tenant left out of the announced ones (beyond maxAnnounced, or announced while the
 // replica could not claim until the announcement ran out). It ends when the turn has
 // come round to where it began and the last claim did not stop at its limit. Between
@@ -147,9 +148,12 @@ type Dispatcher struct {
 	// began. Claim loop only.
 	roundBy time.Time
 	// upcoming are the due times still to come, with their tenants, as last read and not
-	// come yet; leaseEnd is when the earliest lease runs out, as last read (zero: none);
-	// readAt is when they were read. Claim loop only.
+	// come yet; horizon is the last of them when the reading was full (dueBatch: later due
+	// times were not read), zero when it held every due time to come; leaseEnd is when the
+	// earliest lease runs out, as last read (zero: none); readAt is when they were read.
+	// Claim loop only.
 	upcoming []adapters.Falling
+	horizon  time.Time
 	leaseEnd time.Time
 	readAt   time.Time
 	// reround asks the claim loop for a round (askRound).
@@ -395,7 +399,8 @@ func (d *Dispatcher) fill(ctx context.Context) (wait time.Duration, settled bool
 
 // readUpcoming reads the due times still to come and the earliest lease end, after
 // announcing what came of the last reading by the database's clock, and reports whether
-// something did.
+// something did. When the last reading was full and its horizon has come, due times past
+// it may have come unread (a burst of retries due at one moment): a round finds them.
 func (d *Dispatcher) readUpcoming(ctx context.Context) bool {
 	up, err := d.queue.Upcoming(ctx, dueBatch)
 	if err != nil {
@@ -406,7 +411,14 @@ func (d *Dispatcher) readUpcoming(ctx context.Context) bool {
 	}
 	d.readAt = time.Now()
 	came := d.fallDue(up.Now)
-	d.upcoming, d.leaseEnd = up.Due, up.LeaseEnd
+	if !d.horizon.IsZero() && !d.horizon.After(up.Now) {
+		d.reround.Store(true)
+		came = true
+	}
+	d.upcoming, d.leaseEnd, d.horizon = up.Due, up.LeaseEnd, time.Time{}
+	if len(up.Due) == dueBatch {
+		d.horizon = up.Due[len(up.Due)-1].At
+	}
 	return came
 }
 
