@@ -692,7 +692,8 @@ func queueDeliveries(b *pgx.Batch, results []Result) {
 
 // QueueStats describes the pending deliveries.
 type QueueStats struct {
-	// Pending counts the pending deliveries (due, held or waiting for a retry).
+	// Pending counts the pending deliveries (due, held or waiting for a retry): exactly up
+	// to ExactDepth, PostgreSQL's planner estimate beyond it.
 	Pending int64
 	// OldestPendingAge is the age of the oldest pending delivery.
 	OldestPendingAge time.Duration
@@ -700,16 +701,46 @@ type QueueStats struct {
 	DispatchLag time.Duration
 }
 
-// Stats reads the queue's size and ages.
+// ExactDepth bounds the exact count of pending deliveries behind QueueStats.Pending.
+// Counting costs a scrape a read of every entry counted (30 ms at 100,000 and 0.3 s at
+// 1,000,000 here, on every replica at every scrape); beyond this many, the planner's
+// estimate of the pending rows (from the table's size and its statistics of status) is
+// reported instead, never below ExactDepth, as queue libraries such as Oban do past their
+// estimate limit. A depth that large is read as "a backlog", not to the row.
+const ExactDepth = 10000
+
+// statsSQL reads the gauges in one round trip, each part bounded whatever the queue's
+// size: the count stops at $1 (deliveries_due, index only), the oldest pending delivery is
+// the first live entry of deliveries_pending_since, and the earliest due, unheld one
+// the first such entry of deliveries_due (held ones are skipped by the index's included
+// lease, and are at most the replicas' attempts in flight).
+const statsSQL = `
+	SELECT (SELECT count(*) FROM (SELECT 1 FROM deliveries WHERE status = 'pending' LIMIT $1) AS counted),
+		extract(epoch FROM now() - (SELECT min(created_at) FROM deliveries WHERE status = 'pending'))::float8,
+		extract(epoch FROM now() - (SELECT next_attempt_at FROM deliveries
+			WHERE status = 'pending' AND next_attempt_at <= now() AND (lease_expires_at IS NULL OR lease_expires_at <= now())
+			ORDER BY next_attempt_at, seq LIMIT 1))::float8`
+
+// estimateSQL asks the planner how many deliveries are pending, without reading them.
+const estimateSQL = `EXPLAIN (FORMAT JSON) SELECT 1 FROM deliveries WHERE status = 'pending'`
+
+// Stats reads the queue's size and ages, at a cost that does not grow with the queue.
 func (s *Store) Stats(ctx context.Context) (QueueStats, error) {
 	var st QueueStats
 	var oldest, lag *float64
-	err := s.pool.QueryRow(ctx, `SELECT count(*), extract(epoch FROM now() - min(created_at))::float8,
-		extract(epoch FROM now() - min(next_attempt_at) FILTER (WHERE next_attempt_at <= now()
-			AND (lease_expires_at IS NULL OR lease_expires_at <= now())))::float8
-		FROM deliveries WHERE status = 'pending'`).Scan(&st.Pending, &oldest, &lag)
-	if err != nil {
+	if err := s.pool.QueryRow(ctx, statsSQL, ExactDepth).Scan(&st.Pending, &oldest, &lag); err != nil {
 		return QueueStats{}, fmt.Errorf("queue stats: %w", err)
+	}
+	if st.Pending >= ExactDepth {
+		var plan []struct {
+			Plan struct {
+				Rows float64 `json:"Plan Rows"`
+			} `json:"Plan"`
+		}
+		if err := s.pool.QueryRow(ctx, estimateSQL).Scan(&plan); err != nil || len(plan) == 0 {
+			return QueueStats{}, fmt.Errorf("estimate queue depth: %w (%d plans)", err, len(plan))
+		}
+		st.Pending = max(st.Pending, int64(plan[0].Plan.Rows))
 	}
 	if oldest != nil {
 		st.OldestPendingAge = time.Duration(max(*oldest, 0) * float64(time.Second))

@@ -430,6 +430,91 @@ func TestStatsAndRetention(t *testing.T) {
 	}
 }
 
+// The queue gauges are read at every scrape of every replica, so their statements must
+// cost the same however many deliveries wait: with the queue they grew to 0.3 s at
+// 1,000,000 pending and would pass the scrape's timeout near ten times that, and the
+// gauges, with the stuck-delivery alert that watches one of them, would vanish when a
+// backlog needs them most. Beyond adapters.ExactDepth the depth is the planner's estimate.
+func TestQueueStatsCostTheSameWithABacklog(t *testing.T) {
+	ctx := context.Background()
+	_, pool := newStore(t)
+	sent := &pgtest.StatementLog{}
+	s := adapters.NewStore(pgtest.Traced(t, pool, sent))
+	addSubscription(t, s, "acme", "whsub_a", true, nil)
+	// pend adds n pending deliveries made in the last hour, none due, and ANALYZEs the
+	// table (as autovacuum does after a bulk of inserts).
+	added := 0
+	pend := func(n int) {
+		t.Helper()
+		if _, err := pool.Exec(ctx, `INSERT INTO deliveries (tenant_id, delivery_id, subscription_id, event_id, event_type,
+			ordering_key, body, status, next_attempt_at, created_at, updated_at)
+			SELECT 'acme', 'whdel_' || i, 'whsub_a', 'evt_' || i, 'form.submitted', 'form_' || i, '\x7b7d', 'pending',
+				now() + interval '1 hour', now() - (i % 3600) * interval '1 second', now()
+			FROM generate_series($1::int, $2::int) AS i`, added+1, added+n); err != nil {
+			t.Fatal(err)
+		}
+		added += n
+		if _, err := pool.Exec(ctx, "ANALYZE deliveries"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// read reads the gauges and the pages their statements touch, each sent again under
+	// EXPLAIN (ANALYZE, BUFFERS).
+	read := func() (adapters.QueueStats, int) {
+		t.Helper()
+		sent.Take()
+		st, err := s.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages := 0
+		for _, r := range sent.Take() {
+			if strings.HasPrefix(r.SQL, "EXPLAIN") {
+				continue // the estimate reads no rows
+			}
+			var plan []struct {
+				Plan struct {
+					Hit  int `json:"Shared Hit Blocks"`
+					Read int `json:"Shared Read Blocks"`
+				} `json:"Plan"`
+			}
+			if err := pool.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+r.SQL, r.Args...).Scan(&plan); err != nil {
+				t.Fatalf("explain %s: %v", r.SQL, err)
+			}
+			pages += plan[0].Plan.Hit + plan[0].Plan.Read
+		}
+		return st, pages
+	}
+
+	pend(2000)
+	if st, _ := read(); st.Pending != 2000 {
+		t.Fatalf("with 2,000 pending the depth read %d: below %d it must be exact", st.Pending, adapters.ExactDepth)
+	}
+	pend(18000)
+	_, small := read()
+	// The oldest pending delivery, two hours old, and one due for ten minutes.
+	if _, err := pool.Exec(ctx, `UPDATE deliveries SET created_at = now() - interval '2 hours' WHERE delivery_id = 'whdel_7';
+		UPDATE deliveries SET next_attempt_at = now() - interval '10 minutes' WHERE delivery_id = 'whdel_11'`); err != nil {
+		t.Fatal(err)
+	}
+	pend(60000)
+	st, large := read()
+	if st.Pending < 64000 || st.Pending > 96000 {
+		t.Errorf("with 80,000 pending the depth read %d: the planner's estimate should be within a fifth", st.Pending)
+	}
+	if st.OldestPendingAge < 119*time.Minute || st.OldestPendingAge > 121*time.Minute {
+		t.Errorf("oldest pending age %v, want the 2 hours of the oldest delivery", st.OldestPendingAge)
+	}
+	if st.DispatchLag < 9*time.Minute || st.DispatchLag > 11*time.Minute {
+		t.Errorf("dispatch lag %v, want the 10 minutes of the one due delivery", st.DispatchLag)
+	}
+	t.Logf("pages touched by the gauges' statements: %d with 20,000 pending, %d with 80,000", small, large)
+	if large > small+small/4+10 {
+		t.Errorf("reading the gauges touched %d pages with 20,000 deliveries pending and %d with 80,000: "+
+			"their cost must not grow with the queue", small, large)
+	}
+}
+
 // backlog gives tenantID the subscriptions subs and records n events of it, each
 // delivered to every one of them.
 func backlog(t testing.TB, s *adapters.Store, pool *pgxpool.Pool, tenantID string, subs []string, n int) {
