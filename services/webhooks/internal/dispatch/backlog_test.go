@@ -248,6 +248,86 @@ func TestABurstOfRetriesBeyondOneReadingIsClaimed(t *testing.T) {
 	}
 }
 
+// A tenant notified while the engine remembers as many as it may (maxAnnounced) is not
+// forgotten: past the bound it asks for a round at once. The first maxAnnounced
+// notifications name tenants with nothing pending (their deliveries taken by another
+// replica, say); the next name 64 tenants with a delivery due, spread among 512 waiting
+// for retries. An event many tenants subscribe to, or a listener catching up, makes such
+// a burst. Without the ask, the claims between rounds (exploring QuietTenants each) find
+// a few of the 64, and the rest wait until some announcement runs out unvisited (2 s) or
+// the next Idle (a minute here).
+func TestATenantNotifiedPastTheAnnouncedBoundBringsARound(t *testing.T) {
+	const waiting, due = 8 * ClaimTenants, 64
+	queue, arrivals, pool := retryEngine(t, waiting, due, 100, time.Minute)
+	queue.probes()
+	ctx := t.Context()
+	if _, err := pool.Exec(ctx, `UPDATE deliveries SET next_attempt_at = now()
+		WHERE delivery_id IN (SELECT 'delivery_' || (i * 8) FROM generate_series(1, $1::int) AS i)`, due); err != nil {
+		t.Fatal(err)
+	}
+	// One statement: the listener receives every notification at its commit, in order.
+	notified := time.Now()
+	if _, err := pool.Exec(ctx, `SELECT pg_notify($1, name || ' ' || (extract(epoch FROM now()) * 1000000)::bigint)
+		FROM (SELECT 1 AS k, i, 'tenant_idle_' || i AS name FROM generate_series(1, $2::int) AS i
+			UNION ALL SELECT 2, i, 'tenant_' || lpad((i * 8)::text, 4, '0') FROM generate_series(1, $3::int) AS i
+			ORDER BY k, i) AS n`, adapters.Channel, maxAnnounced, due); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-arrivals.all:
+	case <-time.After(10 * time.Second):
+		arrivals.mu.Lock()
+		defer arrivals.mu.Unlock()
+		t.Fatalf("%d of %d deliveries of tenants notified past the %d the engine remembers arrived within 10 s",
+			len(arrivals.at), due, maxAnnounced)
+	}
+	for _, p := range queue.probes() {
+		if p.round {
+			if after := p.began.Sub(notified); after > announceFor*3/4 {
+				t.Errorf("the first round after the burst began %s after it: the tenants past the bound did not ask "+
+					"for one (an announcement running out did)", after)
+			}
+			return
+		}
+	}
+	t.Error("no round after the burst: the tenants past the bound were found by the claims between rounds alone")
+}
+
+// A round asked for while a round is open begins when that one ends, however many claims
+// the open one takes. Here a round of more tenants than one fill's hops cover
+// (maxTurnHops claims of ClaimTenants) has passed a tenant when that tenant's delivery is
+// made due without a notification and a round is asked for (as a lease running out
+// does). The ask used to be kept, but nothing woke the engine to act on it when the long
+// round ended, so the delivery waited for the next Idle (a minute here).
+func TestARoundAskedForDuringALongRoundFollowsIt(t *testing.T) {
+	const tenants = (maxTurnHops + 2) * ClaimTenants
+	queue, arrivals, pool := retryEngine(t, tenants, 1, 100, time.Minute)
+	asked := make(chan time.Time, 1)
+	queue.mu.Lock()
+	queue.inRound = func(from string) { // after the round's first claim, which probed the tenant after from
+		n, err := strconv.Atoi(strings.TrimPrefix(from, "tenant_"))
+		if err != nil {
+			t.Errorf("the round began at %q, want a waiting tenant", from)
+		}
+		if _, err := pool.Exec(context.Background(), `UPDATE deliveries SET next_attempt_at = now()
+			WHERE delivery_id = 'delivery_' || $1::int`, n%tenants+1); err != nil {
+			t.Error(err) // the claim loop's goroutine: no Fatal
+		}
+		queue.d.askRound()
+		asked <- time.Now()
+	}
+	queue.mu.Unlock()
+	queue.d.askRound()
+	at := <-asked
+	select {
+	case <-arrivals.all:
+		t.Logf("arrived %s after the round was asked for", time.Since(at))
+	case <-time.After(5 * time.Second):
+		t.Fatal("a delivery made due behind an open round, with a round asked for, was not attempted within 5 s: " +
+			"the round asked for did not follow the open one")
+	}
+}
+
 // A delivery leased by a replica that stopped without giving it back is claimed again when
 // its lease runs out: the engine reads when the earliest lease ends, and a round begins
 // then, not at the next Idle (a minute here).
@@ -387,10 +467,14 @@ type restingQueue struct {
 	resting bool // the last call was Upcoming, after visited, with no round open or asked for
 	probed  []probe
 	after   string // where the last claim left the turn across tenants
+	// inRound, when set, runs once after the next claim made in a round, with where that
+	// round began (by the claim loop).
+	inRound func(from string)
 }
 
 // probe is what one claim probed.
 type probe struct {
+	began  time.Time
 	round  bool // a round was open
 	probed int  // tenants probed (Claimed.Floors)
 	rooms  int  // tenants visited as announced or held (ClaimRequest.Rooms)
@@ -404,13 +488,21 @@ func (q *restingQueue) Claim(ctx context.Context, req adapters.ClaimRequest) (ad
 	q.resting = false
 	q.mu.Unlock()
 	round := q.d.round.open // the claim loop calls Claim
+	began := time.Now()
 	c, err := q.Queue.Claim(ctx, req)
 	q.mu.Lock()
-	q.probed = append(q.probed, probe{round: round, probed: len(c.Floors), rooms: len(req.Rooms)})
+	q.probed = append(q.probed, probe{began: began, round: round, probed: len(c.Floors), rooms: len(req.Rooms)})
 	if err == nil {
 		q.after = c.After
 	}
+	hook := q.inRound
+	if round {
+		q.inRound = nil
+	}
 	q.mu.Unlock()
+	if round && hook != nil {
+		hook(q.d.round.from)
+	}
 	return c, err
 }
 

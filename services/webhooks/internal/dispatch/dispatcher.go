@@ -447,8 +447,13 @@ func (d *Dispatcher) fallDue(now time.Time) bool {
 
 // untilNext returns how long until the next thing the engine waits for by the clock:
 // the next due time read, the earliest lease end read, or (with no round open) the next
-// round at the latest; Idle when none is sooner.
+// round at the latest, which is now when one was asked for (askRound) while the last was
+// open: its wake-up was taken by the loop that went on with that round; Idle when none
+// is sooner.
 func (d *Dispatcher) untilNext() time.Duration {
+	if !d.round.open && d.reround.Load() {
+		return 0
+	}
 	wait := d.cfg.Idle
 	if len(d.upcoming) > 0 {
 		wait = min(wait, time.Until(d.upcoming[0].At))
