@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/customerapi/platform/services/webhooks/internal/adapters"
+	"github.com/customerapi/platform/services/webhooks/internal/domain"
 )
 
 // dueQueue hands out the jobs added to it, as the claim does: at most req.Limit, at most
@@ -123,4 +124,71 @@ func TestATenantFilledByAClaimIsClaimedAgain(t *testing.T) {
 	}
 	runEngine(t, Config{Workers: 4, PerSubscription: 1, TenantConcurrency: 1}, q) // a room of 2
 	q.waitDone(t, n)
+}
+
+// skewedQueue is a queue on a database whose clock is behind the replica's by skew. It
+// holds one retry of tenant "late", due at due by the database's clock: Upcoming names it
+// until then, and a claim takes it from then on. It counts the claims.
+type skewedQueue struct {
+	skew time.Duration
+	due  time.Time
+
+	mu      sync.Mutex
+	claims  int
+	claimed bool
+	done    chan struct{}
+}
+
+func (q *skewedQueue) dbNow() time.Time { return time.Now().Add(-q.skew) }
+
+func (q *skewedQueue) Claim(context.Context, adapters.ClaimRequest) (adapters.Claimed, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.claims++
+	if q.claimed || q.dbNow().Before(q.due) {
+		return adapters.Claimed{}, nil
+	}
+	q.claimed = true
+	return adapters.Claimed{Jobs: []adapters.Job{{TenantID: "late", DeliveryID: "d1", SubscriptionID: "s1",
+		OrderingKey: "k", URL: "http://127.0.0.1:1/", Secret: "whsec_c2VjcmV0", Active: true, AttemptNo: 1}}}, nil
+}
+
+func (q *skewedQueue) Upcoming(context.Context, int) (adapters.Upcoming, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	up := adapters.Upcoming{Now: q.dbNow()}
+	if !q.claimed && q.due.After(up.Now) {
+		up.Due = []adapters.Falling{{At: q.due, TenantID: "late"}}
+	}
+	return up, nil
+}
+
+func (q *skewedQueue) Complete(context.Context, []adapters.Result, time.Duration) ([]adapters.Disabled, error) {
+	close(q.done)
+	return nil, nil
+}
+
+// A replica whose clock runs ahead of the database's waits for a due time by the
+// database's clock, not its own: it claims the retry once, when the database finds it
+// due. Judged by its own clock, the due time came a second early, and every claim in
+// that second found nothing and read the due time to come again: a claim every
+// millisecond until the database's clock got there.
+func TestAReplicaAheadOfTheDatabaseClockClaimsADueTimeOnce(t *testing.T) {
+	const skew = time.Second
+	q := &skewedQueue{skew: skew, done: make(chan struct{})}
+	q.due = q.dbNow().Add(300 * time.Millisecond) // 700 ms ago by the replica's clock
+	runEngine(t, Config{Workers: 4, PerSubscription: 1, Policy: domain.RetryPolicy{Schedule: domain.DefaultSchedule}}, q)
+	select {
+	case <-q.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the retry was not attempted within 5 s of its due time")
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	// The start-up round's claims, the one at the due time, and those the attempt's end
+	// brings: a handful (268 in the 300 ms without the engine's view of the database's clock).
+	if q.claims > 8 {
+		t.Errorf("%d claims until the retry was due by the database's clock, %s after the replica's: the engine "+
+			"claimed for nothing until the database's clock caught up", q.claims, skew)
+	}
 }

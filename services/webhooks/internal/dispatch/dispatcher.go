@@ -150,8 +150,8 @@ type Dispatcher struct {
 	// upcoming are the due times still to come, with their tenants, as last read and not
 	// come yet; horizon is the last of them when the reading was full (dueBatch: later due
 	// times were not read), zero when it held every due time to come; leaseEnd is when the
-	// earliest lease runs out, as last read (zero: none); readAt is when they were read.
-	// Claim loop only.
+	// earliest lease runs out, as last read (zero: none); all on the replica's clock
+	// (readUpcoming). readAt is when they were read. Claim loop only.
 	upcoming []adapters.Falling
 	horizon  time.Time
 	leaseEnd time.Time
@@ -401,7 +401,13 @@ func (d *Dispatcher) fill(ctx context.Context) (wait time.Duration, settled bool
 // announcing what came of the last reading by the database's clock, and reports whether
 // something did. When the last reading was full and its horizon has come, due times past
 // it may have come unread (a burst of retries due at one moment): a round finds them.
+//
+// The times read are kept on the replica's clock: shifted by how far the database's clock
+// (Upcoming.Now) is from the replica's at the middle of the read. A replica whose clock
+// ran ahead of the database's would otherwise find a due time come that the database
+// does not, and claim for nothing, again and again, until the database's clock got there.
 func (d *Dispatcher) readUpcoming(ctx context.Context) bool {
+	began := time.Now()
 	up, err := d.queue.Upcoming(ctx, dueBatch)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -410,12 +416,22 @@ func (d *Dispatcher) readUpcoming(ctx context.Context) bool {
 		return false
 	}
 	d.readAt = time.Now()
-	came := d.fallDue(up.Now)
-	if !d.horizon.IsZero() && !d.horizon.After(up.Now) {
+	now := began.Add(d.readAt.Sub(began) / 2) // up.Now on the replica's clock
+	came := d.fallDue(now)
+	if !d.horizon.IsZero() && !d.horizon.After(now) {
 		d.reround.Store(true)
 		came = true
 	}
-	d.upcoming, d.leaseEnd, d.horizon = up.Due, up.LeaseEnd, time.Time{}
+	local := func(t time.Time) time.Time {
+		if t.IsZero() {
+			return t
+		}
+		return now.Add(t.Sub(up.Now))
+	}
+	for i := range up.Due {
+		up.Due[i].At = local(up.Due[i].At)
+	}
+	d.upcoming, d.leaseEnd, d.horizon = up.Due, local(up.LeaseEnd), time.Time{}
 	if len(up.Due) == dueBatch {
 		d.horizon = up.Due[len(up.Due)-1].At
 	}
