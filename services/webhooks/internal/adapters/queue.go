@@ -3,6 +3,7 @@ package adapters
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -737,8 +738,11 @@ func (s *Store) Stats(ctx context.Context) (QueueStats, error) {
 				Rows float64 `json:"Plan Rows"`
 			} `json:"Plan"`
 		}
-		if err := s.pool.QueryRow(ctx, estimateSQL).Scan(&plan); err != nil || len(plan) == 0 {
-			return QueueStats{}, fmt.Errorf("estimate queue depth: %w (%d plans)", err, len(plan))
+		if err := s.pool.QueryRow(ctx, estimateSQL).Scan(&plan); err != nil {
+			return QueueStats{}, fmt.Errorf("estimate queue depth: %w", err)
+		}
+		if len(plan) == 0 {
+			return QueueStats{}, errors.New("estimate queue depth: EXPLAIN returned no plan")
 		}
 		st.Pending = max(st.Pending, int64(plan[0].Plan.Rows))
 	}
