@@ -308,18 +308,13 @@ func TestRelayReadsPastTheRowsItDeleted(t *testing.T) {
 			continue // the test's own counts
 		}
 		checked++
-		var plan []struct {
-			Plan struct {
-				Hit  int `json:"Shared Hit Blocks"`
-				Read int `json:"Shared Read Blocks"`
-			} `json:"Plan"`
-		}
-		if err := pool.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+r.SQL, r.Args...).Scan(&plan); err != nil {
-			t.Fatalf("explain %s: %v", r.SQL, err)
+		run, err := pgtest.Explain(ctx, pool, r)
+		if err != nil {
+			t.Fatal(err)
 		}
 		// The index holds about 100 pages of entries of deleted rows (the delete, run
 		// again here, finds its row gone but walks the same entries).
-		if pages := plan[0].Plan.Hit + plan[0].Plan.Read; pages > 12 {
+		if pages := run.Pages; pages > 12 {
 			t.Errorf("a read or delete of the relay after %d deleted rows touched %d pages: it walked the deleted rows' "+
 				"index entries instead of starting where the relay left off\n%s %v", deleted, pages, r.SQL, r.Args)
 		}

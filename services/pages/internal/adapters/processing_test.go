@@ -520,14 +520,12 @@ func TestClaimReadsNeitherFinishedVersionsNorTheBacklog(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(f.ctx) }()
-	var plan []map[string]any
-	if err := tx.QueryRow(f.ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+claim.SQL, claim.Args...).Scan(&plan); err != nil {
+	run, err := pgtest.Explain(f.ctx, tx, *claim)
+	if err != nil {
 		t.Fatal(err)
 	}
-	top := plan[0]["Plan"].(map[string]any)
-	pages := top["Shared Hit Blocks"].(float64) + top["Shared Read Blocks"].(float64)
-	if top["Actual Rows"].(float64) != 1 || pages > 40 {
-		t.Errorf("with %d finished versions of the audience and %d queued of others, the claim read %v pages for %v rows: it must read a few for one row",
-			finished, backlog, pages, top["Actual Rows"])
+	if run.Rows != 1 || run.Pages > 40 {
+		t.Errorf("with %d finished versions of the audience and %d queued of others, the claim read %d pages for %d rows: it must read a few for one row",
+			finished, backlog, run.Pages, run.Rows)
 	}
 }

@@ -472,16 +472,11 @@ func TestQueueStatsCostTheSameWithABacklog(t *testing.T) {
 			if strings.HasPrefix(r.SQL, "EXPLAIN") {
 				continue // the estimate reads no rows
 			}
-			var plan []struct {
-				Plan struct {
-					Hit  int `json:"Shared Hit Blocks"`
-					Read int `json:"Shared Read Blocks"`
-				} `json:"Plan"`
+			run, err := pgtest.Explain(ctx, pool, r)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if err := pool.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+r.SQL, r.Args...).Scan(&plan); err != nil {
-				t.Fatalf("explain %s: %v", r.SQL, err)
-			}
-			pages += plan[0].Plan.Hit + plan[0].Plan.Read
+			pages += run.Pages
 		}
 		return st, pages
 	}

@@ -318,7 +318,12 @@ func TestARoundAskedForDuringALongRoundFollowsIt(t *testing.T) {
 	}
 	queue.mu.Unlock()
 	queue.d.askRound()
-	at := <-asked
+	var at time.Time
+	select {
+	case at = <-asked:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no round began within 5 s of asking for one")
+	}
 	select {
 	case <-arrivals.all:
 		t.Logf("arrived %s after the round was asked for", time.Since(at))
@@ -474,10 +479,10 @@ type restingQueue struct {
 
 // probe is what one claim probed.
 type probe struct {
-	began  time.Time
-	round  bool // a round was open
-	probed int  // tenants probed (Claimed.Floors)
-	rooms  int  // tenants visited as announced or held (ClaimRequest.Rooms)
+	began  time.Time // when the claim was sent
+	round  bool      // a round was open
+	probed int       // tenants probed (Claimed.Floors)
+	rooms  int       // tenants visited as announced or held (ClaimRequest.Rooms)
 }
 
 func (q *restingQueue) Claim(ctx context.Context, req adapters.ClaimRequest) (adapters.Claimed, error) {
