@@ -191,7 +191,7 @@ func postgresKind(title string) string {
 		return "other"
 	}
 	for _, bg := range []string{"walwriter", "checkpointer", "background writer", "autovacuum launcher",
-		"autovacuum worker", "logical replication launcher", "stats collector", "archiver", "parallel worker"} {
+		"autovacuum worker", "logical replication launcher", "walsender", "stats collector", "archiver", "parallel worker"} {
 		if strings.HasPrefix(t, bg) {
 			return bg
 		}

@@ -112,6 +112,9 @@ func run() error {
 	flag.DurationVar(&eo.warmup, "event-warmup", 30*time.Second, "-events: the same load before the measured one, then ANALYZE")
 	sweep := flag.String("event-sweep", "", "-events: comma-separated rates, one run each on one system, lowest first "+
 		"(e.g. 10,100,200,300); writes the \"events-sweep\" section instead of \"events\"")
+	lever := flag.Bool("outbox-lever", false, "measure the write path's event designs side by side instead: the outbox table "+
+		"(today's) against pg_logical_emit_message read through logical replication, each on its own durable cluster "+
+		"(-rounds, -write-duration, -write-conns, -pause); writes the \"outbox-lever\" section")
 	floorUpstream := flag.String("floor-proxy", "", "internal: serve the floor proxy to this upstream (host:port) and nothing else")
 	floorListen := flag.String("floor-listen", "", "internal: the floor proxy's listening address")
 	flag.Parse()
@@ -130,6 +133,14 @@ func run() error {
 	}
 	if *sweep != "" && !*events {
 		return fmt.Errorf("-event-sweep needs -events")
+	}
+	if *lever {
+		explicit := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+		if explicit["duration"] && !explicit["write-duration"] {
+			o.writeDur = o.readDur
+		}
+		return runOutboxLever(*out, leverOptions{rounds: o.rounds, dur: o.writeDur, writers: o.writeConns, pause: o.pause})
 	}
 	if *events {
 		for _, f := range strings.Split(*sweep, ",") {
