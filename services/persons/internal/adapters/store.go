@@ -230,10 +230,15 @@ const ShortSearchSQL = "SELECT " + personCols + ` FROM persons
 	WHERE tenant_id = $1 AND persons_short_grams(search_text) @> $5::text[] AND search_text LIKE $2 AND person_id > $3
 	ORDER BY person_id LIMIT $4`
 
-// ShortCountSQL is the capped count of a query of 1 or 2 characters: $1 tenant, $2
-// pattern, $3 the query as the one element to look up, $4 the cap.
+// ShortCountSQL is the capped count of a query of 1 or 2 characters through
+// persons_search_short: $1 tenant, $2 the query as the one element to look up, $3 the
+// cap. The element is the match ("ab" occurs in a text exactly when its pairs hold "ab"),
+// so no LIKE says it again: with one, the planner took the two conditions for
+// independent, expected a tenth of the matches and, for a query just above the cap,
+// counted them with parallel workers (53 against 7 ms at 100,000 persons). The page
+// keeps its LIKE, which its walk of the primary key tests before the costly function.
 const ShortCountSQL = `SELECT count(*) FROM (SELECT 1 FROM persons WHERE tenant_id = $1
-	AND persons_short_grams(search_text) @> $3::text[] AND search_text LIKE $2 LIMIT $4) s`
+	AND persons_short_grams(search_text) @> $2::text[] LIMIT $3) s`
 
 // ShortCountSkip is the estimated number of matches of a 1- or 2-character query above
 // which its count is skipped (totalCount null): the statistics of persons_search_short
@@ -318,7 +323,7 @@ func (s *Store) SearchPersons(ctx context.Context, tenantID, query, after string
 		}
 		if indexed {
 			pageSQL, countSQL = ShortSearchSQL, ShortCountSQL
-			pageArgs, countArgs = []any{tenantID, pattern, after, limit, grams}, []any{tenantID, pattern, grams, domain.CountCap + 1}
+			pageArgs, countArgs = []any{tenantID, pattern, after, limit, grams}, []any{tenantID, grams, domain.CountCap + 1}
 		}
 	}
 	// The count runs beside the page on another connection (a first page that holds
