@@ -41,7 +41,7 @@ bench: deps build ## Run the benchmarks and write the results into docs/benchmar
 	$(GO) test -p 1 -run '^$$' -bench . -benchtime 2s $(filter-out %/e2e/...,$(PKGS)) 2>&1 | grep -E '^(Benchmark|goos|goarch|cpu|pkg)' | tee $(BIN)/go-bench.txt
 	$(GO) run ./e2e/cmd/loadbench -out docs/benchmarks.md -go-bench $(BIN)/go-bench.txt
 	$(GO) run ./e2e/cmd/loadbench -bin $(BIN) -out docs/benchmarks.md
-	$(GO) run ./e2e/cmd/loadbench -outbox-lever -out docs/benchmarks.md
+	$(GO) run ./e2e/cmd/loadbench -outbox-lever -rounds 6 -out docs/benchmarks.md
 	$(GO) run ./e2e/cmd/loadbench -bin $(BIN) -events -out docs/benchmarks.md
 	$(GO) run ./e2e/cmd/loadbench -bin $(BIN) -events -event-sweep 10,100,200,300 -out docs/benchmarks.md
 
