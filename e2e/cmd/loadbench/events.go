@@ -617,14 +617,12 @@ func runEventBench(binDir, out string, o eventOptions, env map[string]string) er
 	if o.rate < 1 || o.audiences < 1 || o.inflight < 1 || o.dur <= 0 {
 		return fmt.Errorf("-event-rate, -event-audiences, -event-inflight and -event-duration must be positive")
 	}
-	command := "go run ./e2e/cmd/loadbench " + strings.Join(os.Args[1:], " ")
-	started := time.Now()
-	dir, err := os.MkdirTemp("", "eventbench-")
+	command, started := commandLine(), time.Now()
+	dir, err := runDir("eventbench-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	_ = os.Chmod(dir, 0o755)
 	ctx := context.Background()
 	abs, err := filepath.Abs(binDir)
 	if err != nil {

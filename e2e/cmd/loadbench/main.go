@@ -179,16 +179,12 @@ func run() error {
 	if _, err := pgcluster.BinDir(); err != nil {
 		return err
 	}
-	command := "go run ./e2e/cmd/loadbench " + strings.Join(os.Args[1:], " ")
-	machine := machineDescription()
-	started := time.Now()
-
-	dir, err := os.MkdirTemp("", "loadbench-")
+	command, machine, started := commandLine(), machineDescription(), time.Now()
+	dir, err := runDir("loadbench-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	_ = os.Chmod(dir, 0o755)
 	ctx := context.Background()
 
 	binDir, _ := filepath.Abs(*bin)
@@ -457,6 +453,23 @@ func captureProfiles(dir, run string, dur time.Duration, gatewayAdmin, service s
 			_, _ = io.Copy(f, resp.Body)
 		}()
 	}
+}
+
+// commandLine is how this run was started, for its report.
+func commandLine() string { return "go run ./e2e/cmd/loadbench " + strings.Join(os.Args[1:], " ") }
+
+// runDir makes a run's scratch directory (the caller removes it), open to PostgreSQL's
+// own user: when loadbench runs as root, its clusters run as that user.
+func runDir(prefix string) (string, error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
 }
 
 type envFlag map[string]string

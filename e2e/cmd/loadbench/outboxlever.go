@@ -102,18 +102,15 @@ func runOutboxLever(out string, o leverOptions) error {
 	if _, err := pgcluster.BinDir(); err != nil {
 		return err
 	}
-	command := "go run ./e2e/cmd/loadbench " + strings.Join(os.Args[1:], " ")
-	started := time.Now()
-	dir, err := os.MkdirTemp("", "outboxlever-")
+	command, started := commandLine(), time.Now()
+	dir, err := runDir("outboxlever-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	_ = os.Chmod(dir, 0o755)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	var tasks sync.WaitGroup
-	defer tasks.Wait()
+	defer tasks.Wait() // after cancel: the relay, its wake-ups and the reader stop
 	defer cancel()
 
 	broker, err := kafkatest.StartOn(0)

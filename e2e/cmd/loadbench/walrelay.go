@@ -272,8 +272,10 @@ func (r *walReader) publishFrom(ctx context.Context, ready <-chan streamed) erro
 			if errors.As(err, &tooLarge) {
 				return fmt.Errorf("wal reader: %w", err) // the prototype has no dead letters
 			}
-			if !sleep(ctx, backoff) {
+			select {
+			case <-ctx.Done():
 				return nil
+			case <-time.After(backoff):
 			}
 			backoff = min(2*backoff, 5*time.Second)
 		}
@@ -290,16 +292,4 @@ func (r *walReader) sendStatus(ctx context.Context, conn *pgconn.PgConn) error {
 		return fmt.Errorf("wal reader: status update: %w", err)
 	}
 	return nil
-}
-
-// sleep waits d or until ctx ends, reporting whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
