@@ -134,12 +134,12 @@ func run() error {
 	if *sweep != "" && !*events {
 		return fmt.Errorf("-event-sweep needs -events")
 	}
+	explicit := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+	if explicit["duration"] && !explicit["write-duration"] {
+		o.writeDur = o.readDur
+	}
 	if *lever {
-		explicit := map[string]bool{}
-		flag.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
-		if explicit["duration"] && !explicit["write-duration"] {
-			o.writeDur = o.readDur
-		}
 		return runOutboxLever(*out, leverOptions{rounds: o.rounds, dur: o.writeDur, writers: o.writeConns, pause: o.pause})
 	}
 	if *events {
@@ -155,11 +155,6 @@ func run() error {
 		}
 		slices.Sort(eo.sweep)
 		return runEventBench(*bin, *out, eo, extraEnv)
-	}
-	explicit := map[string]bool{}
-	flag.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
-	if explicit["duration"] && !explicit["write-duration"] {
-		o.writeDur = o.readDur
 	}
 	if o.rounds < 1 {
 		return fmt.Errorf("-rounds must be at least 1")

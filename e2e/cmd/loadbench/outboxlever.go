@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,6 +26,7 @@ import (
 	"github.com/customerapi/platform/libs/outbox"
 	"github.com/customerapi/platform/libs/pgcluster"
 	"github.com/customerapi/platform/libs/postgres"
+	"github.com/customerapi/platform/libs/postgres/pgtest"
 )
 
 // The outbox lever (-outbox-lever): the write path's event design side by side. Each
@@ -215,7 +215,7 @@ func runOutboxLever(out string, o leverOptions) error {
 // tracer, when not nil, sees every statement (the outbox's Wakeup sees the commits of
 // outbox rows through it).
 func startLeverDesign(ctx context.Context, dir, name string, settings map[string]string, tracer pgx.QueryTracer, writers int) (*leverDesign, error) {
-	port, err := freePort()
+	port, err := pgtest.FreePort() // below the ephemeral range: no client socket takes it meanwhile
 	if err != nil {
 		return nil, err
 	}
@@ -391,16 +391,6 @@ func slotLag(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
 	return lag, err
 }
 
-// freePort is a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 // leverReport renders the "outbox-lever" section.
 func leverReport(command string, started time.Time, machine string, o leverOptions, table, wal *leverDesign, lag int64) string {
 	var b strings.Builder
@@ -415,22 +405,13 @@ func leverReport(command string, started time.Time, machine string, o leverOptio
 	for _, d := range []*leverDesign{table, wal} {
 		s := d.samples
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", d.name,
-			leverCollect(s, func(x leverSample) float64 { return x.load.rps }).format("%.0f", ""),
-			leverCollect(s, func(x leverSample) float64 { return p99ms(x.sample) }).format("%.2f", ""),
-			leverCollect(s, func(x leverSample) float64 { return x.perOp(x.pg) }).format("%.1f", ""),
-			leverCollect(s, func(x leverSample) float64 { return x.perOp(x.bench) }).format("%.1f", ""),
-			leverCollect(s, func(x leverSample) float64 { return x.perOp(x.machine) }).format("%.1f", ""),
-			leverCollect(s, func(x leverSample) float64 { return float64(x.walBytes) / float64(max(x.load.requests, 1)) }).format("%.0f", ""),
-			leverCollect(s, func(x leverSample) float64 { return float64(x.drain.Milliseconds()) }).format("%.0f", " ms"))
-	}
-	ratio := func(f func(leverSample) float64) string {
-		var v []float64
-		for i := range min(len(table.samples), len(wal.samples)) {
-			if d := f(table.samples[i]); d != 0 {
-				v = append(v, f(wal.samples[i])/d)
-			}
-		}
-		return spreadOf(v).format("%.2f", "x")
+			collect(s, func(x leverSample) float64 { return x.load.rps }).format("%.0f", ""),
+			collect(s, func(x leverSample) float64 { return p99ms(x.sample) }).format("%.2f", ""),
+			collect(s, func(x leverSample) float64 { return x.perOp(x.pg) }).format("%.1f", ""),
+			collect(s, func(x leverSample) float64 { return x.perOp(x.bench) }).format("%.1f", ""),
+			collect(s, func(x leverSample) float64 { return x.perOp(x.machine) }).format("%.1f", ""),
+			collect(s, func(x leverSample) float64 { return float64(x.walBytes) / float64(max(x.load.requests, 1)) }).format("%.0f", ""),
+			collect(s, func(x leverSample) float64 { return float64(x.drain.Milliseconds()) }).format("%.0f", " ms"))
 	}
 	b.WriteString("\nPostgreSQL's CPU per create by process, µs (median over the rounds; user + system time):\n\n")
 	b.WriteString("| process | outbox table | WAL message |\n|---|---|---|\n")
@@ -445,7 +426,7 @@ func leverReport(command string, started time.Time, machine string, o leverOptio
 	for _, k := range slices.Sorted(maps.Keys(kinds)) {
 		row, busy := "| "+k, false
 		for _, d := range []*leverDesign{table, wal} {
-			s := leverCollect(d.samples, func(x leverSample) float64 {
+			s := collect(d.samples, func(x leverSample) float64 {
 				c := x.postgres[k]
 				return x.perOp(c.user + c.sys)
 			})
@@ -458,16 +439,8 @@ func leverReport(command string, started time.Time, machine string, o leverOptio
 	}
 	fmt.Fprintf(&b, "\nWAL message ÷ outbox table, round by round: creates/s %s; PostgreSQL's CPU per create %s; the whole machine's %s. "+
 		"The slot held %d bytes of WAL behind the current position at the end (the reader confirms its position every second).\n",
-		ratio(func(x leverSample) float64 { return x.load.rps }),
-		ratio(func(x leverSample) float64 { return x.perOp(x.pg) }),
-		ratio(func(x leverSample) float64 { return x.perOp(x.machine) }), lag)
+		ratio(wal.samples, table.samples, func(x leverSample) float64 { return x.load.rps }).times(),
+		ratio(wal.samples, table.samples, func(x leverSample) float64 { return x.perOp(x.pg) }).times(),
+		ratio(wal.samples, table.samples, func(x leverSample) float64 { return x.perOp(x.machine) }).times(), lag)
 	return b.String()
-}
-
-func leverCollect(s []leverSample, f func(leverSample) float64) spread {
-	v := make([]float64, len(s))
-	for i, x := range s {
-		v[i] = f(x)
-	}
-	return spreadOf(v)
 }

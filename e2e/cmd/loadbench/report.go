@@ -54,7 +54,8 @@ func (s spread) format(verb, unit string) string {
 	return fmt.Sprintf(verb+unit+" ("+verb+"–"+verb+unit+")", s.med, s.lo, s.hi)
 }
 
-func collect(samples []sample, f func(sample) float64) spread {
+// collect is f of each round's sample, as a spread.
+func collect[S any](samples []S, f func(S) float64) spread {
 	v := make([]float64, len(samples))
 	for i, s := range samples {
 		v[i] = f(s)
@@ -64,7 +65,7 @@ func collect(samples []sample, f func(sample) float64) spread {
 
 // ratio collects f(config's sample) / f(reference's sample) round by round: a share
 // within one round, when both ran minutes apart on the same machine.
-func ratio(samples, ref []sample, f func(sample) float64) spread {
+func ratio[S any](samples, ref []S, f func(S) float64) spread {
 	var v []float64
 	for i := range min(len(samples), len(ref)) {
 		if d := f(ref[i]); d != 0 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/customerapi/platform/libs/pgcluster"
 	"github.com/customerapi/platform/libs/postgres"
+	"github.com/customerapi/platform/libs/postgres/pgtest"
 )
 
 func TestWALEventFramesRoundTripAndRefuseDamage(t *testing.T) {
@@ -72,7 +73,7 @@ func TestWALReaderPublishesExactlyTheCommittedEvents(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	port, err := freePort()
+	port, err := pgtest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -129,7 +129,8 @@ func TestSearchUsesTheTrigramIndex(t *testing.T) {
 	}
 }
 
-// estimatedRows is the planner's estimate of the rows sql returns (its top node's).
+// estimatedRows is the planner's estimate of the rows under sql's top node: for a
+// count(*) over a subquery, the rows it counts.
 func estimatedRows(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) float64 {
 	t.Helper()
 	var raw []byte
