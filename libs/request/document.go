@@ -54,6 +54,9 @@ func LoadDocument(ctx context.Context, spec []byte) (*Document, error) {
 		MultiError:         true,
 		ExcludeRequestBody: true, // judged by validateBody from one parse
 		AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
+		// A default stands in for an absent parameter; set in the validator, it would
+		// also stand in for an empty one (`limit=`) and hide that empty value.
+		SkipSettingDefaults: true,
 	}}
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
@@ -251,7 +254,8 @@ func isJSONContent(rb *openapi3.RequestBody) bool {
 	return false
 }
 
-// checkRawJSON refuses a body that is too large or not UTF-8 before it is parsed.
+// checkRawJSON refuses a body that is too large, not UTF-8 or nested too deep before it
+// is parsed.
 func checkRawJSON(body []byte) *apierror.Error {
 	if len(body) > apierror.MaxBodyBytes {
 		return bodyTooBig()
@@ -260,7 +264,7 @@ func checkRawJSON(body []byte) *apierror.Error {
 		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_json", Path: []any{},
 			Message: "Request body is not valid UTF-8"})
 	}
-	return nil
+	return checkDepth(body)
 }
 
 // toValidationError turns the validator's errors into the envelope's issues, each with
@@ -495,6 +499,9 @@ func Decode(c *fiber.Ctx, dst any) error {
 	body := c.Body()
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil
+	}
+	if e := checkDepth(body); e != nil { // also on a route the document does not judge
+		return e
 	}
 	if err := json.Unmarshal(body, dst); err != nil {
 		// The document let it through, so the Go type is narrower than the schema.

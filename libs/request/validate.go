@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/go-playground/validator/v10"
 	"github.com/gofiber/fiber/v2"
@@ -76,16 +75,11 @@ func isJSONType(ct string) bool {
 // DecodeJSON decodes body into dst strictly and validates it. It returns nil or an
 // *apierror.Error listing every issue found.
 func (v *Validator) DecodeJSON(body []byte, dst any) *apierror.Error {
-	if len(body) > apierror.MaxBodyBytes {
-		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "too_big",
-			Message: "request body exceeds the limit of 1 MiB", Path: []any{}})
+	if e := checkRawJSON(body); e != nil {
+		return e
 	}
 	if len(strings.TrimSpace(string(body))) == 0 {
 		body = []byte("{}")
-	}
-	if !utf8.Valid(body) {
-		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_json", Path: []any{},
-			Message: "Request body is not valid UTF-8"})
 	}
 	generic, perr := parseBody(body)
 	if perr != nil {
