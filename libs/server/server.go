@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/customerapi/platform/libs/apierror"
+	"github.com/customerapi/platform/libs/jsonenc"
 	"github.com/customerapi/platform/libs/requestid"
 	"github.com/customerapi/platform/libs/telemetry"
 )
@@ -126,6 +127,7 @@ func New(cfg Config, deps Deps) *Server {
 		WriteTimeout:          cfg.WriteTimeout,
 		IdleTimeout:           cfg.IdleTimeout,
 		ErrorHandler:          s.Render.Handler(),
+		JSONEncoder:           jsonenc.Marshal, // no HTML escaping: '<' is 1 byte, not 6
 		DisableStartupMessage: true,
 		StrictRouting:         false,
 		CaseSensitive:         true,

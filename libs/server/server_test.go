@@ -323,3 +323,17 @@ func TestReadyzIsCheapAndDiscreet(t *testing.T) {
 		}
 	}
 }
+
+// An answer's '<', '>' and '&' take one byte each: with encoding/json's HTML escaping
+// each took six (\u003c), so a stored string of 20,000 '<' became a 120 kB answer.
+func TestAnswersAreNotHTMLEscaped(t *testing.T) {
+	s := newTestServer(t)
+	s.App.Get("/html", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"content": "<b>&</b>"}) })
+	status, hdr, body := do(t, s, "GET", "/html", "", nil)
+	if want := `{"content":"<b>&</b>"}`; status != 200 || string(body) != want {
+		t.Fatalf("GET /html = %d %s, want 200 %s: JSON answers must not escape '<', '>' and '&' for HTML", status, body, want)
+	}
+	if hdr["Content-Type"] != "application/json" {
+		t.Fatalf("Content-Type = %q, want application/json", hdr["Content-Type"])
+	}
+}
