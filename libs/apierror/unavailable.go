@@ -26,14 +26,20 @@ func unavailable(err error) *Error {
 // restarting (connection refused or lost, PostgreSQL shutting down, starting up, out of
 // connections or read-only during a failover), rather than from a bad statement.
 func IsUnavailable(err error) bool {
+	// A connection that could not be made is an outage whatever the server said: it may
+	// carry the server's refusal, such as 55000 "database is not currently accepting
+	// connections" while an operator or a failover holds connections off.
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) {
+		return true
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		return unavailableState(pgErr.Code)
 	}
-	var connectErr *pgconn.ConnectError
 	var netErr net.Error
 	switch {
-	case errors.As(err, &connectErr), errors.As(err, &netErr),
+	case errors.As(err, &netErr),
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
 		errors.Is(err, syscall.EPIPE), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF),
 		pgconn.SafeToRetry(err), pgconn.Timeout(err):

@@ -2,6 +2,11 @@
 // offsets are committed only after the handler's database transaction commits, with an
 // inbox table of processed event IDs so a redelivered event changes nothing, bounded
 // retries, and a dead-letter table for what still fails.
+//
+// The rule every consumer keeps: the offset moves on only past an event that was
+// processed or durably dead-lettered. A dependency that is unavailable (the database
+// down, restarting, refusing connections) is waited out, however long, and never counts
+// as a failed attempt of the event.
 package consumer
 
 import (
@@ -21,6 +26,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/customerapi/platform/libs/apierror"
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/postgres"
 )
@@ -65,6 +71,8 @@ type Consumer struct {
 type Metrics struct {
 	handled *prometheus.CounterVec
 	batch   *prometheus.HistogramVec
+	waiting *prometheus.GaugeVec
+	waits   *prometheus.CounterVec
 }
 
 // outcomes are the values of consumer_events_total's outcome label.
@@ -80,8 +88,14 @@ func NewMetrics(r prometheus.Registerer) *Metrics {
 			Help:    "Time to handle one fetched batch of events, its transaction and the offset commit included.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}},
 			[]string{"consumer"}),
+		waiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "consumer_dependency_waiting",
+			Help: "1 while a consumer waits out an unavailable dependency (its database), its offsets held where they are."},
+			[]string{"consumer"}),
+		waits: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "consumer_dependency_unavailable_total",
+			Help: "Tries of a consumer that failed because a dependency was unavailable; they are waited out, not counted against the event."},
+			[]string{"consumer"}),
 	}
-	r.MustRegister(m.handled, m.batch)
+	r.MustRegister(m.handled, m.batch, m.waiting, m.waits)
 	return m
 }
 
@@ -92,6 +106,8 @@ func (m *Metrics) start(consumer string) {
 		m.handled.WithLabelValues(consumer, o)
 	}
 	m.batch.WithLabelValues(consumer)
+	m.waiting.WithLabelValues(consumer)
+	m.waits.WithLabelValues(consumer)
 }
 
 func (c *Consumer) count(outcome string, n int) {
@@ -166,12 +182,15 @@ func commit(ctx context.Context, r *kafka.Reader, batch []kafka.Message) error {
 	return r.CommitMessages(cctx, batch...)
 }
 
-func sleep(ctx context.Context, d time.Duration) {
+// sleep waits d and reports true, or reports false as soon as ctx ends.
+func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
+		return false
 	case <-t.C:
+		return true
 	}
 }
 
@@ -225,7 +244,11 @@ func (c *Consumer) handleBatch(ctx context.Context, batch []kafka.Message) {
 		return
 	}
 	if len(good) > 1 {
-		processed, dup, err := c.process(ctx, good)
+		var processed, dup int
+		err := c.untilAvailable(ctx, func() (err error) {
+			processed, dup, err = c.process(ctx, good)
+			return err
+		})
 		if err == nil {
 			c.count("processed", processed)
 			c.count("duplicate", dup)
@@ -237,6 +260,9 @@ func (c *Consumer) handleBatch(ctx context.Context, batch []kafka.Message) {
 	}
 	for _, it := range good {
 		c.handleOne(ctx, it)
+		if ctx.Err() != nil {
+			return
+		}
 	}
 }
 
@@ -252,12 +278,17 @@ func (c *Consumer) wants(typ string) bool {
 	return false
 }
 
+// handleOne tries one event up to MaxAttempts times, then dead-letters it. A try that
+// failed because a dependency was unavailable is not an attempt: it is waited out.
 func (c *Consumer) handleOne(ctx context.Context, it item) {
 	backoff := 100 * time.Millisecond
 	var err error
 	for attempt := 1; attempt <= c.MaxAttempts; attempt++ {
 		var processed, dup int
-		processed, dup, err = c.process(ctx, []item{it})
+		err = c.untilAvailable(ctx, func() (err error) {
+			processed, dup, err = c.process(ctx, []item{it})
+			return err
+		})
 		if err == nil {
 			c.count("processed", processed)
 			c.count("duplicate", dup)
@@ -273,7 +304,7 @@ func (c *Consumer) handleOne(ctx context.Context, it item) {
 		c.Log.Warn("event handling failed; retrying", slog.String("consumer", c.Name),
 			slog.String("event_id", it.evt.ID), slog.Int("attempt", attempt), slog.Any("error", err))
 		sleep(ctx, backoff)
-		backoff = min(backoff*2, 5*time.Second)
+		backoff = min(backoff*2, maxBackoff)
 	}
 	c.deadLetter(ctx, it, err)
 }
@@ -333,6 +364,9 @@ func (c *Consumer) handle(ctx context.Context, tx pgx.Tx, it item) error {
 	return nil
 }
 
+// deadLetter records the event in inbox_dead_letters, trying until the row is written
+// (or ctx ends, when the batch is not committed and comes back after a restart): an
+// event whose dead letter was not recorded must not be passed by the offset.
 func (c *Consumer) deadLetter(ctx context.Context, it item, cause error) {
 	c.Log.Error("event dead-lettered", slog.String("consumer", c.Name), slog.String("topic", it.msg.Topic),
 		slog.Int("partition", it.msg.Partition), slog.Int64("offset", it.msg.Offset),
@@ -341,11 +375,80 @@ func (c *Consumer) deadLetter(ctx context.Context, it item, cause error) {
 	if it.evt.ID != "" {
 		eventID = &it.evt.ID
 	}
-	_, err := c.Pool.Exec(ctx, `INSERT INTO inbox_dead_letters
+	insert := func() error {
+		_, err := c.Pool.Exec(ctx, `INSERT INTO inbox_dead_letters
 		(consumer, topic, kafka_partition, kafka_offset, event_id, error, value) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		c.Name, it.msg.Topic, it.msg.Partition, it.msg.Offset, eventID, fmt.Sprint(cause), it.msg.Value)
-	if err != nil {
-		c.Log.Error("dead letter not recorded", slog.String("consumer", c.Name), slog.Any("error", err))
+			c.Name, it.msg.Topic, it.msg.Partition, it.msg.Offset, eventID, fmt.Sprint(cause), it.msg.Value)
+		return err
 	}
-	c.count("dead_letter", 1)
+	backoff := 100 * time.Millisecond
+	for {
+		err := c.untilAvailable(ctx, insert)
+		if err == nil {
+			c.count("dead_letter", 1)
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		// Not an outage, yet not written: keep the event and try again, never move past it.
+		c.Log.Error("dead letter not recorded; retrying", slog.String("consumer", c.Name),
+			slog.String("event_id", it.evt.ID), slog.Any("error", err))
+		c.setWaiting(true)
+		if !sleep(ctx, backoff) {
+			return
+		}
+		backoff = min(backoff*2, maxBackoff)
+	}
+}
+
+// maxBackoff caps the wait between tries of an unavailable dependency.
+const maxBackoff = 5 * time.Second
+
+// untilAvailable runs fn until it succeeds, fails for a reason other than an unavailable
+// dependency, or ctx ends. Failures of an unavailable dependency are waited out with
+// backoff (capped at maxBackoff), shown by consumer_dependency_waiting, and logged once
+// when the outage begins and once when it ends.
+func (c *Consumer) untilAvailable(ctx context.Context, fn func() error) error {
+	backoff := 100 * time.Millisecond
+	var since time.Time
+	for {
+		err := fn()
+		if err == nil || !apierror.IsUnavailable(err) || ctx.Err() != nil {
+			if !since.IsZero() {
+				c.setWaiting(false)
+				c.Log.Info("dependency available again; consuming", slog.String("consumer", c.Name),
+					slog.Duration("waited", time.Since(since)))
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		}
+		if since.IsZero() {
+			since = time.Now()
+			c.setWaiting(true)
+			c.Log.Warn("dependency unavailable; waiting it out, the offset held", slog.String("consumer", c.Name),
+				slog.Any("error", err))
+		}
+		if c.Metrics != nil {
+			c.Metrics.waits.WithLabelValues(c.Name).Inc()
+		}
+		if !sleep(ctx, backoff) {
+			c.setWaiting(false)
+			return ctx.Err()
+		}
+		backoff = min(backoff*2, maxBackoff)
+	}
+}
+
+func (c *Consumer) setWaiting(on bool) {
+	if c.Metrics == nil {
+		return
+	}
+	v := 0.0
+	if on {
+		v = 1
+	}
+	c.Metrics.waiting.WithLabelValues(c.Name).Set(v)
 }

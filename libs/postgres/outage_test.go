@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -85,5 +86,35 @@ func TestKilledServerFailuresAreUnavailable(t *testing.T) {
 	}
 	for msg, n := range kinds {
 		t.Errorf("%d failures during the outage would answer 500, not 503: %s", n, msg)
+	}
+}
+
+// A database that refuses connections (ALTER DATABASE ... ALLOW_CONNECTIONS false, as an
+// operator or a failover does) is an outage: the server's refusal (SQLSTATE 55000) comes
+// inside the connect error, and it used to classify by that code as a bug (500 for the
+// API, and a failed attempt of the event for a consumer, which then dead-lettered it).
+func TestARefusedConnectionIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := pgx.ParseConfig(pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := pgx.Connect(ctx, os.Getenv(pgtest.EnvURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	name := pgx.Identifier{cfg.Database}.Sanitize()
+	if _, err := admin.Exec(ctx, "ALTER DATABASE "+name+" WITH ALLOW_CONNECTIONS false"); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = admin.Exec(ctx, "ALTER DATABASE "+name+" WITH ALLOW_CONNECTIONS true") }()
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err == nil {
+		conn.Close(ctx)
+		t.Fatal("a database refusing connections accepted one")
+	}
+	if !apierror.IsUnavailable(err) {
+		t.Fatalf("a refused connection must classify as unavailable (503, waited out), got: %v", err)
 	}
 }
