@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"time"
 
@@ -33,6 +34,9 @@ type Service struct {
 	URLs URLChecker
 	// Clock tells the time (the system clock when nil).
 	Clock timestamp.Clock
+	// Log, when set, records which address a refused URL resolved to: the operator may
+	// know it, the tenant's answer never says it.
+	Log *slog.Logger
 }
 
 // lookupTimeout bounds the DNS lookup of a URL check.
@@ -50,7 +54,11 @@ func (s *Service) checkURL(ctx context.Context, raw string) error {
 	err = s.URLs.CheckURL(ctx, u)
 	var refused *ssrf.RefusedError
 	if errors.As(err, &refused) {
-		return &RefusedURLError{Reason: "the URL's host " + refused.Error() + "; deliveries only go to public addresses"}
+		if s.Log != nil {
+			s.Log.InfoContext(ctx, "webhook subscription URL refused", slog.String("host", u.Hostname()),
+				slog.String("detail", refused.Detail()))
+		}
+		return &RefusedURLError{Reason: refused.Error() + "; deliveries only go to public addresses"}
 	}
 	return nil
 }

@@ -130,7 +130,7 @@ func SetupWith(o Options) func(*service.Runtime, *config.Env) error {
 		store := adapters.NewStore(rt.Pool)
 		guard := ssrf.NewGuard(ssrf.Policy{AllowPrivate: s.AllowPrivate}, o.Resolver, min(s.Timeout, 5*time.Second))
 		h := &ports.Handlers{
-			App:     &app.Service{Repo: store, URLs: guard},
+			App:     &app.Service{Repo: store, URLs: guard, Log: rt.Log},
 			Cursors: rt.Cursors,
 		}
 		h.Register(rt.API)
@@ -147,6 +147,7 @@ func SetupWith(o Options) func(*service.Runtime, *config.Env) error {
 
 		sender := dispatch.NewSender(guard, s.Timeout, s.PerSubscription*2)
 		sender.Tracer = rt.Tracer // a span per attempt
+		sender.Log = rt.Log       // which address a refused attempt's host resolved to
 		engine := dispatch.New(dispatch.Config{
 			Workers:           s.Workers,
 			TenantConcurrency: s.PerTenant,

@@ -242,6 +242,13 @@ func TestSSRFGuardRefusesPrivateTargetsAtSubscription(t *testing.T) {
 		if r.Status != 400 || fmt.Sprint(issueCodes(r)) != "[body:custom:[url]]" || !strings.Contains(string(r.Body), "refused") {
 			t.Errorf("%s: %s", u, r)
 		}
+		// The answer says the destination is not allowed, never what a name resolves to.
+		said := fmt.Sprint(r.Map()["detail"], r.Map()["details"])
+		for _, internal := range []string{"127.0.0.1", "10.1.2.3", "169.254.169.254"} {
+			if !strings.Contains(u, internal) && strings.Contains(said, internal) {
+				t.Errorf("%s: the refusal names the address %s it resolves to: %s", u, internal, said)
+			}
+		}
 	}
 	id, _ := subscribe(t, c, "https://hooks.example.com/in", nil)
 	// An unresolvable name is accepted: deliveries check again when they connect.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -46,6 +47,8 @@ type Sender struct {
 	now     func() time.Time
 	// Tracer, optional, makes a span of each attempt (SpanAttempt).
 	Tracer trace.Tracer
+	// Log, optional, records which address a refused attempt's host resolved to.
+	Log *slog.Logger
 }
 
 // NewSender returns a Sender whose connections go through guard; maxConnsPerHost bounds
@@ -154,6 +157,7 @@ func (s *Sender) send(ctx context.Context, job adapters.Job) (domain.Attempt, Ou
 	signing.Sign(req.Header, keys, job.EventID, job.Body, start)
 	resp, err := s.client.Do(req)
 	if err != nil {
+		s.logRefusal(ctx, job, err)
 		return fail(classifyError(err, s.timeout))
 	}
 	snippet := readBody(resp.Body)
@@ -183,6 +187,18 @@ func (s *Sender) send(ctx context.Context, job adapters.Job) (domain.Attempt, Ou
 	}
 	att.Error = &msg
 	return att, out
+}
+
+// logRefusal records in the operator's log which address a refused attempt's host
+// resolved to; the attempt the tenant reads says only that it was refused.
+func (s *Sender) logRefusal(ctx context.Context, job adapters.Job, err error) {
+	var refused *ssrf.RefusedError
+	if s.Log == nil || !errors.As(err, &refused) {
+		return
+	}
+	s.Log.WarnContext(ctx, "webhook attempt refused by the SSRF guard", slog.String("tenant_id", job.TenantID),
+		slog.String("subscription_id", job.SubscriptionID), slog.String("delivery_id", job.DeliveryID),
+		slog.String("detail", refused.Detail()))
 }
 
 func keysOf(job adapters.Job) (signing.Keys, error) {

@@ -32,15 +32,24 @@ type Policy struct {
 	AllowPrivate bool
 }
 
-// RefusedError reports a target address the policy refuses.
+// RefusedError reports a target address the policy refuses. Its message, which tenants
+// read, names neither the address nor its kind: a name's refusal would otherwise tell a
+// tenant what the cluster's internal names resolve to. Detail, for the operator's log,
+// names both.
 type RefusedError struct {
 	Host   string
 	Addr   netip.Addr
 	Reason string
 }
 
+// RefusedMessage is what a tenant reads of every refusal.
+const RefusedMessage = "refused: the destination is not allowed: it is, or resolves to, a private, loopback or otherwise non-public address"
+
 // Error implements error.
-func (e *RefusedError) Error() string {
+func (e *RefusedError) Error() string { return RefusedMessage }
+
+// Detail says which address was refused and why, for the operator's log only.
+func (e *RefusedError) Detail() string {
 	if e.Host != "" && e.Host != e.Addr.String() {
 		return fmt.Sprintf("refused: %s resolves to %s, a %s address", e.Host, e.Addr, e.Reason)
 	}
@@ -141,7 +150,7 @@ func NewGuard(p Policy, r Resolver, dialTimeout time.Duration) *Guard {
 func (g *Guard) control(_, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
-		return fmt.Errorf("refused: cannot check address %q: %w", address, err)
+		return &RefusedError{Reason: "uncheckable (" + address + ")"}
 	}
 	return g.policy.Check(ap.Addr())
 }
@@ -180,8 +189,20 @@ type LookupError struct {
 	Err  error
 }
 
-// Error implements error.
-func (e *LookupError) Error() string { return fmt.Sprintf("resolve %s: %v", e.Host, e.Err) }
+// Error implements error. It leaves out the resolver's own message, which names the
+// resolver's address (Go's "lookup x on 10.96.0.10:53"), for the tenant reads it.
+func (e *LookupError) Error() string {
+	var dns *net.DNSError
+	switch {
+	case errors.As(e.Err, &dns) && dns.IsNotFound:
+		return fmt.Sprintf("resolve %s: no such host", e.Host)
+	case errors.As(e.Err, &dns) && dns.IsTimeout:
+		return fmt.Sprintf("resolve %s: timed out", e.Host)
+	case errors.As(e.Err, &dns):
+		return fmt.Sprintf("resolve %s: lookup failed", e.Host)
+	}
+	return fmt.Sprintf("resolve %s: %v", e.Host, e.Err)
+}
 
 // Unwrap returns the resolver's error.
 func (e *LookupError) Unwrap() error { return e.Err }

@@ -178,3 +178,45 @@ func TestDialRefusesForbiddenTargets(t *testing.T) {
 		conn.Close()
 	}
 }
+
+// The refusal a tenant reads (the subscription's 400, an attempt's error) never says
+// which address a name resolves to, nor the resolver's address: it would map the
+// cluster's internal names. Detail keeps them for the operator's log.
+func TestRefusalNamesNoAddress(t *testing.T) {
+	addr := listen(t)
+	_, port, _ := net.SplitHostPort(addr)
+	names := table{"internal.test": {"10.1.2.3"}, "rebind.test": {"127.0.0.1"}, "meta.test": {"169.254.169.254"}}
+	g := NewGuard(Policy{}, names, time.Second)
+	var errs []error
+	for _, raw := range []string{"https://internal.test/hook", "https://meta.test/hook", "http://10.9.8.7/hook"} {
+		u, _ := url.Parse(raw)
+		errs = append(errs, g.CheckURL(context.Background(), u))
+	}
+	_, err := g.DialContext(context.Background(), "tcp", "rebind.test:"+port)
+	errs = append(errs, err)
+	_, err = g.dialer.DialContext(context.Background(), "tcp", addr) // the Control function's refusal
+	errs = append(errs, err)
+	for _, err := range errs {
+		var re *RefusedError
+		if !errors.As(err, &re) {
+			t.Fatalf("%v: want a refusal", err)
+		}
+		msg := re.Error() // what the attempt records (a dial wraps it with the address it dialed)
+		for _, leak := range []string{"10.1.2.3", "127.0.0.1", "169.254.169.254", "10.9.8.7", "loopback address", "private address"} {
+			if strings.Contains(msg, leak) {
+				t.Errorf("refusal %q names %q: a tenant must not learn what an address or name resolves to", msg, leak)
+			}
+		}
+		if !strings.Contains(msg, "not allowed") || !strings.Contains(msg, "non-public") {
+			t.Errorf("refusal %q does not say the destination is not allowed", msg)
+		}
+		if re.Addr.String() == "" || !strings.Contains(re.Detail(), re.Addr.String()) {
+			t.Errorf("Detail %q drops the address the operator's log needs", re.Detail())
+		}
+	}
+	// An unresolvable name: the resolver's own address (Go's DNSError says "on 10.96.0.10:53") stays out.
+	resolverErr := &LookupError{Host: "x.test", Err: &net.DNSError{Err: "no such host", Name: "x.test", Server: "10.96.0.10:53", IsNotFound: true}}
+	if strings.Contains(resolverErr.Error(), "10.96.0.10") {
+		t.Errorf("lookup error %q names the cluster's resolver", resolverErr.Error())
+	}
+}
