@@ -589,3 +589,285 @@ func TestAbuseWebhookTenantCannotStarveOthers(t *testing.T) {
 		t.Fatalf("tenant A held %d delivery workers at once, over its share of 64", p)
 	}
 }
+
+// maxAnswerBytes is the documented maximum size of any answer of the API (docs/api.md,
+// "Limits").
+const maxAnswerBytes = 4 << 20
+
+// maxGrowthBytes is how much resident memory a process may gain while it serves an
+// abusive load.
+const maxGrowthBytes = 100 << 20
+
+// unlimitedKey issues a key for a fresh tenant whose rate limit stays out of the way.
+func unlimitedKey(t *testing.T) string {
+	t.Helper()
+	return newKey(t, map[string]any{"rateLimit": map[string]any{"limit": 100000, "windowMs": 1000}})
+}
+
+// rawJSON is v as JSON with '<', '>' and '&' left as they are: what a client sends.
+func rawJSON(t *testing.T, v any) apitest.Raw {
+	t.Helper()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	return apitest.Raw(b.String())
+}
+
+// boundedAnswer is an answer read up to maxAnswerBytes+1 bytes; the rest is counted and
+// dropped, so an oversized answer costs the test nothing but reports its size.
+type boundedAnswer struct {
+	status int
+	body   []byte // the first maxAnswerBytes+1 bytes
+	size   int64  // every byte of the body
+	took   time.Duration
+}
+
+// over says whether the answer is larger than the documented maximum.
+func (a boundedAnswer) over() bool { return a.size > maxAnswerBytes }
+
+// getBounded GETs path through the gateway with key, reading the answer as boundedAnswer says.
+func getBounded(key, path string) (boundedAnswer, error) {
+	req, err := http.NewRequest("GET", sys.base+path, nil)
+	if err != nil {
+		return boundedAnswer{}, err
+	}
+	req.Header.Set("x-api-key", key)
+	began := time.Now()
+	hc := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return boundedAnswer{}, fmt.Errorf("GET %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
+	if err != nil {
+		return boundedAnswer{}, fmt.Errorf("GET %s: read the answer: %w", path, err)
+	}
+	rest, err := io.Copy(io.Discard, resp.Body)
+	if err != nil {
+		return boundedAnswer{}, fmt.Errorf("GET %s: read the answer past %d bytes: %w", path, len(body), err)
+	}
+	return boundedAnswer{status: resp.StatusCode, body: body, size: int64(len(body)) + rest, took: time.Since(began)}, nil
+}
+
+// pageOf decodes a list answer: its items and the cursor of the next page ("" at the end).
+func pageOf(t *testing.T, path string, a boundedAnswer) (items []map[string]any, next string) {
+	t.Helper()
+	var page struct {
+		Items      []map[string]any `json:"items"`
+		HasMore    bool             `json:"hasMore"`
+		NextCursor *string          `json:"nextCursor"`
+	}
+	if a.status != 200 {
+		t.Fatalf("GET %s: status %d: %s", path, a.status, clip(string(a.body), 300))
+	}
+	if err := json.Unmarshal(a.body, &page); err != nil {
+		t.Fatalf("GET %s: the answer is not a page: %v", path, err)
+	}
+	if page.HasMore != (page.NextCursor != nil) {
+		t.Fatalf("GET %s: hasMore %v but nextCursor %v: hasMore must be false exactly when nextCursor is null", path, page.HasMore, page.NextCursor)
+	}
+	if page.NextCursor != nil {
+		next = *page.NextCursor
+	}
+	return page.Items, next
+}
+
+// walkBounded follows a list's cursors from path (which has a query), each page within
+// the documented maximum, and returns every item; at most pages pages.
+func walkBounded(t *testing.T, key, path string, pages int) []map[string]any {
+	t.Helper()
+	var all []map[string]any
+	next := ""
+	for i := 0; i < pages; i++ {
+		p := path
+		if next != "" {
+			p += "&cursor=" + url.QueryEscape(next)
+		}
+		a, err := getBounded(key, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.over() {
+			t.Fatalf("GET %s (page %d): the answer is %d bytes, over the documented maximum of %d: every answer must be bounded", p, i+1, a.size, maxAnswerBytes)
+		}
+		items, cursor := pageOf(t, p, a)
+		all = append(all, items...)
+		if cursor == "" {
+			return all
+		}
+		if len(items) == 0 {
+			t.Fatalf("GET %s (page %d): an empty page with hasMore: a client paging through it never ends", p, i+1)
+		}
+		next = cursor
+	}
+	t.Fatalf("GET %s: still more after %d pages", path, pages)
+	return nil
+}
+
+// processes are the stack's processes whose peak resident memory is watched.
+type processes struct {
+	t      *testing.T
+	names  []string
+	before map[string]int
+	peaks  map[string]func() int
+}
+
+// watchProcesses starts watching the named processes' resident memory.
+func watchProcesses(t *testing.T, names ...string) *processes {
+	t.Helper()
+	s := local(t)
+	p := &processes{t: t, names: names, before: map[string]int{}, peaks: map[string]func() int{}}
+	for _, n := range names {
+		pid := s.PID(n)
+		if pid == 0 {
+			t.Fatalf("no process %s in the stack", n)
+		}
+		p.before[n] = rssBytes(t, pid)
+		p.peaks[n] = watchPeakRSS(t, pid)
+	}
+	return p
+}
+
+// growth stops watching and returns how much each process grew at its peak, in bytes.
+func (p *processes) growth() map[string]int {
+	out := map[string]int{}
+	for _, n := range p.names {
+		if stop := p.peaks[n]; stop != nil {
+			out[n] = stop() - p.before[n]
+			p.peaks[n] = nil
+		}
+	}
+	return out
+}
+
+// check fails the test when a process grew by maxGrowthBytes or more, naming what it served.
+func (p *processes) check(what string) {
+	p.t.Helper()
+	grew := p.growth()
+	var over []string
+	for _, n := range p.names {
+		p.t.Logf("%s: %s grew by %d MB at its peak", what, n, grew[n]>>20)
+		if grew[n] >= maxGrowthBytes {
+			over = append(over, fmt.Sprintf("%s +%d MB", n, grew[n]>>20))
+		}
+	}
+	if len(over) > 0 {
+		p.t.Fatalf("%s: %s (each process must grow by less than %d MB)", what, strings.Join(over, ", "), maxGrowthBytes>>20)
+	}
+}
+
+// stopOnCleanup makes sure the watchers end with the test, whatever way it ends.
+func (p *processes) stopOnCleanup() { p.t.Cleanup(func() { p.growth() }) }
+
+// Amplified reads are bounded: one tenant writes 10 topics of 100 entries of 20,000 '<'
+// (each '<' was written as 6 bytes, \u003c: 120 MB an answer), then reads
+// GET /v0/topics?limit=100 four times at once. Every answer stays within the documented
+// maximum, paging reaches all 10 topics and every entry, and neither the gateway nor
+// the topics service grows by 100 MB (topics grew +1.4 GB: its chart limit is 512 Mi).
+func TestAbuseAmplifiedTopicListIsBounded(t *testing.T) {
+	local(t)
+	key := unlimitedKey(t)
+	c := api(t, key)
+	const topics, entries = 10, 100
+	content := strings.Repeat("<", 20000) // the largest entry the contract allows
+	var ids []string
+	for i := range topics {
+		ids = append(ids, must(t, c.Do("POST", "/v0/topics", map[string]any{"title": fmt.Sprintf("amplified %d", i), "sortOrder": i}), 201)["topicId"].(string))
+	}
+	entry := rawJSON(t, map[string]any{"content": map[string]any{"type": "html", "content": content}})
+	jobs := make(chan string)
+	errs := make(chan error, topics*entries)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for id := range jobs {
+				r, err := c.Try("POST", "/v0/topics/"+id+"/entries", entry)
+				if err == nil && r.Status != 201 {
+					err = fmt.Errorf("add an entry: %s", clip(r.String(), 300))
+				}
+				if err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	began := time.Now()
+	for _, id := range ids {
+		for range entries {
+			jobs <- id
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %d entries of %d '<' in %s", topics*entries, len(content), time.Since(began).Round(time.Millisecond))
+
+	procs := watchProcesses(t, "gateway", "topics")
+	procs.stopOnCleanup()
+	// One read first: on a build whose answer is unbounded, four at once would grow the
+	// machine by gigabytes to prove what one shows.
+	first, err := getBounded(key, "/v0/topics?limit=100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.over() {
+		grew := procs.growth()
+		t.Fatalf("GET /v0/topics?limit=100 answered %d bytes in %s, over the documented maximum of %d (gateway +%d MB, topics +%d MB): every answer must be bounded",
+			first.size, first.took.Round(time.Millisecond), maxAnswerBytes, grew["gateway"]>>20, grew["topics"]>>20)
+	}
+	answers := make([]boundedAnswer, 4)
+	errs = make(chan error, 4)
+	for i := range answers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a, err := getBounded(key, "/v0/topics?limit=100")
+			if err != nil {
+				errs <- err
+			}
+			answers[i] = a
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for i, a := range answers {
+		t.Logf("read %d at once: %d, %d bytes in %s", i+1, a.status, a.size, a.took.Round(time.Millisecond))
+		if a.over() {
+			t.Fatalf("GET /v0/topics?limit=100, one of four at once: %d bytes, over the documented maximum of %d", a.size, maxAnswerBytes)
+		}
+		pageOf(t, "/v0/topics?limit=100", a)
+	}
+	procs.check("four reads of 10 topics x 100 entries of 20,000 '<' at once")
+
+	// A client pages through everything: every topic, and every entry of a topic.
+	seen := map[string]bool{}
+	for _, it := range walkBounded(t, key, "/v0/topics?limit=100", 2*topics) {
+		seen[it["topicId"].(string)] = true
+	}
+	for _, id := range ids {
+		if !seen[id] {
+			t.Fatalf("paging through GET /v0/topics?limit=100 reached %d of the %d topics: %s is missing", len(seen), topics, id)
+		}
+	}
+	got := walkBounded(t, key, "/v0/topics/"+ids[0]+"/entries?limit=100", 2*entries)
+	if len(got) != entries {
+		t.Fatalf("paging through a topic's entries returned %d of its %d entries", len(got), entries)
+	}
+	for _, it := range got {
+		if it["content"].(map[string]any)["content"] != content {
+			t.Fatalf("an entry read back is not the one written (%d characters)", len(it["content"].(map[string]any)["content"].(string)))
+		}
+	}
+}
