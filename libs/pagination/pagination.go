@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/customerapi/platform/libs/jsonenc"
 	"github.com/customerapi/platform/libs/request"
 )
 
@@ -19,6 +20,10 @@ import (
 const (
 	DefaultLimit = 20
 	MaxLimit     = 100
+	// MaxPageBytes is the byte budget of a page's encoded items: a page ends before the
+	// item that would take it past this, so a list answer stays near 1 MiB (one item
+	// larger than that alone still makes a page).
+	MaxPageBytes = 1 << 20
 )
 
 // Page is the list envelope of every collection response.
@@ -164,20 +169,36 @@ func (c *Codec) decode(cursor, scope string) ([]string, error) {
 }
 
 // Build makes the envelope from rows fetched with LIMIT Limit+1: it keeps at most Limit
-// items and, when a further row exists, sets hasMore and the cursor after the last item.
+// items, and no more than fit in MaxPageBytes (at least one); when a further row exists
+// or the budget cut the page, it sets hasMore and the cursor after the last item kept.
 // keys gives the keyset values of an item.
 func Build[T any](c *Codec, p Params, rows []T, total *int64, keys func(T) []string) Page[T] {
 	page := Page[T]{Items: rows, TotalCount: total}
 	if page.Items == nil {
 		page.Items = []T{}
 	}
-	if len(rows) > p.Limit {
-		page.Items = rows[:p.Limit]
+	n := fitting(rows[:min(len(rows), p.Limit)])
+	if n < len(rows) {
+		page.Items = rows[:n]
 		page.HasMore = true
-		cur := c.Encode(p.scope, keys(page.Items[p.Limit-1]))
+		cur := c.Encode(p.scope, keys(page.Items[n-1]))
 		page.NextCursor = &cur
 	}
 	return page
+}
+
+// fitting returns how many of the first rows fit in MaxPageBytes as JSON (at least one).
+// An item the encoder refuses counts nothing here: encoding the page reports it.
+func fitting[T any](rows []T) int {
+	used := 0
+	for i, r := range rows {
+		size, _ := jsonenc.Size(r)
+		used += size + 1 // and its comma
+		if i > 0 && used > MaxPageBytes {
+			return i
+		}
+	}
+	return len(rows)
 }
 
 // Count is a helper returning a pointer to n, for Page.TotalCount.

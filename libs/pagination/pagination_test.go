@@ -152,3 +152,37 @@ func TestNewCodecRejectsShortSecret(t *testing.T) {
 		t.Fatal("want error")
 	}
 }
+
+// A page stops before the item that would take its items past MaxPageBytes (always
+// keeping one), says hasMore and continues right after its last item.
+func TestBuildStopsAtTheByteBudget(t *testing.T) {
+	c := codec(t, "0123456789abcdef")
+	p := Params{Limit: 100, scope: "s"}
+	key := func(s string) []string { return []string{s[:1]} }
+	item := func(id string, size int) string { return id + strings.Repeat("<", size) }
+	// Three items of 400 KiB: two fit in 1 MiB, the third would not.
+	rows := []string{item("a", 400<<10), item("b", 400<<10), item("c", 400<<10)}
+	page := Build(c, p, rows, Count(3), key)
+	if len(page.Items) != 2 || !page.HasMore || page.NextCursor == nil {
+		t.Fatalf("a page of three 400 KiB items must stop after two (the budget is %d bytes), with hasMore and a cursor; got %d items, hasMore %v",
+			MaxPageBytes, len(page.Items), page.HasMore)
+	}
+	next, issues := parse(t, c, "s", "cursor="+*page.NextCursor)
+	if len(issues) != 0 || next.After[0] != "b" {
+		t.Fatalf("the cursor of a page cut by its budget must continue after its last item (b); got %v (%+v)", next.After, issues)
+	}
+	// One item over the budget alone is still a page of one.
+	huge := Build(c, p, []string{item("x", 2<<20), item("y", 1)}, Count(2), key)
+	if len(huge.Items) != 1 || !huge.HasMore || huge.NextCursor == nil {
+		t.Fatalf("an item larger than the budget must make a page of one with hasMore; got %d items, hasMore %v", len(huge.Items), huge.HasMore)
+	}
+	// Without a further row, a page cut by the budget still says hasMore.
+	if cut := Build(c, p, rows[:3], Count(3), key); !cut.HasMore {
+		t.Fatal("a page cut by its budget must say hasMore even when the rows fetched end there")
+	}
+	// Small items: the limit alone decides.
+	small := Build(c, Params{Limit: 2, scope: "s"}, []string{"a", "b"}, Count(2), key)
+	if len(small.Items) != 2 || small.HasMore {
+		t.Fatalf("a page within its budget and limit must hold every row and no cursor; got %+v", small)
+	}
+}
