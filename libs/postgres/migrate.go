@@ -8,12 +8,15 @@ import (
 	"io/fs"
 	"log/slog"
 	"path"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // migrationLockKey is the advisory lock that serialises migrations of one database.
@@ -31,8 +34,8 @@ type Migration struct {
 	Sum     string
 	// NoTransaction is set by a first line "-- migrate:no-transaction": the statements
 	// run one by one outside a transaction, so the file must be safe to run again after
-	// a failure part way (e.g. DROP INDEX CONCURRENTLY IF EXISTS before CREATE INDEX
-	// CONCURRENTLY, which leaves an invalid index behind when it fails).
+	// a failure part way (CREATE INDEX CONCURRENTLY IF NOT EXISTS: the invalid index a
+	// failed build leaves is dropped before the statement runs again).
 	NoTransaction bool
 }
 
@@ -87,11 +90,63 @@ type MigrationSet struct {
 	FS   fs.FS
 }
 
-// Migrate applies the pending migrations of each set in order, each migration in its own
-// transaction (or, marked no-transaction, statement by statement). A session advisory lock makes replicas that start together take turns: the
-// first applies, the others then find nothing to do. An applied migration whose file has
-// changed since is an error, not silently skipped.
+// Migrate applies the pending migrations of each set with the default options (see
+// MigrateWith).
 func Migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, sets ...MigrationSet) error {
+	return MigrateWith(ctx, pool, MigrateOptions{Log: log}, sets...)
+}
+
+// MigrateOptions tune how migrations wait for the locks their statements need.
+type MigrateOptions struct {
+	Log *slog.Logger
+	// LockTimeout bounds each statement's wait for a lock (default 5 s): a statement
+	// queued for a table's lock makes every later query of the table queue behind it.
+	LockTimeout time.Duration
+	// FirstBackoff and MaxBackoff space the attempts of a migration that gave up on a
+	// lock (default 1 s, doubling up to 30 s).
+	FirstBackoff, MaxBackoff time.Duration
+	// Metrics counts the attempts given up on a lock (optional).
+	Metrics *MigrationMetrics
+}
+
+func (o MigrateOptions) withDefaults() MigrateOptions {
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = DefaultLockTimeout
+	}
+	if o.FirstBackoff <= 0 {
+		o.FirstBackoff = time.Second
+	}
+	if o.MaxBackoff < o.FirstBackoff {
+		o.MaxBackoff = max(30*time.Second, o.FirstBackoff)
+	}
+	return o
+}
+
+// DefaultLockTimeout is how long a migration's statement waits for a lock by default.
+const DefaultLockTimeout = 5 * time.Second
+
+// MigrationMetrics counts the attempts of migrations given up on a lock.
+type MigrationMetrics struct{ lockTimeouts *prometheus.CounterVec }
+
+// NewMigrationMetrics registers migration_lock_timeouts_total on r.
+func NewMigrationMetrics(r prometheus.Registerer) *MigrationMetrics {
+	m := &MigrationMetrics{lockTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "migration_lock_timeouts_total",
+		Help: "Attempts of a migration given up because a lock was not granted within the lock timeout; the migration is retried.",
+	}, []string{"set", "migration"})}
+	r.MustRegister(m.lockTimeouts)
+	return m
+}
+
+// MigrateWith applies the pending migrations of each set in order, each migration in its
+// own transaction (or, marked no-transaction, statement by statement). A session
+// advisory lock makes replicas that start together take turns: the first applies, the
+// others then find nothing to do. An applied migration whose file has changed since is
+// an error, not silently skipped. Every statement waits at most opts.LockTimeout for a
+// lock; a migration that gave up on one is rolled back and tried again after a backoff
+// until ctx ends. There is no statement timeout: a migration runs as long as it needs.
+func MigrateWith(ctx context.Context, pool *pgxpool.Pool, opts MigrateOptions, sets ...MigrationSet) error {
+	opts = opts.withDefaults()
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("migrations: acquire: %w", err)
@@ -101,8 +156,13 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, sets ...
 		return fmt.Errorf("migrations: lock: %w", err)
 	}
 	defer func() {
+		// The session returns to the pool: its settings go back to their defaults.
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "RESET lock_timeout; RESET statement_timeout")
 		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrationLockKey)
 	}()
+	if _, err := conn.Exec(ctx, "SET statement_timeout = 0"); err != nil {
+		return fmt.Errorf("migrations: statement timeout: %w", err)
+	}
 	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		set_name   text NOT NULL,
 		version    bigint NOT NULL,
@@ -112,15 +172,26 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, sets ...
 		PRIMARY KEY (set_name, version))`); err != nil {
 		return fmt.Errorf("migrations: create table: %w", err)
 	}
+	if err := setLockTimeout(ctx, conn.Conn(), opts.LockTimeout); err != nil {
+		return err
+	}
 	for _, set := range sets {
-		if err := applySet(ctx, conn.Conn(), set, log); err != nil {
+		if err := applySet(ctx, conn.Conn(), set, opts); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func applySet(ctx context.Context, conn *pgx.Conn, set MigrationSet, log *slog.Logger) error {
+// setLockTimeout sets the session's lock_timeout (0: wait as long as it takes).
+func setLockTimeout(ctx context.Context, conn *pgx.Conn, d time.Duration) error {
+	if _, err := conn.Exec(ctx, fmt.Sprintf("SET lock_timeout = %d", d.Milliseconds())); err != nil {
+		return fmt.Errorf("migrations: lock timeout: %w", err)
+	}
+	return nil
+}
+
+func applySet(ctx context.Context, conn *pgx.Conn, set MigrationSet, opts MigrateOptions) error {
 	migs, err := LoadMigrations(set.FS)
 	if err != nil {
 		return fmt.Errorf("%s %w", set.Name, err)
@@ -148,19 +219,48 @@ func applySet(ctx context.Context, conn *pgx.Conn, set MigrationSet, log *slog.L
 			}
 			continue
 		}
-		if err := apply(ctx, conn, set.Name, m); err != nil {
+		if err := applyRetrying(ctx, conn, set.Name, m, opts); err != nil {
 			return fmt.Errorf("migrations: apply %s/%s: %w", set.Name, m.Name, err)
 		}
-		if log != nil {
-			log.Info("migration applied", slog.String("set", set.Name), slog.String("migration", m.Name))
+		if opts.Log != nil {
+			opts.Log.Info("migration applied", slog.String("set", set.Name), slog.String("migration", m.Name))
 		}
 	}
 	return nil
 }
 
+// applyRetrying applies m, and again after a backoff each time an attempt gave up on a
+// lock (SQLSTATE 55P03), until ctx ends.
+func applyRetrying(ctx context.Context, conn *pgx.Conn, set string, m Migration, opts MigrateOptions) error {
+	backoff := opts.FirstBackoff
+	for attempt := 1; ; attempt++ {
+		err := apply(ctx, conn, set, m, opts.LockTimeout)
+		if err == nil || !IsCode(err, lockNotAvailable) {
+			return err
+		}
+		if opts.Metrics != nil {
+			opts.Metrics.lockTimeouts.WithLabelValues(set, m.Name).Inc()
+		}
+		if opts.Log != nil {
+			opts.Log.Warn("migration gave up waiting for a lock; it will try again (other sessions hold locks it needs)",
+				slog.String("set", set), slog.String("migration", m.Name), slog.Int("attempt", attempt),
+				slog.Duration("lock_timeout", opts.LockTimeout), slog.Duration("retry_in", backoff), slog.Any("error", err))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("gave up waiting for a lock after %d attempts: %w", attempt, ctx.Err())
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, opts.MaxBackoff)
+	}
+}
+
+// lockNotAvailable is the SQLSTATE of a statement that gave up on a lock (lock_timeout).
+const lockNotAvailable = "55P03"
+
 // apply runs one migration and records it: in one transaction, or, for a no-transaction
 // migration, statement by statement and then the record.
-func apply(ctx context.Context, conn *pgx.Conn, set string, m Migration) error {
+func apply(ctx context.Context, conn *pgx.Conn, set string, m Migration, lockTimeout time.Duration) error {
 	const record = "INSERT INTO schema_migrations (set_name, version, name, checksum) VALUES ($1, $2, $3, $4)"
 	if !m.NoTransaction {
 		return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
@@ -172,11 +272,51 @@ func apply(ctx context.Context, conn *pgx.Conn, set string, m Migration) error {
 		})
 	}
 	for i, stmt := range statements(m.SQL) {
-		if _, err := conn.Exec(ctx, stmt); err != nil {
+		if err := execStatement(ctx, conn, stmt, lockTimeout); err != nil {
 			return fmt.Errorf("statement %d: %w", i+1, err)
 		}
 	}
 	_, err := conn.Exec(ctx, record, set, m.Version, m.Name, m.Sum)
+	return err
+}
+
+// concurrentIndex matches a statement that builds or drops an index CONCURRENTLY, and
+// captures the name a build gives its index.
+var concurrentIndex = regexp.MustCompile(`(?is)^\s*(?:create\s+(?:unique\s+)?index\s+concurrently(?:\s+if\s+not\s+exists)?\s+([^\s(]+)|(?:drop\s+index|reindex\s+\w+)\s+concurrently)`)
+
+// execStatement runs one statement of a no-transaction migration. A concurrent index
+// build or drop runs without a lock timeout: it takes no lock that reads or writes wait
+// for, but it must wait for every transaction older than itself, and giving up there
+// would throw its work away. An INVALID index of the same name, left by a failed
+// concurrent build (migrations run one at a time, so none is being built), is dropped
+// first: IF NOT EXISTS would otherwise keep it.
+func execStatement(ctx context.Context, conn *pgx.Conn, stmt string, lockTimeout time.Duration) (rerr error) {
+	match := concurrentIndex.FindStringSubmatch(stmt)
+	if match == nil {
+		_, err := conn.Exec(ctx, stmt)
+		return err
+	}
+	if err := setLockTimeout(ctx, conn, 0); err != nil {
+		return err
+	}
+	defer func() {
+		if err := setLockTimeout(ctx, conn, lockTimeout); err != nil && rerr == nil {
+			rerr = err
+		}
+	}()
+	if name := match[1]; name != "" {
+		var invalid bool
+		err := conn.QueryRow(ctx, "SELECT NOT indisvalid FROM pg_index WHERE indexrelid = to_regclass($1)", name).Scan(&invalid)
+		if err != nil && !IsNoRows(err) {
+			return fmt.Errorf("index %s: %w", name, err)
+		}
+		if invalid {
+			if _, err := conn.Exec(ctx, "DROP INDEX CONCURRENTLY IF EXISTS "+name); err != nil {
+				return fmt.Errorf("drop the invalid index %s: %w", name, err)
+			}
+		}
+	}
+	_, err := conn.Exec(ctx, stmt)
 	return err
 }
 
