@@ -89,6 +89,8 @@ func ConfigFromEnv(env *config.Env) (Config, error) {
 			// Uploads and downloads of large files stream for longer than a JSON call.
 			TransferTimeout: env.Duration("UPSTREAM_TRANSFER_TIMEOUT", 10*time.Minute),
 			MaxUploadBytes:  int64(env.Int("UPLOAD_MAX_BYTES", 50<<20)),
+			// Every answer but a download is buffered whole: bound it.
+			MaxResponseBytes: env.Int("UPSTREAM_MAX_RESPONSE_BYTES", proxy.DefaultMaxResponseBytes),
 		},
 		Downloads: proxy.DownloadLimits{
 			PerToken:  env.Int("DOWNLOAD_MAX_PER_TOKEN", proxy.DefaultDownloadsPerToken),
@@ -136,6 +138,9 @@ func ConfigFromEnv(env *config.Env) (Config, error) {
 	}
 	if c.Proxy.MaxUploadBytes < 1 || c.Proxy.MaxUploadBytes > 1<<30 {
 		env.Fail("UPLOAD_MAX_BYTES", "must be from 1 to 1073741824")
+	}
+	if c.Proxy.MaxResponseBytes < 1<<20 || c.Proxy.MaxResponseBytes > 1<<30 {
+		env.Fail("UPSTREAM_MAX_RESPONSE_BYTES", "must be from 1048576 to 1073741824")
 	}
 	if c.KeyRefresh <= 0 || c.KeyRefresh > 2*time.Second {
 		env.Fail("KEY_CACHE_REFRESH", "must be between 1ms and 2s (revocation must show within 2 s)")

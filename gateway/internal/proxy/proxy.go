@@ -46,10 +46,18 @@ type Options struct {
 	// MaxUploadBytes is the largest file an upload route accepts; the gateway lets a
 	// body of up to this plus UploadOverhead through and refuses larger ones.
 	MaxUploadBytes int64
+	// MaxResponseBytes is the largest answer body the gateway takes from a service
+	// (DefaultMaxResponseBytes when 0); a larger one is a 503. Signed downloads stream
+	// and are not bounded by it.
+	MaxResponseBytes int
 }
 
 // DefaultMaxUploadBytes is the upload limit when Options leave it unset (50 MiB).
 const DefaultMaxUploadBytes = 50 << 20
+
+// DefaultMaxResponseBytes is the answer limit when Options leave it unset (16 MiB): the
+// services' answers are a few MiB at most, and each answer is buffered whole.
+const DefaultMaxResponseBytes = 16 << 20
 
 // UploadOverhead is what a multipart upload may carry beyond its file: text fields, part
 // headers and boundaries.
@@ -79,7 +87,12 @@ func NewUpstream(name, rawURL string, o Options) (*Upstream, error) {
 		addr = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
 	}
 	dialTimeout := o.DialTimeout
-	newClient := func(timeout time.Duration, maxConns int) *fasthttp.HostClient {
+	maxResponse := o.MaxResponseBytes
+	if maxResponse <= 0 {
+		maxResponse = DefaultMaxResponseBytes
+	}
+	// maxBody bounds a buffered answer; a streamed one (downloads) ignores it.
+	newClient := func(timeout time.Duration, maxConns, maxBody int) *fasthttp.HostClient {
 		if maxConns <= 0 {
 			maxConns = o.MaxConns
 		}
@@ -92,6 +105,7 @@ func NewUpstream(name, rawURL string, o Options) (*Upstream, error) {
 			WriteTimeout:                  timeout,
 			MaxIdleConnDuration:           60 * time.Second,
 			MaxConnWaitTimeout:            o.DialTimeout,
+			MaxResponseBodySize:           maxBody,
 			DisableHeaderNamesNormalizing: true,
 			DisablePathNormalizing:        true,
 			NoDefaultUserAgentHeader:      true,
@@ -116,8 +130,9 @@ func NewUpstream(name, rawURL string, o Options) (*Upstream, error) {
 	if transferTimeout <= 0 {
 		transferTimeout = o.Timeout
 	}
-	return &Upstream{Name: name, URL: u, client: newClient(o.Timeout, o.MaxConns),
-		transfer: newClient(transferTimeout, o.UploadMaxConns), download: newClient(transferTimeout, o.DownloadMaxConns)}, nil
+	return &Upstream{Name: name, URL: u, client: newClient(o.Timeout, o.MaxConns, maxResponse),
+		transfer: newClient(transferTimeout, o.UploadMaxConns, maxResponse),
+		download: newClient(transferTimeout, o.DownloadMaxConns, 0)}, nil
 }
 
 // retryClosedConn sends a request once more, on another connection, when the upstream
@@ -141,7 +156,9 @@ type Proxy struct {
 	timeout   time.Duration
 	transfer  time.Duration
 	maxUpload int64
-	signer    *internalauth.Signer
+	// maxResponse is the answer limit, for the 503 that names it.
+	maxResponse int
+	signer      *internalauth.Signer
 }
 
 // New returns a Proxy over the given upstreams (by service name). A route whose service
@@ -155,8 +172,12 @@ func New(upstreams map[string]*Upstream, o Options) *Proxy {
 	if maxUpload <= 0 {
 		maxUpload = DefaultMaxUploadBytes
 	}
+	maxResponse := o.MaxResponseBytes
+	if maxResponse <= 0 {
+		maxResponse = DefaultMaxResponseBytes
+	}
 	return &Proxy{table: newTable(Routes), upstreams: upstreams, timeout: o.Timeout, transfer: transfer,
-		maxUpload: maxUpload, signer: o.Signer}
+		maxUpload: maxUpload, maxResponse: maxResponse, signer: o.Signer}
 }
 
 // hopHeaders are meaningful only for one connection and never forwarded.
@@ -196,11 +217,22 @@ func (p *Proxy) Handler() fiber.Handler {
 		if err != nil && capped != nil && capped.Over() {
 			return uploadTooBig(p.maxUpload)
 		}
+		if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+			return answerTooBig(service, p.maxResponse)
+		}
 		if err != nil {
 			return upstreamError(service, err)
 		}
 		return nil
 	}
+}
+
+// answerTooBig is the 503 for a service's answer over the limit: the gateway drops it
+// unread rather than hold it, and names the limit so the error log says what happened.
+// No Retry-After: the same request gets the same answer.
+func answerTooBig(service string, limit int) *apierror.Error {
+	return apierror.Unavailable(fmt.Sprintf("the %s service's answer exceeds the gateway's limit of %d bytes (UPSTREAM_MAX_RESPONSE_BYTES)",
+		service, limit))
 }
 
 // Files serves signed downloads without an API key: GET or HEAD of FilesPrefix + token
