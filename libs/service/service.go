@@ -5,6 +5,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -69,6 +70,13 @@ type Config struct {
 	LogLevel string
 	// ShutdownTimeout bounds graceful shutdown (SHUTDOWN_TIMEOUT).
 	ShutdownTimeout time.Duration
+	// ConnectTimeout bounds connecting to the database at start (DATABASE_CONNECT_TIMEOUT,
+	// default 60 s). Migrations are not under it.
+	ConnectTimeout time.Duration
+	// MigrationLockTimeout is the longest a migration's statement waits for a lock
+	// before the migration is rolled back and tried again (MIGRATION_LOCK_TIMEOUT,
+	// default 5 s).
+	MigrationLockTimeout time.Duration
 }
 
 // ConfigFromEnv reads the shared settings; defaultAddr is the service's local port (its
@@ -83,6 +91,9 @@ func ConfigFromEnv(env *config.Env, name, defaultAddr string) Config {
 		Kafka:           events.KafkaFromEnv(env),
 		LogLevel:        env.String("LOG_LEVEL", "info"),
 		ShutdownTimeout: env.Duration("SHUTDOWN_TIMEOUT", 20*time.Second),
+		ConnectTimeout:  env.Duration("DATABASE_CONNECT_TIMEOUT", 60*time.Second),
+
+		MigrationLockTimeout: env.Duration("MIGRATION_LOCK_TIMEOUT", postgres.DefaultLockTimeout),
 	}
 	c.MetricsAddr = env.String("METRICS_ADDR", defaultMetricsAddr(defaultAddr))
 	c.Pprof = env.Bool("PPROF_ENABLED", false)
@@ -163,7 +174,7 @@ func New(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.
 		return nil, fmt.Errorf("%s: INTERNAL_AUTH_SECRET: %w", cfg.Name, err)
 	}
 	rt.Signer = signer
-	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, cmp.Or(cfg.ConnectTimeout, 60*time.Second))
 	defer cancel()
 	wake := outbox.NewWakeup()
 	rt.Registry.MustRegister(telemetry.BuildInfo(cfg.Name))
@@ -178,8 +189,23 @@ func New(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.
 	poolMetrics.Watch(cfg.Name, pool)
 	rt.Pool = pool
 	rt.opened.Push(pool.Close)
+	if cfg.HTTPListener == nil {
+		// Bound now, so the probes are answered while the migrations run.
+		if cfg.HTTPListener, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+			rt.Close()
+			return nil, fmt.Errorf("%s: listen %s: %w", cfg.Name, cfg.HTTPAddr, err)
+		}
+		rt.opened.Push(func() { _ = cfg.HTTPListener.Close() })
+		rt.Config.HTTPListener = cfg.HTTPListener
+	}
+	// Not under the connect deadline: a migration runs as long as it needs (a cut-off
+	// one rolled back and the pod restarted into it again), alive but not ready.
+	starting := serveStarting(cfg.HTTPListener)
 	sets := append([]postgres.MigrationSet{outbox.Migrations, consumer.Migrations}, migrations...)
-	if err := postgres.Migrate(cctx, pool, log, sets...); err != nil {
+	err = postgres.MigrateWith(ctx, pool, postgres.MigrateOptions{Log: log, LockTimeout: cfg.MigrationLockTimeout,
+		Metrics: postgres.NewMigrationMetrics(rt.Registry)}, sets...)
+	starting.stop()
+	if err != nil {
 		rt.Close()
 		return nil, err
 	}
