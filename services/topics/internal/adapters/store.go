@@ -11,6 +11,7 @@ import (
 
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/outbox"
+	"github.com/customerapi/platform/libs/pagination"
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/services/topics/internal/domain"
 )
@@ -196,15 +197,29 @@ func (s *Store) GetTopic(ctx context.Context, tenantID, id string) (domain.Topic
 	return t, nil
 }
 
-// ListTopics returns up to limit topics after the position, each with its entries, and
-// the tenant's topic count.
+// topicsWithinBudgetSQL reads the next $2 topics in list order (after the position its
+// %s adds) and keeps those whose predecessors' entries hold at most $3 bytes, and at
+// least two: a page holds no more (pagination.Build cuts it at that budget of encoded
+// JSON, which a topic's stored text never exceeds), and the last one kept tells Build
+// that the page was cut. Without it, limit+1 topics of 2 MB of entries were all loaded.
+const topicsWithinBudgetSQL = "SELECT " + topicCols + ` FROM (
+	SELECT t.*, row_number() OVER w AS n, sum(b.bytes) OVER w - b.bytes AS before
+	FROM (SELECT * FROM topics WHERE tenant_id = $1 %s ORDER BY sort_order, topic_id LIMIT $2) t
+	CROSS JOIN LATERAL (SELECT coalesce(sum(octet_length(e.content)), 0) AS bytes FROM topic_entries e
+		WHERE e.tenant_id = t.tenant_id AND e.topic_id = t.topic_id) b
+	WINDOW w AS (ORDER BY t.sort_order, t.topic_id)) page
+	WHERE n <= 2 OR before <= $3 ORDER BY sort_order, topic_id`
+
+// ListTopics returns up to limit topics after the position, each with its entries (of
+// as many topics as a page can hold: see topicsWithinBudgetSQL), and the tenant's topic
+// count.
 func (s *Store) ListTopics(ctx context.Context, tenantID string, after *domain.After, limit int) ([]domain.Topic, int64, error) {
 	b := &pgx.Batch{}
 	if after == nil {
-		b.Queue("SELECT "+topicCols+" FROM topics WHERE tenant_id = $1 ORDER BY sort_order, topic_id LIMIT $2", tenantID, limit)
+		b.Queue(fmt.Sprintf(topicsWithinBudgetSQL, ""), tenantID, limit, pagination.MaxPageBytes)
 	} else {
-		b.Queue("SELECT "+topicCols+` FROM topics WHERE tenant_id = $1 AND (sort_order, topic_id) > ($2, $3)
-			ORDER BY sort_order, topic_id LIMIT $4`, tenantID, after.SortOrder, after.ID, limit)
+		b.Queue(fmt.Sprintf(topicsWithinBudgetSQL, "AND (sort_order, topic_id) > ($4, $5)"),
+			tenantID, limit, pagination.MaxPageBytes, after.SortOrder, after.ID)
 	}
 	b.Queue("SELECT count(*) FROM topics WHERE tenant_id = $1", tenantID)
 	br := s.pool.SendBatch(ctx, b)
