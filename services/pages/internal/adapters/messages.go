@@ -34,8 +34,25 @@ func pendingChanges(ctx context.Context, q Querier, tenantID, audienceID string)
 		WHERE tenant_id = $1 AND audience_id = $2 AND applied_version_id IS NULL ORDER BY id`, tenantID, audienceID))
 }
 
-// Messages reads an audience's conversation, its messages with their changes (oldest
-// first), the pending changes and the page context.
+// newestMessagesSQL reads an audience's newest messages whose text (content, and the
+// previous and new values of their changes) holds at most $3 bytes, at least one,
+// oldest first, each with the count of all the audience's messages.
+const newestMessagesSQL = `WITH sizes AS (
+		SELECT message_id, sum(octet_length(previous_value) + octet_length(new_value)) AS bytes
+		FROM audience_changes WHERE tenant_id = $1 AND audience_id = $2 GROUP BY message_id),
+	ranked AS (
+		SELECT m.id, m.audience_id, m.content, m.has_snapshot, m.is_interrupted, m.created_at,
+			count(*) OVER () AS total, row_number() OVER w AS n,
+			sum(octet_length(m.content) + coalesce(s.bytes, 0)) OVER w AS upto
+		FROM audience_messages m LEFT JOIN sizes s ON s.message_id = m.id
+		WHERE m.tenant_id = $1 AND m.audience_id = $2
+		WINDOW w AS (ORDER BY m.id DESC))
+	SELECT id, audience_id, content, has_snapshot, is_interrupted, created_at, total FROM ranked
+	WHERE n = 1 OR upto <= $3 ORDER BY id`
+
+// Messages reads an audience's conversation, its newest messages within
+// domain.MaxMessagesReadBytes with their changes (oldest first) and how many older ones
+// are left out, the pending changes of the messages read and the page context.
 func (s *Store) Messages(ctx context.Context, tenantID, pageID, audienceID string) (domain.Messages, error) {
 	var out domain.Messages
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
@@ -59,21 +76,26 @@ func (s *Store) Messages(ctx context.Context, tenantID, pageID, audienceID strin
 		case !postgres.IsNoRows(err):
 			return fmt.Errorf("load conversation: %w", err)
 		}
-		rows, err := tx.Query(ctx, `SELECT id, audience_id, content, has_snapshot, is_interrupted, created_at FROM audience_messages
-			WHERE tenant_id = $1 AND audience_id = $2 ORDER BY id`, tenantID, audienceID)
+		rows, err := tx.Query(ctx, newestMessagesSQL, tenantID, audienceID, domain.MaxMessagesReadBytes)
 		if err != nil {
 			return fmt.Errorf("load messages: %w", err)
 		}
+		total := 0
 		out.Messages, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Message, error) {
 			var m domain.Message
-			err := r.Scan(&m.ID, &m.AudienceID, &m.Content, &m.HasSnapshot, &m.IsInterrupted, &m.CreatedAt)
+			err := r.Scan(&m.ID, &m.AudienceID, &m.Content, &m.HasSnapshot, &m.IsInterrupted, &m.CreatedAt, &total)
 			return m, err
 		})
 		if err != nil {
 			return fmt.Errorf("load messages: %w", err)
 		}
+		out.Omitted = total - len(out.Messages)
+		ids := make([]string, len(out.Messages))
+		for i, m := range out.Messages {
+			ids[i] = m.ID
+		}
 		changes, err := collectChanges(tx.Query(ctx, "SELECT "+changeCols+` FROM audience_changes
-			WHERE tenant_id = $1 AND audience_id = $2 ORDER BY message_id, position`, tenantID, audienceID))
+			WHERE tenant_id = $1 AND audience_id = $2 AND message_id = ANY($3) ORDER BY message_id, position`, tenantID, audienceID, ids))
 		if err != nil {
 			return err
 		}
@@ -109,6 +131,14 @@ func (s *Store) AddMessage(ctx context.Context, tenantID, pageID string, m domai
 		}
 		if a.ArchivedAt != nil {
 			return domain.ErrAudienceArchived
+		}
+		var held int // counted under the audience's row lock: two adds cannot both pass
+		if err := tx.QueryRow(ctx, "SELECT count(*) FROM audience_messages WHERE tenant_id = $1 AND audience_id = $2",
+			tenantID, a.ID).Scan(&held); err != nil {
+			return fmt.Errorf("count messages: %w", err)
+		}
+		if held >= domain.MaxMessagesPerAudience {
+			return domain.ErrTooManyMessages
 		}
 		var pageContext string
 		if err := tx.QueryRow(ctx, "SELECT page_context FROM pages WHERE tenant_id = $1 AND id = $2", tenantID, pageID).

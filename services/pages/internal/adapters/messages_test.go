@@ -1,7 +1,9 @@
 package adapters_test
 
 import (
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -306,5 +308,59 @@ func TestOneAudienceIDInTwoTenantsHasTwoConversations(t *testing.T) {
 	}
 	if b := f.getAudience(audB); b.MetadataOverride == nil || b.MetadataOverride.Title == nil || *b.MetadataOverride.Title != "B's title" {
 		t.Errorf("tenant B's version must apply tenant B's change: got override %+v", b.MetadataOverride)
+	}
+}
+
+// An audience holds at most domain.MaxMessagesPerAudience messages: one more is refused,
+// so its messages read cannot grow without bound.
+func TestAudienceMessagesAreCapped(t *testing.T) {
+	f := newFixture(t)
+	p := f.createPage(tenantA)
+	a := f.createAudience(tenantA, p.ID)
+	for i := 0; i < domain.MaxMessagesPerAudience; i++ {
+		f.addMessage(a, "m", proposal{domain.FieldMetaTitle, "t"})
+	}
+	_, err := f.store.AddMessage(f.ctx, a.TenantID, a.PageID, f.newMessage(a, "one too many"), ids.New("conversation"), domain.ContextOf)
+	if !errors.Is(err, domain.ErrTooManyMessages) {
+		t.Fatalf("message %d of an audience must be refused with ErrTooManyMessages (the cap is %d); got %v",
+			domain.MaxMessagesPerAudience+1, domain.MaxMessagesPerAudience, err)
+	}
+	if got := f.messages(a); len(got.Messages) != domain.MaxMessagesPerAudience {
+		t.Fatalf("the refused message must not be stored: %d messages, want %d", len(got.Messages), domain.MaxMessagesPerAudience)
+	}
+}
+
+// The messages read holds the newest messages whose text (content and change values)
+// fits in domain.MaxMessagesReadBytes, at least one, oldest first, and counts the older
+// ones it leaves out; the pending changes are those of the messages it holds.
+func TestMessagesReadIsBoundedByBytes(t *testing.T) {
+	f := newFixture(t)
+	p := f.createPage(tenantA)
+	a := f.createAudience(tenantA, p.ID)
+	big := strings.Repeat("<", 300_000)
+	var added []domain.Message
+	for i := 0; i < 5; i++ {
+		added = append(added, f.addMessage(a, big, proposal{domain.FieldSupplementaryContext, big[:100_000]}))
+	}
+	got := f.messages(a)
+	// Each message holds 300 kB of content and 100 kB of newValue, and from the second on
+	// 100 kB of previousValue: the newest two fit in 1 MiB, a third would not.
+	if len(got.Messages) != 2 || got.Omitted != 3 {
+		t.Fatalf("a read of five 500 kB messages must hold the newest two (budget %d bytes) and count three omitted; got %d and %d",
+			domain.MaxMessagesReadBytes, len(got.Messages), got.Omitted)
+	}
+	if got.Messages[0].ID != added[3].ID || got.Messages[1].ID != added[4].ID {
+		t.Fatalf("the messages held must be the newest, oldest first: got %s, %s; want %s, %s",
+			got.Messages[0].ID, got.Messages[1].ID, added[3].ID, added[4].ID)
+	}
+	want := append(changeIDs(added[3].Changes), changeIDs(added[4].Changes)...)
+	if g := changeIDs(got.PendingChanges); !slices.Equal(g, want) {
+		t.Fatalf("the pending changes must be those of the messages held, not repeated for every message: got %v, want %v", g, want)
+	}
+	one := f.createAudience(tenantA, p.ID)
+	huge := strings.Repeat("x", 2<<20)
+	f.addMessage(one, huge)
+	if got := f.messages(one); len(got.Messages) != 1 || got.Omitted != 0 {
+		t.Fatalf("a message larger than the budget alone must still be read; got %d messages, %d omitted", len(got.Messages), got.Omitted)
 	}
 }

@@ -309,10 +309,21 @@ type Conversation struct {
 	UpdatedAt          time.Time
 }
 
+// Bounds of an audience's conversation: how many messages it holds (one more is
+// refused) and how many bytes of text (contents and change values) its read returns,
+// newest messages first (at least one), so the answer stays near 1 MiB.
+const (
+	MaxMessagesPerAudience = 100
+	MaxMessagesReadBytes   = 1 << 20
+)
+
 // Messages is the messages read of an audience.
 type Messages struct {
-	Conversation   *Conversation
-	Messages       []Message
+	Conversation *Conversation
+	// Messages are the newest that fit in MaxMessagesReadBytes, oldest first.
+	Messages []Message
+	// Omitted counts the older messages left out.
+	Omitted        int
 	Context        Context
 	PendingChanges []Change
 }

@@ -30,6 +30,7 @@ var (
 	ErrNotRestorable     = errors.New("only an archived or deleted page can be restored")
 	ErrPageArchived      = errors.New("the page is archived")
 	ErrAudienceArchived  = errors.New("the audience is archived")
+	ErrTooManyMessages   = errors.New("the audience has the maximum number of messages")
 	ErrUnknownHeaderAct  = errors.New("headerActionId names no action of the page")
 	ErrLeaseLost         = errors.New("the version's processing lease was taken over")
 	ErrNothingToProcess  = errors.New("no version is ready for processing")

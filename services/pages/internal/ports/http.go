@@ -5,6 +5,7 @@ package ports
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -311,6 +312,8 @@ func mapError(err error) error {
 		return apierror.Conflict("the page is archived; restore it first")
 	case errors.Is(err, domain.ErrAudienceArchived):
 		return apierror.Conflict("the audience is archived")
+	case errors.Is(err, domain.ErrTooManyMessages):
+		return apierror.Conflict(fmt.Sprintf("the audience already has the maximum of %d messages", domain.MaxMessagesPerAudience))
 	case errors.Is(err, domain.ErrUnknownHeaderAct):
 		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "custom",
 			Message: "headerActionId must be the actionId of one of the page's actions", Path: []any{"headerActionId"}})

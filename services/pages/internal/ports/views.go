@@ -448,12 +448,13 @@ type contextView struct {
 type messagesView struct {
 	Conversation   *conversationView `json:"conversation"`
 	Messages       []messageView     `json:"messages"`
+	Omitted        int               `json:"messagesOmitted"`
 	Context        contextView       `json:"context"`
 	PendingChanges []changeView      `json:"pendingChanges"`
 }
 
 func viewMessages(m domain.Messages) messagesView {
-	out := messagesView{Messages: make([]messageView, len(m.Messages)), PendingChanges: viewChanges(m.PendingChanges),
+	out := messagesView{Messages: make([]messageView, len(m.Messages)), Omitted: m.Omitted, PendingChanges: viewChanges(m.PendingChanges),
 		Context: contextView(m.Context)}
 	for i, msg := range m.Messages {
 		out.Messages[i] = viewMessage(msg)
