@@ -52,9 +52,12 @@ type Config struct {
 	Proxy                       proxy.Options
 	Downloads                   proxy.DownloadLimits
 	KeyRefresh                  time.Duration
-	LogLevel                    string
-	ShutdownTimeout             time.Duration
-	CursorSecret                []byte
+	// KeyMaxStaleness is how long the gateway keeps serving from its key cache without
+	// reaching its database before it reports itself not ready (KEY_CACHE_MAX_STALENESS).
+	KeyMaxStaleness time.Duration
+	LogLevel        string
+	ShutdownTimeout time.Duration
+	CursorSecret    []byte
 
 	// InternalAuthSecret signs the internal headers sent to the services
 	// (INTERNAL_AUTH_SECRET, at least 32 bytes, the same as theirs).
@@ -62,6 +65,10 @@ type Config struct {
 	// Pprof serves /debug/pprof on the admin listener (PPROF_ENABLED).
 	Pprof bool
 }
+
+// DefaultKeyMaxStaleness is how long the gateway serves from its key cache while its
+// database is unreachable (a failover takes well under it) before it turns not ready.
+const DefaultKeyMaxStaleness = 5 * time.Minute
 
 // UpstreamVar is the variable naming a service's base URL, e.g. UPSTREAM_TOPICS_URL.
 func UpstreamVar(service string) string { return "UPSTREAM_" + strings.ToUpper(service) + "_URL" }
@@ -97,6 +104,7 @@ func ConfigFromEnv(env *config.Env) (Config, error) {
 			PerClient: env.Int("DOWNLOAD_MAX_PER_CLIENT", proxy.DefaultDownloadsPerClient),
 		},
 		KeyRefresh:      env.Duration("KEY_CACHE_REFRESH", time.Second),
+		KeyMaxStaleness: env.Duration("KEY_CACHE_MAX_STALENESS", DefaultKeyMaxStaleness),
 		LogLevel:        env.String("LOG_LEVEL", "info"),
 		ShutdownTimeout: env.Duration("SHUTDOWN_TIMEOUT", 20*time.Second),
 		CursorSecret:    env.Secret("CURSOR_SECRET", 16),
@@ -144,6 +152,9 @@ func ConfigFromEnv(env *config.Env) (Config, error) {
 	}
 	if c.KeyRefresh <= 0 || c.KeyRefresh > 2*time.Second {
 		env.Fail("KEY_CACHE_REFRESH", "must be between 1ms and 2s (revocation must show within 2 s)")
+	}
+	if c.KeyMaxStaleness < 10*time.Second || c.KeyMaxStaleness > time.Hour {
+		env.Fail("KEY_CACHE_MAX_STALENESS", "must be from 10s to 1h")
 	}
 	c.CursorSecret = pagination.SecretOrRandom(c.CursorSecret)
 	return c, env.Err()
@@ -227,14 +238,16 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 			return up.Ready(d)
 		}})
 	}
+	maxStale := cfg.KeyMaxStaleness
+	if maxStale <= 0 {
+		maxStale = DefaultKeyMaxStaleness
+	}
 	checks = append(checks,
-		server.Check{Name: "database", Fn: postgres.Check(pool)},
-		server.Check{Name: "keys", Fn: func(context.Context) error {
-			if age := cache.Age(); age > 10*cfg.KeyRefresh+5*time.Second {
-				return fmt.Errorf("key cache is %s old", age.Round(time.Second))
-			}
-			return nil
-		}})
+		// Optional: keys are served from memory, and only the admin API needs the
+		// database, so its outage must not take the gateway out of rotation by itself.
+		server.Check{Name: "database", Optional: true, Fn: postgres.Check(pool)},
+		// Required: a cache that has not loaded for too long may accept revoked keys.
+		server.Check{Name: "keys", Fn: func(context.Context) error { return cache.Fresh(maxStale) }})
 
 	openapiJSON, routes, err := openAPI()
 	if err != nil {

@@ -98,7 +98,9 @@ func (letterA) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func TestMaxResponseSetting(t *testing.T) {
+// UPSTREAM_MAX_RESPONSE_BYTES and KEY_CACHE_MAX_STALENESS have documented defaults and
+// refuse values outside their ranges.
+func TestGatewayLimitSettings(t *testing.T) {
 	env := map[string]string{"DATABASE_URL": "postgres://x", "ADMIN_TOKEN": adminToken,
 		"KEY_HASH_PEPPER": strings.Repeat("p", 32), "INTERNAL_AUTH_SECRET": strings.Repeat("s", 32)}
 	c, err := ConfigFromEnv(config.FromMap(env))
@@ -113,6 +115,20 @@ func TestMaxResponseSetting(t *testing.T) {
 		}
 		if !ok && (err == nil || !strings.Contains(err.Error(), "UPSTREAM_MAX_RESPONSE_BYTES")) {
 			t.Errorf("UPSTREAM_MAX_RESPONSE_BYTES=%s must be refused (1 MiB to 1 GiB), got %v", v, err)
+		}
+	}
+	delete(env, "UPSTREAM_MAX_RESPONSE_BYTES")
+	if c, err := ConfigFromEnv(config.FromMap(env)); err != nil || c.KeyMaxStaleness != 5*time.Minute {
+		t.Fatalf("KEY_CACHE_MAX_STALENESS must default to 5m: %s, %v", c.KeyMaxStaleness, err)
+	}
+	for v, ok := range map[string]bool{"30s": true, "9s": false, "2h": false, "soon": false} {
+		env["KEY_CACHE_MAX_STALENESS"] = v
+		c, err := ConfigFromEnv(config.FromMap(env))
+		if ok && (err != nil || c.KeyMaxStaleness != 30*time.Second) {
+			t.Errorf("KEY_CACHE_MAX_STALENESS=%s: %s, %v", v, c.KeyMaxStaleness, err)
+		}
+		if !ok && (err == nil || !strings.Contains(err.Error(), "KEY_CACHE_MAX_STALENESS")) {
+			t.Errorf("KEY_CACHE_MAX_STALENESS=%s must be refused (10s to 1h), got %v", v, err)
 		}
 	}
 }

@@ -3,6 +3,8 @@ package keys
 import (
 	"context"
 	"crypto/subtle"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -41,7 +43,10 @@ func NewCache(store *Store, hasher *Hasher, every time.Duration, log *slog.Logge
 		size:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "gateway_key_cache_keys", Help: "Active API keys in the cache."}),
 	}
 	if reg != nil {
-		reg.MustRegister(c.reloads, c.size)
+		age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gateway_key_cache_age_seconds",
+			Help: "Seconds since the API key cache last loaded from the database (readiness fails past KEY_CACHE_MAX_STALENESS)."},
+			func() float64 { return c.Age().Seconds() })
+		reg.MustRegister(c.reloads, c.size, age)
 	}
 	empty := map[[32]byte]*Key{}
 	c.byHash.Store(&empty)
@@ -126,6 +131,22 @@ func (c *Cache) Load(ctx context.Context) error {
 // Age is the time since the last successful load.
 func (c *Cache) Age() time.Duration {
 	return time.Since(time.Unix(0, c.loaded.Load()))
+}
+
+// ErrStale says the cache may no longer be trusted to decide which keys are valid.
+var ErrStale = errors.New("keys: the key cache is stale")
+
+// Fresh returns nil while the cache can serve: it has loaded, and not longer than maxAge
+// ago. Past that, a key revoked through a replica that still reaches the database may
+// still be accepted here, so the caller should stop serving.
+func (c *Cache) Fresh(maxAge time.Duration) error {
+	if c.loaded.Load() == 0 {
+		return fmt.Errorf("%w: never loaded", ErrStale)
+	}
+	if age := c.Age(); age > maxAge {
+		return fmt.Errorf("%w: last loaded %s ago (limit %s)", ErrStale, age.Round(time.Second), maxAge)
+	}
+	return nil
 }
 
 // Run keeps the cache fresh until ctx ends: it listens for the api_keys notification

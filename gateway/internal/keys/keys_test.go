@@ -1,6 +1,7 @@
 package keys
 
 import (
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -88,5 +89,21 @@ func TestLookupBytes(t *testing.T) {
 	b := []byte(key)
 	if n := testing.AllocsPerRun(100, func() { c.LookupBytes(b) }); n != 0 {
 		t.Errorf("a memoised LookupBytes allocates %v times", n)
+	}
+}
+
+// A cache serves while it is younger than the bound, and is stale past it or before its
+// first load.
+func TestCacheFreshness(t *testing.T) {
+	c := NewCache(nil, nil, time.Second, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	if err := c.Fresh(time.Hour); !errors.Is(err, ErrStale) {
+		t.Fatalf("a cache never loaded must be stale, got %v", err)
+	}
+	c.loaded.Store(time.Now().Add(-10 * time.Second).UnixNano())
+	if err := c.Fresh(20 * time.Second); err != nil {
+		t.Fatalf("a cache loaded 10 s ago must be fresh within 20 s, got %v", err)
+	}
+	if err := c.Fresh(5 * time.Second); !errors.Is(err, ErrStale) || !strings.Contains(err.Error(), "10s") {
+		t.Fatalf("a cache loaded 10 s ago must be stale past 5 s, saying its age, got %v", err)
 	}
 }
