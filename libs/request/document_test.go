@@ -24,7 +24,7 @@ paths:
   /v0/things:
     get:
       parameters:
-        - {name: limit, in: query, schema: {type: integer, minimum: 1, maximum: 100}}
+        - {name: limit, in: query, schema: {type: integer, minimum: 1, maximum: 100, default: 20}}
         - {name: includeEmptyOnly, in: query, schema: {type: string, enum: ["true", "false", "1", "0"]}}
       responses: {"200": {description: ok}}
     post:
@@ -159,6 +159,10 @@ func TestRequestsAreJudgedByTheDocument(t *testing.T) {
 		{"query in enum", "GET", "/v0/things?includeEmptyOnly=false", ``, 200, "", "", nil},
 		{"query over maximum", "GET", "/v0/things?limit=101", ``, 400, "query", "too_big", []any{"limit"}},
 		{"query not a number", "GET", "/v0/things?limit=ten", ``, 400, "query", "invalid_type", []any{"limit"}},
+		// A parameter with a default is still not allowed an empty value: the default
+		// stands in for an absent parameter, not for `limit=`.
+		{"empty query value with a default", "GET", "/v0/things?limit=", ``, 400, "query", "too_small", []any{"limit"}},
+		{"absent query value with a default", "GET", "/v0/things", ``, 200, "", "", nil},
 		{"path parameter breaks its pattern", "GET", "/v0/things/nope", ``, 400, "path", "invalid_string", []any{"thing_id"}},
 		{"path parameter escaped", "GET", "/v0/things/thing_0123456789abcdefghjkmnpqrs", ``, 200, "", "", nil},
 		{"a literal path beats a parameter", "GET", "/v0/things/trash", ``, 200, "", "", nil},
