@@ -46,7 +46,8 @@ type Pruner struct {
 	Log      *slog.Logger
 }
 
-// Run prunes every Interval until ctx ends; a failed pass is logged and retried at the
+// Run prunes every Interval, the first time an Interval after it starts, until ctx
+// ends; a failed pass is logged and retried at the
 // next one.
 func (p *Pruner) Run(ctx context.Context) error {
 	interval := p.Interval
@@ -54,13 +55,14 @@ func (p *Pruner) Run(ctx context.Context) error {
 		interval = DefaultInterval
 	}
 	for {
-		if _, err := p.Prune(ctx); err != nil && ctx.Err() == nil && p.Log != nil {
-			p.Log.Warn("retention: pruning failed; retried at the next pass", slog.Any("error", err))
-		}
+		// The first pass waits too: a process starting has more urgent work.
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(interval):
+		}
+		if _, err := p.Prune(ctx); err != nil && ctx.Err() == nil && p.Log != nil {
+			p.Log.Warn("retention: pruning failed; retried at the next pass", slog.Any("error", err))
 		}
 	}
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/customerapi/platform/libs/pagination"
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/libs/request"
+	"github.com/customerapi/platform/libs/retention"
 	"github.com/customerapi/platform/libs/server"
 	"github.com/customerapi/platform/libs/telemetry"
 	"github.com/customerapi/platform/libs/tenant"
@@ -77,6 +78,16 @@ type Config struct {
 	// before the migration is rolled back and tried again (MIGRATION_LOCK_TIMEOUT,
 	// default 5 s).
 	MigrationLockTimeout time.Duration
+	// InboxRetention is how long a processed event's ID is kept to deduplicate a
+	// redelivery (INBOX_RETENTION, default 192h; 0 keeps them forever). It must exceed
+	// the consumed topics' retention.ms: an event can be redelivered as long as Kafka
+	// keeps it.
+	InboxRetention time.Duration
+	// DeadLetterRetention is how long the inbox's and the outbox's dead letters are kept
+	// (DEAD_LETTER_RETENTION, default 336h; 0 keeps them forever).
+	DeadLetterRetention time.Duration
+	// RetentionInterval separates the pruner's passes (default retention.DefaultInterval).
+	RetentionInterval time.Duration
 }
 
 // ConfigFromEnv reads the shared settings; defaultAddr is the service's local port (its
@@ -94,6 +105,11 @@ func ConfigFromEnv(env *config.Env, name, defaultAddr string) Config {
 		ConnectTimeout:  env.Duration("DATABASE_CONNECT_TIMEOUT", 60*time.Second),
 
 		MigrationLockTimeout: env.Duration("MIGRATION_LOCK_TIMEOUT", postgres.DefaultLockTimeout),
+		InboxRetention:       env.Duration("INBOX_RETENTION", 192*time.Hour),
+		DeadLetterRetention:  env.Duration("DEAD_LETTER_RETENTION", 336*time.Hour),
+	}
+	if c.InboxRetention > 0 && c.InboxRetention < 24*time.Hour {
+		env.Fail("INBOX_RETENTION", "must be 0 (kept forever) or at least 24h, and longer than the consumed topics' retention.ms")
 	}
 	c.MetricsAddr = env.String("METRICS_ADDR", defaultMetricsAddr(defaultAddr))
 	c.Pprof = env.Bool("PPROF_ENABLED", false)
@@ -221,6 +237,9 @@ func New(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.
 	rt.relay = &outbox.Relay{Pool: pool, Publisher: rt.writer, Log: log, Wakeup: wake,
 		Metrics: relayMetrics, CreateTopics: cfg.Kafka.EnsureTopics}
 	rt.Go(lifecycle.Forever(func(ctx context.Context) { wake.Run(ctx, pool, log) }))
+	pruner := &retention.Pruner{Pool: pool, Log: log, Interval: cfg.RetentionInterval, Metrics: retention.NewMetrics(rt.Registry),
+		Tables: append(consumer.RetentionTables(cfg.InboxRetention, cfg.DeadLetterRetention), outbox.RetentionTables(cfg.DeadLetterRetention)...)}
+	rt.Go(pruner.Run)
 	probe := cfg.Kafka.NewProbe()
 	rt.opened.Push(probe.Close)
 	rt.Server = server.New(server.Config{Name: cfg.Name, Addr: cfg.HTTPAddr, Listener: cfg.HTTPListener, BaseURL: cfg.PublicBaseURL,
