@@ -312,11 +312,13 @@ type Claimed struct {
 // on, within Limit, each tenant's room and PerSubscription, and none of the subscriptions
 // in Exclude. Within a tenant deliveries are taken in due order.
 func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claimed, error) {
-	return claim(ctx, s.pool, req)
+	c, err := claim(ctx, s.pool, req)
+	s.openJobs(c.Jobs)
+	return c, err
 }
 
 // ClaimIn is Claim inside tx: a benchmark or a diagnosis rolls tx back to give the
-// leases back.
+// leases back. Its jobs' secrets stay sealed as stored: nothing sends them.
 func ClaimIn(ctx context.Context, tx pgx.Tx, req ClaimRequest) (Claimed, error) {
 	return claim(ctx, tx, req)
 }

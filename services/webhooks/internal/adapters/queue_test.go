@@ -18,6 +18,7 @@ import (
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 	"github.com/customerapi/platform/services/webhooks/internal/adapters"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
+	"github.com/customerapi/platform/services/webhooks/internal/secretbox"
 	"github.com/customerapi/platform/services/webhooks/migrations"
 )
 
@@ -25,7 +26,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 func newStore(t testing.TB) (*adapters.Store, *pgxpool.Pool) {
 	pool := pgtest.NewPool(t, migrations.Set)
-	return adapters.NewStore(pool), pool
+	return adapters.NewStore(pool, secretbox.Ephemeral()), pool
 }
 
 func addSubscription(t testing.TB, s *adapters.Store, tenantID, id string, active bool, evts []string) {
@@ -439,7 +440,7 @@ func TestQueueStatsCostTheSameWithABacklog(t *testing.T) {
 	ctx := context.Background()
 	_, pool := newStore(t)
 	sent := &pgtest.StatementLog{}
-	s := adapters.NewStore(pgtest.Traced(t, pool, sent))
+	s := adapters.NewStore(pgtest.Traced(t, pool, sent), secretbox.Ephemeral())
 	addSubscription(t, s, "acme", "whsub_a", true, nil)
 	// pend adds n pending deliveries made in the last hour, none due, and ANALYZEs the
 	// table (as autovacuum does after a bulk of inserts).
@@ -648,7 +649,7 @@ func TestClaimWalksATenantsFinishedDeliveriesOnce(t *testing.T) {
 	if _, err := pool.Exec(ctx, "ALTER TABLE deliveries SET (autovacuum_enabled = off)"); err != nil {
 		t.Fatal(err)
 	}
-	s := adapters.NewStore(pool)
+	s := adapters.NewStore(pool, secretbox.Ephemeral())
 	addSubscription(t, s, "acme", "whsub_a", true, nil)
 	addSubscription(t, s, "globex", "whsub_g", true, nil)
 	const finished = 10000

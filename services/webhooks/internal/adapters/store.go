@@ -14,6 +14,7 @@ import (
 
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
+	"github.com/customerapi/platform/services/webhooks/internal/secretbox"
 )
 
 // Channel is the NOTIFY channel that wakes the delivery workers when deliveries become
@@ -53,11 +54,17 @@ func notify(ctx context.Context, tx pgx.Tx, tenantID string, due time.Time) erro
 	return nil
 }
 
-// Store is the webhooks repository.
-type Store struct{ pool *pgxpool.Pool }
+// Store is the webhooks repository. Signing secrets are sealed with secrets before they
+// are written and opened when read (secrets.go).
+type Store struct {
+	pool    *pgxpool.Pool
+	secrets *secretbox.Keyring
+}
 
-// NewStore returns a Store on pool.
-func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+// NewStore returns a Store on pool that seals signing secrets with secrets.
+func NewStore(pool *pgxpool.Pool, secrets *secretbox.Keyring) *Store {
+	return &Store{pool: pool, secrets: secrets}
+}
 
 // querier is what reads need: a pool or a transaction.
 type querier interface {
@@ -68,11 +75,14 @@ type querier interface {
 const subscriptionCols = `subscription_id, tenant_id, url, events, active, secret, previous_secret,
 	previous_secret_until, disabled_reason, disabled_at, created_at, updated_at`
 
-func scanSubscription(r pgx.Row) (domain.Subscription, error) {
+// scanSubscription reads a subscription and opens its secrets.
+func scanSubscription(r pgx.Row, keys *secretbox.Keyring) (domain.Subscription, error) {
 	var s domain.Subscription
-	err := r.Scan(&s.ID, &s.TenantID, &s.URL, &s.Events, &s.Active, &s.Secret, &s.PreviousSecret,
-		&s.PreviousSecretUntil, &s.DisabledReason, &s.DisabledAt, &s.CreatedAt, &s.UpdatedAt)
-	return s, err
+	if err := r.Scan(&s.ID, &s.TenantID, &s.URL, &s.Events, &s.Active, &s.Secret, &s.PreviousSecret,
+		&s.PreviousSecretUntil, &s.DisabledReason, &s.DisabledAt, &s.CreatedAt, &s.UpdatedAt); err != nil {
+		return s, err
+	}
+	return s, openSecrets(keys, &s)
 }
 
 // CreateSubscription stores a new subscription, within the per-tenant limit.
@@ -91,9 +101,10 @@ func (s *Store) CreateSubscription(ctx context.Context, sub domain.Subscription)
 		if n >= domain.MaxSubscriptionsPerTenant {
 			return domain.ErrTooManySubscriptions
 		}
+		secret, previous := sealSecrets(s.secrets, sub)
 		_, err := tx.Exec(ctx, "INSERT INTO subscriptions ("+subscriptionCols+`)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-			sub.ID, sub.TenantID, sub.URL, sub.Events, sub.Active, sub.Secret, sub.PreviousSecret,
+			sub.ID, sub.TenantID, sub.URL, sub.Events, sub.Active, secret, previous,
 			sub.PreviousSecretUntil, sub.DisabledReason, sub.DisabledAt, sub.CreatedAt, sub.UpdatedAt)
 		if err != nil {
 			return fmt.Errorf("insert subscription: %w", err)
@@ -104,12 +115,12 @@ func (s *Store) CreateSubscription(ctx context.Context, sub domain.Subscription)
 
 // GetSubscription returns one subscription of a tenant.
 func (s *Store) GetSubscription(ctx context.Context, tenantID, id string) (domain.Subscription, error) {
-	return getSubscription(ctx, s.pool, tenantID, id, "")
+	return getSubscription(ctx, s.pool, s.secrets, tenantID, id, "")
 }
 
-func getSubscription(ctx context.Context, q querier, tenantID, id, lock string) (domain.Subscription, error) {
+func getSubscription(ctx context.Context, q querier, keys *secretbox.Keyring, tenantID, id, lock string) (domain.Subscription, error) {
 	sub, err := scanSubscription(q.QueryRow(ctx, "SELECT "+subscriptionCols+
-		" FROM subscriptions WHERE tenant_id = $1 AND subscription_id = $2 "+lock, tenantID, id))
+		" FROM subscriptions WHERE tenant_id = $1 AND subscription_id = $2 "+lock, tenantID, id), keys)
 	if postgres.IsNoRows(err) {
 		return domain.Subscription{}, domain.ErrSubscriptionNotFound
 	}
@@ -132,7 +143,7 @@ func (s *Store) ListSubscriptions(ctx context.Context, tenantID, after string, l
 	if err != nil {
 		return nil, 0, fmt.Errorf("list subscriptions: %w", err)
 	}
-	subs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Subscription, error) { return scanSubscription(r) })
+	subs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Subscription, error) { return scanSubscription(r, s.secrets) })
 	if err != nil {
 		return nil, 0, fmt.Errorf("list subscriptions: %w", err)
 	}
@@ -149,17 +160,18 @@ func (s *Store) ListSubscriptions(ctx context.Context, tenantID, after string, l
 func (s *Store) UpdateSubscription(ctx context.Context, tenantID, id string, fn func(*domain.Subscription) bool) (domain.Subscription, error) {
 	var out domain.Subscription
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		sub, err := getSubscription(ctx, tx, tenantID, id, "FOR NO KEY UPDATE")
+		sub, err := getSubscription(ctx, tx, s.secrets, tenantID, id, "FOR NO KEY UPDATE")
 		if err != nil {
 			return err
 		}
 		wasActive := sub.Active
 		if fn(&sub) {
+			secret, previous := sealSecrets(s.secrets, sub)
 			_, err := tx.Exec(ctx, `UPDATE subscriptions SET url = $3, events = $4, active = $5, secret = $6,
 				previous_secret = $7, previous_secret_until = $8, disabled_reason = $9, disabled_at = $10, updated_at = $11,
 				failing_since = CASE WHEN $5 AND NOT active THEN NULL ELSE failing_since END
 				WHERE tenant_id = $1 AND subscription_id = $2`, tenantID, id, sub.URL, sub.Events, sub.Active,
-				sub.Secret, sub.PreviousSecret, sub.PreviousSecretUntil, sub.DisabledReason, sub.DisabledAt, sub.UpdatedAt)
+				secret, previous, sub.PreviousSecretUntil, sub.DisabledReason, sub.DisabledAt, sub.UpdatedAt)
 			if err != nil {
 				return fmt.Errorf("update subscription: %w", err)
 			}
@@ -326,7 +338,7 @@ func (s *Store) RetryDelivery(ctx context.Context, tenantID, subscriptionID, del
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		// Lock the subscription against a concurrent deactivation, which would otherwise
 		// miss this delivery becoming pending.
-		sub, err := getSubscription(ctx, tx, tenantID, subscriptionID, "FOR SHARE")
+		sub, err := getSubscription(ctx, tx, s.secrets, tenantID, subscriptionID, "FOR SHARE")
 		if err != nil {
 			return err
 		}

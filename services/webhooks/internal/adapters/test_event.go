@@ -17,7 +17,7 @@ func (s *Store) RecordTestDelivery(ctx context.Context, tenantID, subscriptionID
 	var out domain.Delivery
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		// Locked against a concurrent deactivation, which would miss this delivery.
-		sub, err := getSubscription(ctx, tx, tenantID, subscriptionID, "FOR SHARE")
+		sub, err := getSubscription(ctx, tx, s.secrets, tenantID, subscriptionID, "FOR SHARE")
 		if err != nil {
 			return err
 		}

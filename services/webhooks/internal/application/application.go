@@ -19,6 +19,8 @@ import (
 	"github.com/customerapi/platform/services/webhooks/internal/dispatch"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
 	"github.com/customerapi/platform/services/webhooks/internal/ports"
+	"github.com/customerapi/platform/services/webhooks/internal/reseal"
+	"github.com/customerapi/platform/services/webhooks/internal/secretbox"
 	"github.com/customerapi/platform/services/webhooks/internal/ssrf"
 	"github.com/customerapi/platform/services/webhooks/migrations"
 )
@@ -53,6 +55,12 @@ type Settings struct {
 	Workers, PerTenant, PerSubscription int
 	// Retention is how long finished deliveries are kept (WEBHOOK_RETENTION, 0 = forever).
 	Retention time.Duration
+	// Secrets seal the signing secrets at rest (WEBHOOK_SECRETS_KEYS, required:
+	// "<key ID>:<base64 of 32 bytes>", comma-separated, the first sealing, all opening).
+	Secrets *secretbox.Keyring
+	// ResealEvery is how often stored secrets not sealed under the primary key are sealed
+	// again (WEBHOOK_SECRETS_RESEAL_INTERVAL; also at start).
+	ResealEvery time.Duration
 }
 
 // defaultTenantConcurrency is the default WEBHOOK_TENANT_CONCURRENCY, a quarter of the
@@ -74,6 +82,18 @@ func SettingsFromEnv(env *config.Env) Settings {
 		Workers:         env.Int("WEBHOOK_WORKERS", 256),
 		PerSubscription: env.Int("WEBHOOK_SUBSCRIPTION_CONCURRENCY", 8),
 		Retention:       env.Duration("WEBHOOK_RETENTION", 30*24*time.Hour),
+		ResealEvery:     env.Duration("WEBHOOK_SECRETS_RESEAL_INTERVAL", 10*time.Minute),
+	}
+	if spec := env.String(secretbox.EnvVar, ""); spec == "" {
+		env.Fail(secretbox.EnvVar, "is required: the keys that seal the webhook signing secrets at rest, "+
+			`"<key ID>:<base64 of 32 bytes>[,<older key ID>:<base64>...]" (openssl rand -base64 32; docs/security.md)`)
+	} else if keys, err := secretbox.Parse(spec); err != nil {
+		env.Fail(secretbox.EnvVar, "%v", err) // never the value: it is the key
+	} else {
+		s.Secrets = keys
+	}
+	if s.ResealEvery <= 0 {
+		env.Fail("WEBHOOK_SECRETS_RESEAL_INTERVAL", "must be positive")
 	}
 	s.PerTenant = env.Int("WEBHOOK_TENANT_CONCURRENCY", min(defaultTenantConcurrency, max(s.Workers, 1)))
 	for _, d := range s.Retry.Schedule {
@@ -127,7 +147,10 @@ func SetupWith(o Options) func(*service.Runtime, *config.Env) error {
 		if o.Idle <= 0 {
 			o.Idle = time.Minute
 		}
-		store := adapters.NewStore(rt.Pool)
+		store := adapters.NewStore(rt.Pool, s.Secrets)
+		// Plaintext rows (written before sealing) and rows under an older key are sealed
+		// again under the primary key, at start and then periodically.
+		rt.Go(lifecycle.Forever(func(ctx context.Context) { reseal.Run(ctx, store, s.ResealEvery, rt.Log) }))
 		guard := ssrf.NewGuard(ssrf.Policy{AllowPrivate: s.AllowPrivate}, o.Resolver, min(s.Timeout, 5*time.Second))
 		h := &ports.Handlers{
 			App:     &app.Service{Repo: store, URLs: guard, Log: rt.Log},

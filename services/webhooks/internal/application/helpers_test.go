@@ -44,7 +44,8 @@ const fastRetries = "100ms,200ms,300ms"
 // 127.0.0.1) and a fast retry schedule; env adds or overrides settings.
 func start(t testing.TB, env map[string]string, o application.Options, opts ...servicetest.Options) *servicetest.Service {
 	t.Helper()
-	all := map[string]string{"WEBHOOK_ALLOW_PRIVATE_TARGETS": "true", "WEBHOOK_RETRY_SCHEDULE": fastRetries}
+	all := map[string]string{"WEBHOOK_ALLOW_PRIVATE_TARGETS": "true", "WEBHOOK_RETRY_SCHEDULE": fastRetries,
+		"WEBHOOK_SECRETS_KEYS": testKeyK1}
 	for k, v := range env {
 		all[k] = v
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/customerapi/platform/libs/testwait"
 	"github.com/customerapi/platform/services/webhooks/internal/adapters"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
+	"github.com/customerapi/platform/services/webhooks/internal/secretbox"
 	"github.com/customerapi/platform/services/webhooks/migrations"
 )
 
@@ -80,7 +81,7 @@ func retryEngine(t *testing.T, n, want, batch int, idle time.Duration) (*resting
 	srv := httptest.NewServer(arrivals)
 	t.Cleanup(srv.Close)
 	waitingTenants(t, pool, n, srv.URL)
-	queue, _ := startResting(t, pool, adapters.NewStore(pool), Config{Workers: 256, PerSubscription: 8,
+	queue, _ := startResting(t, pool, adapters.NewStore(pool, secretbox.Ephemeral()), Config{Workers: 256, PerSubscription: 8,
 		TenantConcurrency: 64, ClaimBatch: batch, Idle: idle})
 	return queue, arrivals, pool
 }
@@ -112,7 +113,7 @@ func startResting(t *testing.T, pool *pgxpool.Pool, store *adapters.Store, cfg C
 func TestManyTenantsWaitingForRetries(t *testing.T) {
 	const tenants = 8 * ClaimTenants
 	pool := pgtest.NewPool(t, migrations.Set)
-	store := adapters.NewStore(pool)
+	store := adapters.NewStore(pool, secretbox.Ephemeral())
 	waiting := &arrivalLog{at: map[string]time.Time{}, want: 1, all: make(chan struct{})}
 	waitingSrv := httptest.NewServer(waiting)
 	t.Cleanup(waitingSrv.Close)
@@ -362,7 +363,7 @@ func TestALeaseThatRunsOutBringsARound(t *testing.T) {
 func TestAnAnnouncementThatRunsOutBringsARound(t *testing.T) {
 	const tenants = 8 * ClaimTenants
 	pool := pgtest.NewPool(t, migrations.Set)
-	store := adapters.NewStore(pool)
+	store := adapters.NewStore(pool, secretbox.Ephemeral())
 	release := make(chan struct{})
 	var once sync.Once
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

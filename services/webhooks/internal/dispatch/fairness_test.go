@@ -24,6 +24,7 @@ import (
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 	"github.com/customerapi/platform/services/webhooks/internal/adapters"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
+	"github.com/customerapi/platform/services/webhooks/internal/secretbox"
 	"github.com/customerapi/platform/services/webhooks/internal/ssrf"
 	"github.com/customerapi/platform/services/webhooks/migrations"
 )
@@ -99,7 +100,7 @@ func TestTenantWithSlowBacklogDoesNotDelayOthers(t *testing.T) {
 		target                                = time.Second
 	)
 	pool := pgtest.NewPool(t, migrations.Set)
-	store := adapters.NewStore(pool)
+	store := adapters.NewStore(pool, secretbox.Ephemeral())
 
 	var inFlight, most atomic.Int32
 	saturated := make(chan struct{})

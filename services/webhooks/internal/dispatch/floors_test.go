@@ -20,6 +20,7 @@ import (
 	"github.com/customerapi/platform/libs/testwait"
 	"github.com/customerapi/platform/services/webhooks/internal/adapters"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
+	"github.com/customerapi/platform/services/webhooks/internal/secretbox"
 	"github.com/customerapi/platform/services/webhooks/migrations"
 )
 
@@ -113,7 +114,7 @@ func TestFloorsNeverPassANotifiedDelivery(t *testing.T) {
 // the floors are forgotten, floorLife later).
 func TestDeliveryOfAnOlderTransactionIsNotPassedOver(t *testing.T) {
 	pool := pgtest.NewPool(t, migrations.Set)
-	store := adapters.NewStore(pool)
+	store := adapters.NewStore(pool, secretbox.Ephemeral())
 	arrived := &arrivalLog{at: map[string]time.Time{}, want: floorAfter + 31, all: make(chan struct{})}
 	srv := httptest.NewServer(arrived)
 	t.Cleanup(srv.Close)

@@ -202,6 +202,9 @@ func (s *Sender) logRefusal(ctx context.Context, job adapters.Job, err error) {
 }
 
 func keysOf(job adapters.Job) (signing.Keys, error) {
+	if job.Secret == "" { // the store could not open it (adapters.Store.Claim)
+		return signing.Keys{}, errors.New("signing secret unavailable; the delivery will be retried")
+	}
 	cur, err := signing.ParseKey(job.Secret)
 	if err != nil {
 		return signing.Keys{}, fmt.Errorf("signing secret unusable: %w", err)
