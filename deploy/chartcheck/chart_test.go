@@ -62,6 +62,7 @@ var inlineSecrets = []string{
 	"secrets.keyHashPepper=prod-pepper-0123456789abcdef0123456789abcdef",
 	"secrets.adminToken=prod-admin-token-0123456789",
 	"secrets.internalAuthSecret=prod-internal-auth-secret-0123456789abcdef",
+	"secrets.webhookSecretsKeys=k1:cHJvZC13ZWJob29rLXNlY3JldHMta2V5LTAxMjM0NTY=",
 	"externalKafka.password=kafka-password",
 	"services.assets.secretEnv.SIGNING_KEY=prod-signing-key-0123456789abcdef0123456789",
 	"services.assets.secretEnv.ASSETS_S3_ACCESS_KEY_ID=AKIAEXAMPLE",
@@ -192,8 +193,12 @@ func checkCommon(t *testing.T, m *Manifest) {
 		t.Errorf("gateway ADMIN_ADDR %q", env["ADMIN_ADDR"])
 	}
 	pods := m.Pods()
+	gwPort := int32(0) // the gateway's public Service port: 80, or 443 behind the production example's TLS load balancer
+	if svc := services[release+"-gateway"]; svc != nil {
+		gwPort = svc.Spec.Ports[0].Port
+	}
 	if len(pods) != 1 || pods[0].Annotations["helm.sh/hook"] != "test" ||
-		!strings.Contains(strings.Join(pods[0].Spec.Containers[0].Command, " "), "http://"+release+"-gateway:80/readyz") {
+		!strings.Contains(strings.Join(pods[0].Spec.Containers[0].Command, " "), fmt.Sprintf("http://%s-gateway:%d/readyz", release, gwPort)) {
 		t.Errorf("helm test hook: %+v", pods)
 	}
 }

@@ -659,6 +659,9 @@ func TestClusterProductionLifecycle(t *testing.T) {
 		} else {
 			args = append(args, "--from-literal=KAFKA_PASSWORD=kafka-password")
 		}
+		if name == release+"-webhooks" {
+			args = append(args, "--from-literal=WEBHOOK_SECRETS_KEYS=k1:cHJvZC13ZWJob29rLXNlY3JldHMta2V5LTAxMjM0NTY=")
+		}
 		k.kc(t, args...)
 		keep = append(keep, "Secret/"+name)
 	}
