@@ -77,9 +77,9 @@ func (s *Store) Forget(ctx context.Context, keys []string) error {
 	return nil
 }
 
-// DueNow makes the cleanup of keys due at once (their removal failed; the janitor retries).
-func (s *Store) DueNow(ctx context.Context, keys []string, now time.Time) error {
-	if _, err := s.pool.Exec(ctx, "UPDATE object_cleanup SET due_at = $2 WHERE object_key = ANY($1)", keys, now); err != nil {
+// DueAt makes the cleanup of keys due at due (their removal failed; the janitor retries).
+func (s *Store) DueAt(ctx context.Context, keys []string, due time.Time) error {
+	if _, err := s.pool.Exec(ctx, "UPDATE object_cleanup SET due_at = $2 WHERE object_key = ANY($1)", keys, due); err != nil {
 		return fmt.Errorf("schedule object cleanup: %w", err)
 	}
 	return nil
@@ -87,8 +87,8 @@ func (s *Store) DueNow(ctx context.Context, keys []string, now time.Time) error 
 
 // Create stores a new asset whose objects were written under keys, and claims those
 // objects: their cleanup records go in the same transaction. When the janitor already
-// took a record (the upload outlasted its grace period and the object may be gone),
-// nothing is stored and the result is ErrUploadExpired.
+// took a record (the upload outlasted its grace period and the object may be gone or
+// going), nothing is stored and the result is ErrUploadExpired.
 func (s *Store) Create(ctx context.Context, a domain.Asset, keys []string) error {
 	return postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		if a.ParentID != nil {
@@ -103,7 +103,7 @@ func (s *Store) Create(ctx context.Context, a domain.Asset, keys []string) error
 				return fmt.Errorf("look up parent: %w", err)
 			}
 		}
-		tag, err := tx.Exec(ctx, "DELETE FROM object_cleanup WHERE object_key = ANY($1)", keys)
+		tag, err := tx.Exec(ctx, "DELETE FROM object_cleanup WHERE object_key = ANY($1) AND taken_at IS NULL", keys)
 		if err != nil {
 			return fmt.Errorf("claim objects: %w", err)
 		}
@@ -258,38 +258,24 @@ func (s *Store) PurgeDue(ctx context.Context, cutoff, now time.Time, limit int) 
 	return purged, remove, nil
 }
 
-// Sweep takes up to limit cleanup records due at now, calls remove for each object, and
-// drops the records whose object is gone; a failed removal is retried after retry. Row
-// locks (SKIP LOCKED) keep replicas apart and keep an upload from claiming an object
-// while it is being removed.
-func (s *Store) Sweep(ctx context.Context, now time.Time, limit int, retry time.Duration,
-	remove func(ctx context.Context, key string) error) (removed int, err error) {
-	err = postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT object_key FROM object_cleanup WHERE due_at <= $1
-			ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED`, now, limit)
-		if err != nil {
-			return fmt.Errorf("find due objects: %w", err)
-		}
-		keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return fmt.Errorf("find due objects: %w", err)
-		}
-		var gone, failed []string
-		for _, k := range keys {
-			if err := remove(ctx, k); err != nil {
-				failed = append(failed, k)
-				continue
-			}
-			gone = append(gone, k)
-		}
-		if _, err := tx.Exec(ctx, "DELETE FROM object_cleanup WHERE object_key = ANY($1)", gone); err != nil {
-			return fmt.Errorf("drop cleanup records: %w", err)
-		}
-		if _, err := tx.Exec(ctx, "UPDATE object_cleanup SET due_at = $2 WHERE object_key = ANY($1)", failed, now.Add(retry)); err != nil {
-			return fmt.Errorf("postpone cleanup: %w", err)
-		}
-		removed = len(gone)
-		return nil
-	})
-	return removed, err
+// TakeDue takes up to limit cleanup records due at now, across tenants, and returns their
+// keys. It is one short statement: the caller removes the objects with no transaction
+// open, then drops the records (Forget) or postpones them (DueAt). A taken record is due
+// again at leaseEnd, so a janitor that dies in between leaves it to the next; until then
+// no other replica takes it (SKIP LOCKED keeps concurrent takers apart), and no upload
+// claims it any more (Create).
+func (s *Store) TakeDue(ctx context.Context, now time.Time, limit int, leaseEnd time.Time) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `UPDATE object_cleanup c SET taken_at = $1, due_at = $3
+		FROM (SELECT object_key FROM object_cleanup WHERE due_at <= $1
+			ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED) d
+		WHERE c.object_key = d.object_key
+		RETURNING c.object_key`, now, limit, leaseEnd)
+	if err != nil {
+		return nil, fmt.Errorf("take due objects: %w", err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("take due objects: %w", err)
+	}
+	return keys, nil
 }

@@ -152,7 +152,7 @@ func (s *Service) release(ctx context.Context, keys ...string) {
 		}
 	}
 	if len(failed) > 0 {
-		if err := s.Repo.DueNow(ctx, failed, s.Clock.Now()); err != nil {
+		if err := s.Repo.DueAt(ctx, failed, s.Clock.Now()); err != nil {
 			s.Log.WarnContext(ctx, "scheduling object cleanup failed", slog.Any("error", err))
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/customerapi/platform/libs/outbox"
@@ -340,4 +341,126 @@ func TestLinks(t *testing.T) {
 	if l := f.svc.Links(a); l.Download != nil || l.Preview != nil {
 		t.Fatal("a deleted asset has links")
 	}
+}
+
+// slowDeletes is the real local storage whose deletes wait for the test: each Delete
+// announces itself on entered (buffered), then waits for proceed (closed when the test
+// ends) or its context.
+type slowDeletes struct {
+	storage.Storage
+	entered chan string
+	proceed chan struct{}
+}
+
+func (s *slowDeletes) Delete(ctx context.Context, key string) error {
+	s.entered <- key
+	select {
+	case <-s.proceed:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return s.Storage.Delete(ctx, key)
+}
+
+// openTransactions lists the other sessions of the test's database that are inside a
+// transaction: what holds back pg_snapshot_xmin, and with it every outbox relay.
+func openTransactions(t *testing.T, pool *pgxpool.Pool) []string {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT state || ': ' || left(query, 60) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND xact_start IS NOT NULL`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return open
+}
+
+// The janitor removes objects from storage with no transaction open: a slow object store
+// must not hold back the oldest running transaction (and every outbox relay of the
+// cluster behind it).
+func TestSweepHoldsNoTransactionWhileRemovingObjects(t *testing.T) {
+	f := newFixture(t)
+	slow := &slowDeletes{Storage: f.store.Storage, entered: make(chan string, 100), proceed: make(chan struct{})}
+	f.svc.Storage = slow
+	t.Cleanup(func() { close(slow.proceed) })
+	for range 3 {
+		f.upload(t, "acme")
+	}
+	if _, err := f.pool.Exec(context.Background(), "UPDATE assets SET lifecycle_state = 'deleted', deleted_at = now()"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.pool.Exec(context.Background(), `INSERT INTO object_cleanup (tenant_id, object_key, due_at)
+		SELECT tenant_id, k, now() - interval '1 second' FROM assets, unnest(ARRAY[object_key, preview_key]) k`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.svc.SweepOnce(context.Background())
+		done <- err
+	}()
+	for i := range 6 {
+		select {
+		case <-slow.entered:
+		case err := <-done:
+			t.Fatalf("the sweep ended after %d removals: %v", i, err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the sweep never removed an object")
+		}
+		if open := openTransactions(t, f.pool); len(open) > 0 {
+			t.Fatalf("a transaction is open while an object is being removed (the janitor must not hold one across object-store I/O): %v", open)
+		}
+		slow.proceed <- struct{}{}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if f.objects(t) != 0 || f.rows(t, "object_cleanup") != 0 {
+		t.Fatalf("%d objects, %d cleanup records left", f.objects(t), f.rows(t, "object_cleanup"))
+	}
+}
+
+// A janitor that dies between taking records and dropping them loses none: the objects
+// are removed by the next sweep once its lease ends, and an upload whose record was taken
+// meanwhile is refused (its object may be gone), never stored over a removed object.
+func TestASweepThatDiesMidwayLeavesItsRecordsToTheNext(t *testing.T) {
+	f := newFixture(t)
+	st, err := f.svc.Stage(context.Background(), "acme", bytes.NewReader([]byte(`<svg xmlns="http://www.w3.org/2000/svg"/>`)), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.advance(grace + time.Second)
+	slow := &slowDeletes{Storage: f.store.Storage, entered: make(chan string, 100), proceed: make(chan struct{})}
+	t.Cleanup(func() { close(slow.proceed) })
+	f.svc.Storage = slow
+	ctx, die := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.svc.SweepOnce(ctx)
+		done <- err
+	}()
+	<-slow.entered
+	die() // the process dies while the object is being removed
+	if err := <-done; err == nil {
+		t.Fatal("a sweep cut off midway reported success")
+	}
+	f.svc.Storage = f.store
+	if _, err := f.svc.Create(context.Background(), app.NewAsset{Name: "n", Type: domain.TypeIcon}, st); !errors.Is(err, domain.ErrUploadExpired) {
+		t.Fatalf("an upload whose cleanup record the janitor took must be refused: %v", err)
+	}
+	// Create's own cleanup removed it; a record left by the dead sweep alone comes due again.
+	if _, err := f.pool.Exec(context.Background(), `INSERT INTO object_cleanup (tenant_id, object_key, due_at, taken_at)
+		VALUES ('acme', 't/acme/file_orphan', $1, $2)`, time.Now().Add(grace+5*time.Minute), time.Now().Add(grace)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.svc.SweepOnce(context.Background()); err != nil || n != 0 {
+		t.Fatalf("a record within its lease was taken again: %d %v", n, err)
+	}
+	f.advance(15 * time.Minute)
+	if n, err := f.svc.SweepOnce(context.Background()); err != nil || n != 1 {
+		t.Fatalf("a record whose lease ended was not removed: %d %v", n, err)
+	}
+	f.nothingLeft(t)
 }

@@ -2,15 +2,20 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 )
 
 // Janitor settings.
 const (
-	purgeBatch   = 100
-	sweepBatch   = 100
-	sweepRetry   = time.Minute
+	purgeBatch = 100
+	sweepBatch = 100
+	sweepRetry = time.Minute
+	// sweepLease is how long a taken batch of cleanup records is the janitor's: its
+	// removals are cut off at half of it, so another replica takes a record again only
+	// when the one that took it died.
+	sweepLease   = 10 * time.Minute
 	maxBatchRuns = 50 // per tick, so one tick cannot run forever
 )
 
@@ -38,20 +43,55 @@ func (s *Service) PurgeOnce(ctx context.Context, retention time.Duration) (int, 
 func (s *Service) SweepOnce(ctx context.Context) (int, error) {
 	total := 0
 	for range maxBatchRuns {
-		n, err := s.Repo.Sweep(ctx, s.Clock.Now(), sweepBatch, sweepRetry, s.Storage.Delete)
+		n, taken, err := s.sweepBatch(ctx)
+		total += n
 		if err != nil {
 			return total, err
 		}
-		total += n
-		if n < sweepBatch {
+		if taken < sweepBatch {
 			break
 		}
 	}
 	return total, nil
 }
 
+// sweepBatch takes a batch of due cleanup records, removes their objects with no
+// transaction open (a slow object store must not hold back the oldest running
+// transaction, which every outbox relay of the cluster waits behind), then drops the
+// records of the objects removed and postpones the others. Removal is idempotent: a
+// crash in between leaves the records taken, and they come due again when the lease ends.
+func (s *Service) sweepBatch(ctx context.Context) (removed, taken int, err error) {
+	now := s.Clock.Now()
+	keys, err := s.Repo.TakeDue(ctx, now, sweepBatch, now.Add(sweepLease))
+	if err != nil || len(keys) == 0 {
+		return 0, 0, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, sweepLease/2)
+	defer cancel()
+	var gone, failed []string
+	for _, k := range keys {
+		if err := s.Storage.Delete(rctx, k); err != nil {
+			s.Log.DebugContext(ctx, "object removal failed; retried later", slog.String("key", k), slog.Any("error", err))
+			failed = append(failed, k)
+			continue
+		}
+		gone = append(gone, k)
+	}
+	if len(gone) > 0 {
+		if err := s.Repo.Forget(ctx, gone); err != nil {
+			return 0, len(keys), fmt.Errorf("sweep: %w", err)
+		}
+	}
+	if len(failed) > 0 {
+		if err := s.Repo.DueAt(ctx, failed, now.Add(sweepRetry)); err != nil {
+			return len(gone), len(keys), fmt.Errorf("sweep: %w", err)
+		}
+	}
+	return len(gone), len(keys), nil
+}
+
 // RunJanitor purges and sweeps every interval until ctx ends. Several replicas may run it
-// at once: both steps take their rows with SKIP LOCKED.
+// at once: both steps take their rows with SKIP LOCKED, and the sweep a lease on them.
 func (s *Service) RunJanitor(ctx context.Context, interval, retention time.Duration) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
