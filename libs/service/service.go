@@ -220,7 +220,7 @@ func New(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.
 	sets := append([]postgres.MigrationSet{outbox.Migrations, consumer.Migrations}, migrations...)
 	err = postgres.MigrateWith(ctx, pool, postgres.MigrateOptions{Log: log, LockTimeout: cfg.MigrationLockTimeout,
 		Metrics: postgres.NewMigrationMetrics(rt.Registry)}, sets...)
-	starting.stop()
+	starting.stop(ctx)
 	if err != nil {
 		rt.Close()
 		return nil, err

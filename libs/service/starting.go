@@ -13,9 +13,10 @@ import (
 // process that answered nothing would be killed by its startup probe and start them
 // again. /healthz answers 200 (alive), everything else 503 (not ready: no traffic).
 type startingServer struct {
-	ln     *handoffListener
-	srv    *http.Server
-	served chan struct{}
+	ln       *handoffListener
+	deadline deadliner
+	srv      *http.Server
+	served   chan struct{}
 }
 
 // deadliner is a listener whose Accept can be interrupted without closing it.
@@ -24,7 +25,8 @@ type deadliner interface{ SetDeadline(time.Time) error }
 // serveStarting answers on ln until stop; nil when ln cannot be handed over (no
 // SetDeadline), in which case nothing answers until the API server does.
 func serveStarting(ln net.Listener) *startingServer {
-	if _, ok := ln.(deadliner); !ok {
+	d, ok := ln.(deadliner)
+	if !ok {
 		return nil
 	}
 	mux := http.NewServeMux()
@@ -37,7 +39,7 @@ func serveStarting(ln net.Listener) *startingServer {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = w.Write([]byte(`{"status":"starting"}`))
 	})
-	s := &startingServer{ln: &handoffListener{Listener: ln}, served: make(chan struct{}),
+	s := &startingServer{ln: &handoffListener{Listener: ln}, deadline: d, served: make(chan struct{}),
 		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
 	go func() {
 		defer close(s.served)
@@ -48,18 +50,17 @@ func serveStarting(ln net.Listener) *startingServer {
 
 // stop stops answering and leaves the listener open, with no deadline, for the API
 // server; connections in flight are finished first.
-func (s *startingServer) stop() {
+func (s *startingServer) stop(ctx context.Context) {
 	if s == nil {
 		return
 	}
 	s.ln.stopped.Store(true)
-	d := s.ln.Listener.(deadliner)
-	_ = d.SetDeadline(time.Now())
+	_ = s.deadline.SetDeadline(time.Now())
 	<-s.served
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	_ = s.srv.Shutdown(ctx)
-	_ = d.SetDeadline(time.Time{})
+	_ = s.deadline.SetDeadline(time.Time{})
 }
 
 // handoffListener is a listener the starting server uses but does not own: its Close
@@ -69,6 +70,7 @@ type handoffListener struct {
 	stopped atomic.Bool
 }
 
+// Accept is the listener's, until stopped.
 func (l *handoffListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil && l.stopped.Load() {
