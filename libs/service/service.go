@@ -94,16 +94,15 @@ type Config struct {
 // metrics listener defaults to that port + 100).
 func ConfigFromEnv(env *config.Env, name, defaultAddr string) Config {
 	c := Config{
-		Name:            name,
-		HTTPAddr:        env.String("HTTP_ADDR", defaultAddr),
-		DatabaseURL:     env.Required("DATABASE_URL"),
-		PublicBaseURL:   env.String("PUBLIC_BASE_URL", "http://127.0.0.1:25001"),
-		CursorSecret:    env.Secret("CURSOR_SECRET", 16),
-		Kafka:           events.KafkaFromEnv(env),
-		LogLevel:        env.String("LOG_LEVEL", "info"),
-		ShutdownTimeout: env.Duration("SHUTDOWN_TIMEOUT", 20*time.Second),
-		ConnectTimeout:  env.Duration("DATABASE_CONNECT_TIMEOUT", 60*time.Second),
-
+		Name:                 name,
+		HTTPAddr:             env.String("HTTP_ADDR", defaultAddr),
+		DatabaseURL:          env.Required("DATABASE_URL"),
+		PublicBaseURL:        env.String("PUBLIC_BASE_URL", "http://127.0.0.1:25001"),
+		CursorSecret:         env.Secret("CURSOR_SECRET", 16),
+		Kafka:                events.KafkaFromEnv(env),
+		LogLevel:             env.String("LOG_LEVEL", "info"),
+		ShutdownTimeout:      env.Duration("SHUTDOWN_TIMEOUT", 20*time.Second),
+		ConnectTimeout:       env.Duration("DATABASE_CONNECT_TIMEOUT", 60*time.Second),
 		MigrationLockTimeout: env.Duration("MIGRATION_LOCK_TIMEOUT", postgres.DefaultLockTimeout),
 		InboxRetention:       env.Duration("INBOX_RETENTION", 192*time.Hour),
 		DeadLetterRetention:  env.Duration("DEAD_LETTER_RETENTION", 336*time.Hour),
