@@ -17,6 +17,7 @@ import (
 	"github.com/customerapi/platform/services/assets/internal/ports"
 	"github.com/customerapi/platform/services/assets/internal/preview"
 	"github.com/customerapi/platform/services/assets/internal/signing"
+	"github.com/customerapi/platform/services/assets/internal/slots"
 	"github.com/customerapi/platform/services/assets/internal/storage"
 	"github.com/customerapi/platform/services/assets/migrations"
 )
@@ -56,6 +57,10 @@ type Settings struct {
 	// UploadGrace is how long the objects of an unfinished upload are kept before the
 	// janitor removes them (ASSETS_UPLOAD_GRACE; longer than TransferTimeout).
 	UploadGrace time.Duration
+	// UploadsPerTenant and UploadsPerProcess cap the uploads in flight at once, of one
+	// tenant and in all, per replica (ASSETS_UPLOADS_PER_TENANT, ASSETS_UPLOADS_PER_PROCESS).
+	UploadsPerTenant  int
+	UploadsPerProcess int
 	// PreviewMaxEdge, PreviewMaxPixels, PreviewMaxDecodeBytes and PreviewConcurrency bound
 	// previews (ASSETS_PREVIEW_MAX_EDGE, ASSETS_PREVIEW_MAX_PIXELS,
 	// ASSETS_PREVIEW_MAX_DECODE_BYTES, ASSETS_PREVIEW_CONCURRENCY).
@@ -64,6 +69,15 @@ type Settings struct {
 	PreviewMaxDecodeBytes int
 	PreviewConcurrency    int
 }
+
+// Default upload caps per replica. An upload on the s3 backend holds one multipart part
+// (ASSETS_S3_PART_SIZE, 5 MiB) and the server's 1 MiB prefetch: 16 of them hold about
+// 96 MiB, with the previews' 2 × 128 MiB well within the chart's 512 MiB. A tenant may
+// take a quarter of them, so it takes four tenants at their cap to fill a replica.
+const (
+	DefaultUploadsPerTenant  = 4
+	DefaultUploadsPerProcess = 16
+)
 
 // SettingsFromEnv reads the settings, recording every problem on env.
 func SettingsFromEnv(env *config.Env) Settings {
@@ -88,6 +102,8 @@ func SettingsFromEnv(env *config.Env) Settings {
 		JanitorInterval:       env.Duration("ASSETS_JANITOR_INTERVAL", time.Minute),
 		TransferTimeout:       env.Duration("ASSETS_TRANSFER_TIMEOUT", 10*time.Minute),
 		UploadGrace:           env.Duration("ASSETS_UPLOAD_GRACE", time.Hour),
+		UploadsPerTenant:      env.Int("ASSETS_UPLOADS_PER_TENANT", DefaultUploadsPerTenant),
+		UploadsPerProcess:     env.Int("ASSETS_UPLOADS_PER_PROCESS", DefaultUploadsPerProcess),
 		PreviewMaxEdge:        env.Int("ASSETS_PREVIEW_MAX_EDGE", 512),
 		PreviewMaxPixels:      env.Int("ASSETS_PREVIEW_MAX_PIXELS", 25_000_000),
 		PreviewConcurrency:    env.Int("ASSETS_PREVIEW_CONCURRENCY", 2),
@@ -123,6 +139,12 @@ func SettingsFromEnv(env *config.Env) Settings {
 	}
 	if s.UploadGrace <= s.TransferTimeout {
 		env.Fail("ASSETS_UPLOAD_GRACE", "must be longer than ASSETS_TRANSFER_TIMEOUT (an upload in progress must keep its objects)")
+	}
+	if s.UploadsPerProcess < 1 || s.UploadsPerProcess > 1024 {
+		env.Fail("ASSETS_UPLOADS_PER_PROCESS", "must be from 1 to 1024")
+	}
+	if s.UploadsPerTenant < 1 || s.UploadsPerTenant > s.UploadsPerProcess {
+		env.Fail("ASSETS_UPLOADS_PER_TENANT", "must be from 1 to ASSETS_UPLOADS_PER_PROCESS")
 	}
 	if s.PreviewMaxEdge < 16 || s.PreviewMaxEdge > 4096 {
 		env.Fail("ASSETS_PREVIEW_MAX_EDGE", "must be from 16 to 4096")
@@ -177,7 +199,8 @@ func Setup(rt *service.Runtime, env *config.Env) error {
 	srv.StreamRequestBody = true
 	srv.DisablePreParseMultipartForm = true
 	srv.MaxRequestBodySize = apierror.MaxBodyBytes // prefetched before a handler runs; the rest streams
-	h := &ports.Handlers{App: svc, Document: rt.Document, Cursors: rt.Cursors, Log: rt.Log, TransferTimeout: s.TransferTimeout}
+	h := &ports.Handlers{App: svc, Document: rt.Document, Cursors: rt.Cursors, Log: rt.Log, TransferTimeout: s.TransferTimeout,
+		Uploads: slots.New(s.UploadsPerTenant, s.UploadsPerProcess)}
 	h.Register(rt.API, rt.Server.App, rt.GatewayOnly)
 	rt.Go(func(ctx context.Context) error { return svc.RunJanitor(ctx, s.JanitorInterval, s.TrashRetention) })
 	return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/customerapi/platform/services/assets/internal/app"
 	"github.com/customerapi/platform/services/assets/internal/domain"
 	"github.com/customerapi/platform/services/assets/internal/signing"
+	"github.com/customerapi/platform/services/assets/internal/slots"
 )
 
 // Handlers serve the assets routes. The OpenAPI document judged every request before it
@@ -29,6 +30,8 @@ type Handlers struct {
 	Log      *slog.Logger
 	// TransferTimeout bounds reading one upload and writing one download.
 	TransferTimeout time.Duration
+	// Uploads caps the uploads in flight per tenant and in the process (nil: no cap).
+	Uploads *slots.Limiter
 }
 
 // FilesRoute is the service's path of signed downloads (the gateway maps the public

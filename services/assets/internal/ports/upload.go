@@ -20,6 +20,7 @@ import (
 	"github.com/customerapi/platform/libs/tenant"
 	"github.com/customerapi/platform/services/assets/internal/app"
 	"github.com/customerapi/platform/services/assets/internal/domain"
+	"github.com/customerapi/platform/services/assets/internal/slots"
 )
 
 // Limits of a multipart upload besides the file itself: of its transport, not of the
@@ -103,6 +104,11 @@ func (h *Handlers) upload(c *fiber.Ctx) (err error) {
 		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_type", Path: []any{},
 			Message: "Content-Type must be multipart/form-data with a boundary"})
 	}
+	release, refusal := h.admit(c)
+	if refusal != nil {
+		return refusal
+	}
+	defer release() // however the upload ends: stored, refused, failed, abandoned, timed out
 	limit := h.App.MaxUploadBytes + multipartOverhead
 	// Uploads may take longer than the server's read timeout for ordinary requests.
 	_ = c.Context().SetReadDeadline(time.Now().Add(h.TransferTimeout))
@@ -119,7 +125,6 @@ func (h *Handlers) upload(c *fiber.Ctx) (err error) {
 		return fieldIssue("file", "too_big", "the file exceeds the upload limit of "+formatBytes(h.App.MaxUploadBytes))
 	}
 
-	tenantID := tenant.From(c)
 	form := &uploadForm{values: map[string][]string{}}
 	var staged *app.Staged
 	defer func() {
@@ -150,7 +155,7 @@ func (h *Handlers) upload(c *fiber.Ctx) (err error) {
 			}
 			form.file = part.FileName()
 			src := &readErrReader{r: part}
-			st, serr := h.App.Stage(ctx, tenantID, src, part.Header.Get(fiber.HeaderContentType))
+			st, serr := h.App.Stage(ctx, tenant.From(c), src, part.Header.Get(fiber.HeaderContentType))
 			switch {
 			case serr == nil:
 				staged = st
@@ -211,6 +216,30 @@ func (h *Handlers) upload(c *fiber.Ctx) (err error) {
 		return h.mapError(cerr)
 	}
 	return h.respond(c, fiber.StatusCreated, a)
+}
+
+// uploadRetryAfter is the Retry-After of an upload refused by a cap, in seconds: a slot
+// frees when any upload of the tenant (or the process) ends, which takes seconds to minutes.
+const uploadRetryAfter = "5"
+
+// admit takes an upload slot for the caller's tenant, or answers 429 before a byte of the
+// body is read. The refused connection is closed rather than drained, so a refused client
+// still sending holds nothing.
+func (h *Handlers) admit(c *fiber.Ctx) (release func(), refusal error) {
+	if h.Uploads == nil {
+		return func() {}, nil
+	}
+	release, err := h.Uploads.Acquire(tenant.From(c))
+	if err == nil {
+		return release, nil
+	}
+	detail := fmt.Sprintf("too many uploads of your tenant at once (at most %d); retry after %s s", h.Uploads.PerTenant(), uploadRetryAfter)
+	if errors.Is(err, slots.ErrProcessFull) {
+		detail = "too many uploads in progress; retry after " + uploadRetryAfter + " s"
+	}
+	c.Context().SetConnectionClose()
+	return nil, apierror.New(fiber.StatusTooManyRequests, apierror.CodeRateLimited, detail).
+		WithHeader(fiber.HeaderRetryAfter, uploadRetryAfter)
 }
 
 func malformed(err error) *apierror.Error {
