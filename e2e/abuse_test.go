@@ -5,6 +5,7 @@ package e2e
 // lists the threats and the limits that stop them.
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"compress/zlib"
@@ -17,6 +18,7 @@ import (
 	"image/png"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -1028,4 +1030,130 @@ func sendRead(hc *http.Client, method, target, key, body string) (int, string, e
 	defer resp.Body.Close()
 	out, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	return resp.StatusCode, string(out), err
+}
+
+// stalledUploadsAllowed is the most uploads of one tenant that may be in flight at once:
+// the per-tenant cap must be at most this (a per-process cap the assets service documents
+// for all tenants together; a larger per-tenant one lets one tenant take all of it).
+const stalledUploadsAllowed = 64
+
+// startStalledUpload opens an upload with key whose body never ends (its headers, form
+// fields and the first 16 KiB of a file of a declared 1 MiB are sent, then nothing) and
+// waits in the background for an answer until deadline: it sends "<status> <headers>
+// <body>" to answers, or "" when none came (still in flight, or cut off).
+func startStalledUpload(key string, deadline time.Time, answers chan<- string) (net.Conn, error) {
+	u, err := url.Parse(sys.base)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := net.DialTimeout("tcp", u.Host, 5*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("dial the gateway: %w", err)
+	}
+	const boundary = "stalled-upload"
+	var body bytes.Buffer
+	for _, f := range [][2]string{{"name", "stalled"}, {"type", "image"}} {
+		fmt.Fprintf(&body, "--%s\r\nContent-Disposition: form-data; name=%q\r\n\r\n%s\r\n", boundary, f[0], f[1])
+	}
+	fmt.Fprintf(&body, "--%s\r\nContent-Disposition: form-data; name=\"file\"; filename=\"stalled.png\"\r\nContent-Type: application/octet-stream\r\n\r\n", boundary)
+	body.WriteString("\x89PNG\r\n\x1a\n")
+	body.Write(make([]byte, 16<<10))
+	head := fmt.Sprintf("POST /v0/assets HTTP/1.1\r\nHost: %s\r\nx-api-key: %s\r\nContent-Type: multipart/form-data; boundary=%s\r\nContent-Length: %d\r\n\r\n",
+		u.Host, key, boundary, 1<<20)
+	_ = conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(conn, head+body.String()); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("send the start of an upload: %w", err)
+	}
+	_ = conn.SetReadDeadline(deadline)
+	go func() {
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			answers <- ""
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		answers <- fmt.Sprintf("%d Retry-After=%q %s", resp.StatusCode, resp.Header.Get("Retry-After"), b)
+	}()
+	return conn, nil
+}
+
+// Stalled uploads cannot exhaust the assets service: of 200 uploads of one tenant whose
+// bodies never end, those beyond the per-tenant cap are refused at once with 429
+// RATE_LIMITED and Retry-After; the assets service grows by less than 100 MB; another
+// tenant uploads meanwhile; and once the stalled uploads are cancelled, the first tenant
+// uploads again (every upload used to be taken and held, ~6 MiB each with the S3 backend).
+func TestAbuseStalledUploadsAreCappedPerTenant(t *testing.T) {
+	local(t)
+	keyA := unlimitedKey(t)
+	procs := watchProcesses(t, "gateway", "assets")
+	procs.stopOnCleanup()
+	const n = 200
+	results := make(chan string, n)
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for range n {
+		c, err := startStalledUpload(keyA, deadline, results)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	// The refusals come at once; the uploads within the cap stay in flight. Collected
+	// until a second passes without one once enough came, or for 10 s.
+	var answers []string
+	settle := time.After(10 * time.Second)
+collect:
+	for len(answers) < n {
+		select {
+		case a := <-results:
+			if a != "" {
+				answers = append(answers, a)
+			}
+		case <-time.After(time.Second):
+			if len(answers) >= n-stalledUploadsAllowed {
+				break collect
+			}
+		case <-settle:
+			break collect
+		}
+	}
+	refused := 0
+	for _, a := range answers {
+		if !strings.HasPrefix(a, "429 ") || !strings.Contains(a, `"code":"RATE_LIMITED"`) || strings.Contains(a, `Retry-After=""`) {
+			t.Fatalf("an upload beyond the per-tenant cap must be refused with 429 RATE_LIMITED and Retry-After, got %s", clip(a, 300))
+		}
+		refused++
+	}
+	inFlight := n - refused
+	t.Logf("%d stalled uploads of one tenant: %d refused with 429, %d in flight", n, refused, inFlight)
+	if inFlight > stalledUploadsAllowed {
+		t.Errorf("%d stalled uploads of one tenant: %d are in flight and only %d refused: uploads beyond the per-tenant cap (at most %d) must get 429 at once",
+			n, inFlight, refused, stalledUploadsAllowed)
+	}
+
+	// Another tenant uploads meanwhile, without waiting behind them.
+	began := time.Now()
+	must(t, assetUpload(api(t, newKey(t, nil)), assetFile("other.png", assetPNG(20, 20)), assetField("name", "other tenant"), assetField("type", "image")), 201)
+	if took := time.Since(began); took > 5*time.Second {
+		t.Fatalf("another tenant's upload waited %s behind one tenant's stalled uploads", took)
+	}
+	procs.check(fmt.Sprintf("%d stalled uploads of one tenant", n))
+
+	// Cancelled, the stalled uploads give their slots back.
+	for _, c := range conns {
+		c.Close()
+	}
+	conns = nil
+	a := api(t, keyA)
+	testwait.For(t, 15*time.Second, "the tenant whose uploads were cancelled to upload again (201)", func() (bool, string) {
+		r := assetUpload(a, assetFile("again.png", assetPNG(20, 20)), assetField("name", "again"), assetField("type", "image"))
+		return r.Status == 201, clip(r.String(), 300)
+	})
 }
