@@ -50,6 +50,9 @@ func (e *RefusedError) Error() string { return RefusedMessage }
 
 // Detail says which address was refused and why, for the operator's log only.
 func (e *RefusedError) Detail() string {
+	if !e.Addr.IsValid() {
+		return fmt.Sprintf("refused: cannot check the address %q", e.Host)
+	}
 	if e.Host != "" && e.Host != e.Addr.String() {
 		return fmt.Sprintf("refused: %s resolves to %s, a %s address", e.Host, e.Addr, e.Reason)
 	}
@@ -150,7 +153,7 @@ func NewGuard(p Policy, r Resolver, dialTimeout time.Duration) *Guard {
 func (g *Guard) control(_, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
-		return &RefusedError{Reason: "uncheckable (" + address + ")"}
+		return &RefusedError{Host: address, Reason: "uncheckable"}
 	}
 	return g.policy.Check(ap.Addr())
 }
