@@ -70,10 +70,10 @@ type Settings struct {
 	PreviewConcurrency    int
 }
 
-// Default upload caps per replica. An upload on the s3 backend holds one multipart part
-// (ASSETS_S3_PART_SIZE, 5 MiB) and the server's 1 MiB prefetch: 16 of them hold about
-// 96 MiB, with the previews' 2 × 128 MiB well within the chart's 512 MiB. A tenant may
-// take a quarter of them, so it takes four tenants at their cap to fill a replica.
+// Default upload caps per replica. An upload on the s3 backend holds about 6 MiB (the
+// 1 MiB head of a single PUT and one ASSETS_S3_PART_SIZE part): 16 of them about 96 MiB,
+// which with the previews' 2 × 128 MiB stays well within the chart's 512 MiB. A tenant
+// may take a quarter of them: it takes four tenants at their cap to fill a replica.
 const (
 	DefaultUploadsPerTenant  = 4
 	DefaultUploadsPerProcess = 16
