@@ -190,7 +190,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 	}
 	a.opened.Push(pool.Close)
 	poolMetrics.Watch("gateway", pool)
-	if err := postgres.Migrate(cctx, pool, log, migrations.Set); err != nil {
+	// Migrations are not under the start-up deadline: cut off, one would roll back and
+	// start again on every restart. Each statement waits at most the lock timeout.
+	if err := postgres.Migrate(ctx, pool, log, migrations.Set); err != nil {
 		return fail(err)
 	}
 
