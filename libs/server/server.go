@@ -143,7 +143,7 @@ func New(cfg Config, deps Deps) *Server {
 		EnableStackTrace: true,
 		StackTraceHandler: func(c *fiber.Ctx, e any) {
 			deps.Log.ErrorContext(c.UserContext(), "panic while serving request", slog.Any("panic", e),
-				slog.String("path", c.Path()))
+				slog.String("path", telemetry.RedactPath(c.Path(), c.Route().Path)))
 		},
 	}))
 	// Counted and logged like any other refusal, so after telemetry.

@@ -59,9 +59,6 @@ func Middleware(tracer trace.Tracer, m *HTTPMetrics, log *slog.Logger, render ap
 			ctx, span = tracer.Start(ctx, method, spanStart(method)...)
 		}
 		recording := span.IsRecording()
-		if recording {
-			span.SetAttributes(semconv.URLPath(strings.Clone(c.Path())))
-		}
 		defer span.End()
 		c.SetUserContext(ctx)
 
@@ -82,9 +79,15 @@ func Middleware(tracer trace.Tracer, m *HTTPMetrics, log *slog.Logger, render ap
 		if route == "" || route == "/" && c.Path() != "/" {
 			route = "unmatched"
 		}
+		// A credential in the path (a signed download's token) is redacted where the
+		// route names its segment as one: the path is for correlating, not for replaying.
+		path := RedactPath(c.Path(), route)
+		if r := c.Route().Path; path == c.Path() && r != route {
+			path = RedactPath(path, r) // RouteName's template may not name the parameter
+		}
 		if recording { // a span that records nothing needs no name or attributes built
 			span.SetName(method + " " + route)
-			span.SetAttributes(semconv.HTTPRoute(route), semconv.HTTPResponseStatusCode(status))
+			span.SetAttributes(semconv.URLPath(strings.Clone(path)), semconv.HTTPRoute(route), semconv.HTTPResponseStatusCode(status))
 		}
 		if status >= 500 {
 			span.SetStatus(codes.Error, strconv.Itoa(status))
@@ -96,7 +99,7 @@ func Middleware(tracer trace.Tracer, m *HTTPMetrics, log *slog.Logger, render ap
 		// The handlers' context: it carries what they learnt (the caller's tenant and key).
 		if ctx := c.UserContext(); log.Enabled(ctx, slog.LevelInfo) {
 			log.LogAttrs(ctx, slog.LevelInfo, "request",
-				slog.String("method", method), slog.String("path", c.Path()),
+				slog.String("method", method), slog.String("path", path),
 				slog.String("route", route), slog.Int("status", status),
 				slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000))
 		}
