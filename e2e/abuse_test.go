@@ -1157,3 +1157,103 @@ collect:
 		return r.Status == 201, clip(r.String(), 300)
 	})
 }
+
+// manualRetries is how many times the delivery-attempts test retries one delivery: more
+// than any documented bound on a delivery's listed attempts or manual retries.
+const manualRetries = 60
+
+// A delivery's attempts cannot be grown without bound by manual retries: a receiver
+// answering 512 '<' (the largest response snippet an attempt keeps) gets one delivery
+// retried 60 times, each retry once the attempt before it is over. Every retry is taken
+// (202) or refused in the envelope past a cap, never anything else; the delivery and
+// the list that holds it are read within the documented maximum; and either retries
+// were refused at some point, or the delivery lists fewer attempts than were made (a
+// delivery used to list every attempt: 60 retries, 61 attempts, about 700 bytes each,
+// and no end).
+func TestAbuseAmplifiedDeliveryAttemptsAreBounded(t *testing.T) {
+	local(t)
+	tenant := fmt.Sprintf("wh%d", time.Now().UnixNano())
+	key := newKey(t, map[string]any{"tenantIds": []string{tenant}, "rateLimit": map[string]any{"limit": 100000, "windowMs": 1000}})
+	c := api(t, key)
+	var received atomic.Int64
+	snippet := strings.Repeat("<", 600)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		received.Add(1)
+		_, _ = io.WriteString(w, snippet)
+	}))
+	defer receiver.Close()
+	subID, _ := whSubscribe(t, c, map[string]any{"url": receiver.URL, "events": []string{"page.version.created"}})
+	whPublish(t, whEvent(t, tenant, events.TypePageVersionCreated, "audience_amplified",
+		`"pageId":"page_amplified","versionId":"version_amplified","createdAt":"`+timestamp.Format(time.Now())+`"`))
+	whWait(t, 30*time.Second, "the first attempt of the delivery", func() bool { return received.Load() >= 1 })
+	list := "/v0/webhook_subscriptions/" + subID + "/deliveries"
+	var deliveryID string
+	testwait.For(t, 10*time.Second, "the delivery to be listed as succeeded", func() (bool, string) {
+		items := must(t, c.Do("GET", list, nil), 200)["items"].([]any)
+		if len(items) != 1 {
+			return false, fmt.Sprintf("%d deliveries", len(items))
+		}
+		d := items[0].(map[string]any)
+		deliveryID = d["deliveryId"].(string)
+		return d["status"] == "succeeded", fmt.Sprint(d["status"])
+	})
+	one := list + "/" + deliveryID
+
+	accepted, refusedAt := 0, 0
+	began := time.Now()
+	for i := range manualRetries {
+		// Retried once the attempt before is over: an attempt in progress is a 409 for a
+		// moment; a 409 or another refusal that lasts is a cap.
+		var last *apitest.Response
+		ok := testwait.Until(3*time.Second, func() bool {
+			r, err := c.Try("POST", one+"/retry", nil)
+			if err != nil {
+				t.Fatalf("manual retry %d: %v", i+1, err)
+			}
+			last = r
+			return r.Status == 202
+		})
+		if !ok {
+			if last.Status >= 500 || last.Status < 400 {
+				t.Fatalf("manual retry %d: %s: a retry is taken (202) or refused in the envelope, never anything else", i+1, clip(last.String(), 300))
+			}
+			refusedAt = i + 1
+			t.Logf("manual retry %d refused: %s", i+1, clip(last.String(), 300))
+			break
+		}
+		accepted++
+		whWait(t, 10*time.Second, fmt.Sprintf("the attempt of manual retry %d", i+1), func() bool { return received.Load() >= int64(i+2) })
+	}
+	t.Logf("%d manual retries taken in %s, the receiver got %d attempts", accepted, time.Since(began).Round(time.Millisecond), received.Load())
+
+	// Read back within the documented maximum, alone and in the list.
+	var listed int
+	var size int64
+	testwait.For(t, 10*time.Second, "the last attempt to be recorded", func() (bool, string) {
+		a, err := getBounded(key, one)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.over() {
+			t.Fatalf("GET %s: %d bytes, over the documented maximum of %d: every answer must be bounded", one, a.size, maxAnswerBytes)
+		}
+		var d struct {
+			Status   string `json:"status"`
+			Attempts []any  `json:"attempts"`
+		}
+		if a.status != 200 || json.Unmarshal(a.body, &d) != nil {
+			t.Fatalf("GET %s: %d %s", one, a.status, clip(string(a.body), 300))
+		}
+		listed, size = len(d.Attempts), a.size
+		t.Logf("GET %s: %d bytes, %d attempts listed", one, a.size, listed)
+		return d.Status == "succeeded", d.Status
+	})
+	if items := walkBounded(t, key, list+"?limit=100", 10); len(items) != 1 {
+		t.Fatalf("paging through the subscription's deliveries returned %d of its 1", len(items))
+	}
+	if refusedAt == 0 && listed >= accepted+1 {
+		t.Fatalf("%d manual retries of one delivery were all taken and it lists all %d attempts in %d bytes: manual retries grow a delivery's answer without bound, past the documented maximum after about %d retries (a documented cap on the retries or on the attempts listed must stop it)",
+			accepted, listed, size, int64(maxAnswerBytes)*int64(listed)/max(size, 1))
+	}
+}
