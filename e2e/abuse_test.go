@@ -956,9 +956,15 @@ func TestAbuseDeepBodiesAreRefusedCheaply(t *testing.T) {
 	bodies := []string{arrays, objects, arrays, objects}
 	// One client each, its connection open before the clock starts.
 	clients := make([]*http.Client, len(bodies))
+	defer func() {
+		for _, hc := range clients {
+			if hc != nil {
+				hc.CloseIdleConnections()
+			}
+		}
+	}()
 	for i := range clients {
 		clients[i] = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
-		defer clients[i].CloseIdleConnections()
 		if st, err := send(clients[i], "GET", target, key, ""); err != nil || st != 200 {
 			t.Fatalf("GET the audience: %d %v", st, err)
 		}
