@@ -211,12 +211,17 @@ func (s *Store) DeleteSubscription(ctx context.Context, tenantID, id string) err
 	return nil
 }
 
+// deliveryCols reads a delivery of the table deliveries with the count of its attempts
+// (an index-only count: the attempts themselves are read by attachAttempts, bounded).
 const deliveryCols = `delivery_id, subscription_id, event_id, event_type, status, created_at, next_attempt_at,
-	coalesce(lease_expires_at > now(), false)`
+	coalesce(lease_expires_at > now(), false),
+	(SELECT count(*) FROM delivery_attempts a
+		WHERE a.tenant_id = deliveries.tenant_id AND a.delivery_id = deliveries.delivery_id)`
 
 func scanDelivery(r pgx.Row) (domain.Delivery, error) {
 	var d domain.Delivery
-	err := r.Scan(&d.ID, &d.SubscriptionID, &d.EventID, &d.EventType, &d.Status, &d.CreatedAt, &d.NextAttemptAt, &d.InFlight)
+	err := r.Scan(&d.ID, &d.SubscriptionID, &d.EventID, &d.EventType, &d.Status, &d.CreatedAt, &d.NextAttemptAt, &d.InFlight,
+		&d.AttemptsCount)
 	return d, err
 }
 
@@ -234,7 +239,7 @@ func subscriptionExists(ctx context.Context, q querier, tenantID, id string) err
 }
 
 // ListDeliveries returns up to limit deliveries of a subscription, newest first, each with
-// its attempts, and the count of deliveries matching the filter.
+// its latest attempts, and the count of deliveries matching the filter.
 func (s *Store) ListDeliveries(ctx context.Context, tenantID, subscriptionID string, f domain.DeliveryFilter, limit int) ([]domain.Delivery, int64, error) {
 	var out []domain.Delivery
 	var total int64
@@ -275,7 +280,8 @@ func (s *Store) ListDeliveries(ctx context.Context, tenantID, subscriptionID str
 	return out, total, err
 }
 
-// attachAttempts loads the attempts of the deliveries, in order.
+// attachAttempts loads the latest attempts of the deliveries (domain.ListedAttempts of
+// each at most, oldest first): the database reads and sends no more.
 func attachAttempts(ctx context.Context, q querier, tenantID string, ds []domain.Delivery) error {
 	if len(ds) == 0 {
 		return nil
@@ -286,8 +292,11 @@ func attachAttempts(ctx context.Context, q querier, tenantID string, ds []domain
 		ids[i], index[ds[i].ID] = ds[i].ID, i
 		ds[i].Attempts = []domain.Attempt{}
 	}
-	rows, err := q.Query(ctx, `SELECT delivery_id, attempted_at, status_code, duration_ms, error, response_snippet
-		FROM delivery_attempts WHERE tenant_id = $1 AND delivery_id = ANY($2) ORDER BY delivery_id, attempt_no`, tenantID, ids)
+	rows, err := q.Query(ctx, `SELECT a.delivery_id, a.attempted_at, a.status_code, a.duration_ms, a.error, a.response_snippet
+		FROM unnest($2::text[]) AS d(id) CROSS JOIN LATERAL (
+			SELECT * FROM delivery_attempts x WHERE x.tenant_id = $1 AND x.delivery_id = d.id
+			ORDER BY x.attempt_no DESC LIMIT $3) AS a
+		ORDER BY a.delivery_id, a.attempt_no`, tenantID, ids, domain.ListedAttempts)
 	if err != nil {
 		return fmt.Errorf("load attempts: %w", err)
 	}
@@ -307,7 +316,7 @@ func attachAttempts(ctx context.Context, q querier, tenantID string, ds []domain
 	return nil
 }
 
-// GetDelivery returns one delivery of a subscription with its attempts.
+// GetDelivery returns one delivery of a subscription with its latest attempts.
 func (s *Store) GetDelivery(ctx context.Context, tenantID, subscriptionID, deliveryID string) (domain.Delivery, error) {
 	return getDelivery(ctx, s.pool, tenantID, subscriptionID, deliveryID, "")
 }
@@ -332,7 +341,8 @@ func getDelivery(ctx context.Context, q querier, tenantID, subscriptionID, deliv
 }
 
 // RetryDelivery makes a delivery due now with a fresh retry schedule, whatever its state,
-// unless an attempt is in flight or the subscription is inactive. It wakes the workers.
+// unless an attempt is in flight, the subscription is inactive or the delivery has made
+// domain.RetryAttemptsLimit attempts. It wakes the workers.
 func (s *Store) RetryDelivery(ctx context.Context, tenantID, subscriptionID, deliveryID string) (domain.Delivery, error) {
 	var out domain.Delivery
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
@@ -351,6 +361,9 @@ func (s *Store) RetryDelivery(ctx context.Context, tenantID, subscriptionID, del
 		}
 		if d.InFlight {
 			return domain.ErrAttemptInProgress
+		}
+		if err := d.CheckRetry(); err != nil {
+			return err
 		}
 		if err := tx.QueryRow(ctx, `UPDATE deliveries SET status = 'pending', retry_step = 0, lease_expires_at = NULL,
 				next_attempt_at = date_trunc('milliseconds', now()), updated_at = date_trunc('milliseconds', now())

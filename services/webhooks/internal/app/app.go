@@ -134,12 +134,13 @@ func (s *Service) ListDeliveries(ctx context.Context, tenantID, subscriptionID s
 	return s.Repo.ListDeliveries(ctx, tenantID, subscriptionID, f, limit)
 }
 
-// GetDelivery returns a delivery with its attempts.
+// GetDelivery returns a delivery with its latest attempts (domain.ListedAttempts).
 func (s *Service) GetDelivery(ctx context.Context, tenantID, subscriptionID, deliveryID string) (domain.Delivery, error) {
 	return s.Repo.GetDelivery(ctx, tenantID, subscriptionID, deliveryID)
 }
 
-// RetryDelivery makes a delivery due now with a fresh retry schedule.
+// RetryDelivery makes a delivery due now with a fresh retry schedule, unless it has made
+// domain.RetryAttemptsLimit attempts.
 func (s *Service) RetryDelivery(ctx context.Context, tenantID, subscriptionID, deliveryID string) (domain.Delivery, error) {
 	d, err := s.Repo.RetryDelivery(ctx, tenantID, subscriptionID, deliveryID)
 	if err != nil {

@@ -32,7 +32,28 @@ type Delivery struct {
 	NextAttemptAt *time.Time
 	// InFlight is true while a worker holds the delivery for an attempt.
 	InFlight bool
+	// Attempts holds the latest attempts, at most ListedAttempts, oldest first.
 	Attempts []Attempt
+	// AttemptsCount counts every attempt made, listed or not.
+	AttemptsCount int
+}
+
+// ListedAttempts bounds the attempts a delivery carries in an answer: the latest ones.
+const ListedAttempts = 20
+
+// RetryAttemptsLimit is the number of attempts after which a delivery takes no manual
+// retry: each retry starts a fresh schedule, so retries alone would grow it without end.
+const RetryAttemptsLimit = 50
+
+// ErrRetryLimit reports a manual retry of a delivery that has made RetryAttemptsLimit attempts.
+var ErrRetryLimit = errors.New("the delivery has made the most attempts a manual retry allows")
+
+// CheckRetry refuses a manual retry of a delivery that has made RetryAttemptsLimit attempts.
+func (d Delivery) CheckRetry() error {
+	if d.AttemptsCount >= RetryAttemptsLimit {
+		return ErrRetryLimit
+	}
+	return nil
 }
 
 // Attempt is one try to deliver.

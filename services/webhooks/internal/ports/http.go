@@ -4,6 +4,7 @@ package ports
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -83,12 +84,13 @@ type deliveryView struct {
 	CreatedAt      string        `json:"createdAt"`
 	NextAttemptAt  *string       `json:"nextAttemptAt"`
 	Attempts       []attemptView `json:"attempts"`
+	AttemptsCount  int           `json:"attemptsCount"`
 }
 
 func viewDelivery(d domain.Delivery) deliveryView {
 	v := deliveryView{DeliveryID: d.ID, SubscriptionID: d.SubscriptionID, EventID: d.EventID, EventType: d.EventType,
 		Status: string(d.Status), CreatedAt: timestamp.Format(d.CreatedAt), NextAttemptAt: timestamp.FormatPtr(d.NextAttemptAt),
-		Attempts: make([]attemptView, len(d.Attempts))}
+		Attempts: make([]attemptView, len(d.Attempts)), AttemptsCount: d.AttemptsCount}
 	for i, a := range d.Attempts {
 		v.Attempts[i] = attemptView{AttemptedAt: timestamp.Format(a.AttemptedAt), StatusCode: a.StatusCode,
 			DurationMs: a.DurationMs, Error: a.Error, ResponseSnippet: a.ResponseSnippet}
@@ -276,6 +278,9 @@ func mapError(err error) error {
 		return apierror.Conflict("the tenant already has the maximum of 100 webhook subscriptions")
 	case errors.Is(err, domain.ErrAttemptInProgress):
 		return apierror.Conflict("an attempt of this delivery is in progress; retry after it ends")
+	case errors.Is(err, domain.ErrRetryLimit):
+		return apierror.Conflict(fmt.Sprintf("this delivery has made %d attempts, the most that allows a manual retry; it takes no more retries",
+			domain.RetryAttemptsLimit))
 	}
 	return apierror.Internal(err)
 }
