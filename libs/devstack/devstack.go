@@ -7,6 +7,7 @@ package devstack
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -103,6 +104,8 @@ type secrets struct {
 	SigningKey   string `json:"signingKey"`
 	// InternalAuth is INTERNAL_AUTH_SECRET, shared by the gateway and the services.
 	InternalAuth string `json:"internalAuthSecret"`
+	// WebhookKeys is WEBHOOK_SECRETS_KEYS, which seals the webhook signing secrets at rest.
+	WebhookKeys string `json:"webhookSecretsKeys"`
 }
 
 type proc struct {
@@ -240,8 +243,15 @@ func (s *Stack) loadSecrets() error {
 	} else {
 		s.secrets = secrets{Pepper: randomHex(32), CursorSecret: randomHex(32), SigningKey: randomHex(32)}
 	}
-	if s.secrets.InternalAuth == "" { // new, or saved before the setting existed
-		s.secrets.InternalAuth = randomHex(32)
+	if s.secrets.InternalAuth == "" || s.secrets.WebhookKeys == "" { // new, or saved before the settings existed
+		if s.secrets.InternalAuth == "" {
+			s.secrets.InternalAuth = randomHex(32)
+		}
+		if s.secrets.WebhookKeys == "" {
+			key := make([]byte, 32)
+			_, _ = rand.Read(key)
+			s.secrets.WebhookKeys = "dev1:" + base64.StdEncoding.EncodeToString(key)
+		}
 		b, _ := json.MarshalIndent(s.secrets, "", "  ")
 		if err := os.WriteFile(path, b, 0o600); err != nil {
 			return err
@@ -323,6 +333,7 @@ func (s *Stack) commonEnv() map[string]string {
 		"KEY_HASH_PEPPER":      s.secrets.Pepper,
 		"SIGNING_KEY":          s.secrets.SigningKey,
 		"INTERNAL_AUTH_SECRET": s.secrets.InternalAuth,
+		"WEBHOOK_SECRETS_KEYS": s.secrets.WebhookKeys,
 		"LOG_LEVEL":            "info",
 		"SHUTDOWN_TIMEOUT":     "10s",
 	}
