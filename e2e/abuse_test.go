@@ -925,13 +925,21 @@ func TestAbuseAmplifiedAudienceMessagesAreBounded(t *testing.T) {
 	procs.stopOnCleanup()
 	for _, a := range readFourBounded(t, key, path, procs) {
 		var m struct {
-			Messages       []any `json:"messages"`
-			PendingChanges []any `json:"pendingChanges"`
+			Messages        []any `json:"messages"`
+			MessagesOmitted *int  `json:"messagesOmitted"`
+			PendingChanges  []any `json:"pendingChanges"`
 		}
 		if a.status != 200 || json.Unmarshal(a.body, &m) != nil || len(m.Messages) == 0 {
 			t.Fatalf("GET %s: %d %s: the conversation must be read back", path, a.status, clip(string(a.body), 300))
 		}
-		t.Logf("the answer lists %d messages and %d pending changes", len(m.Messages), len(m.PendingChanges))
+		omitted := 0
+		if m.MessagesOmitted != nil {
+			omitted = *m.MessagesOmitted
+		}
+		t.Logf("the answer lists %d messages (%d omitted) and %d pending changes", len(m.Messages), omitted, len(m.PendingChanges))
+		if len(m.Messages)+omitted != accepted {
+			t.Fatalf("GET %s: %d messages listed and %d counted as omitted, of the %d written: an answer that leaves messages out says how many", path, len(m.Messages), omitted, accepted)
+		}
 	}
 	procs.check(fmt.Sprintf("four reads at once of a conversation of %d messages of 420 KB", accepted))
 }
