@@ -592,9 +592,14 @@ func TestAbuseWebhookTenantCannotStarveOthers(t *testing.T) {
 	}
 }
 
-// maxAnswerBytes is the documented maximum size of any answer of the API (docs/api.md,
-// "Limits").
+// maxAnswerBytes is the documented maximum size of an answer whose text is ASCII or
+// 2-byte characters (docs/api.md, "Limits").
 const maxAnswerBytes = 4 << 20
+
+// maxAnswerBytesAnyText is the documented maximum size of any answer, whatever its text
+// (docs/api.md, "Limits": a topic of 100 entries of 20,000 control characters, each
+// written \u00XX).
+const maxAnswerBytesAnyText = 16 << 20
 
 // maxGrowthBytes is how much resident memory a process may gain while it serves an
 // abusive load.
@@ -618,20 +623,22 @@ func rawJSON(t *testing.T, v any) apitest.Raw {
 	return apitest.Raw(b.String())
 }
 
-// boundedAnswer is an answer read up to maxAnswerBytes+1 bytes; the rest is counted and
-// dropped, so an oversized answer costs the test nothing but reports its size.
+// boundedAnswer is an answer read up to its limit and one byte more; the rest is counted
+// and dropped, so an oversized answer costs the test nothing but reports its size.
 type boundedAnswer struct {
 	status int
-	body   []byte // the first maxAnswerBytes+1 bytes
+	body   []byte // the first limit+1 bytes
 	size   int64  // every byte of the body
+	limit  int64  // the documented maximum that applies
 	took   time.Duration
 }
 
-// over says whether the answer is larger than the documented maximum.
-func (a boundedAnswer) over() bool { return a.size > maxAnswerBytes }
+// over says whether the answer is larger than its documented maximum.
+func (a boundedAnswer) over() bool { return a.size > a.limit }
 
-// getBounded GETs path through the gateway with key, reading the answer as boundedAnswer says.
-func getBounded(key, path string) (boundedAnswer, error) {
+// getBounded GETs path through the gateway with key, reading the answer as boundedAnswer
+// says with limit, the documented maximum that applies.
+func getBounded(key, path string, limit int64) (boundedAnswer, error) {
 	req, err := http.NewRequest("GET", sys.base+path, nil)
 	if err != nil {
 		return boundedAnswer{}, err
@@ -644,7 +651,7 @@ func getBounded(key, path string) (boundedAnswer, error) {
 		return boundedAnswer{}, fmt.Errorf("GET %s: %w", path, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return boundedAnswer{}, fmt.Errorf("GET %s: read the answer: %w", path, err)
 	}
@@ -652,7 +659,7 @@ func getBounded(key, path string) (boundedAnswer, error) {
 	if err != nil {
 		return boundedAnswer{}, fmt.Errorf("GET %s: read the answer past %d bytes: %w", path, len(body), err)
 	}
-	return boundedAnswer{status: resp.StatusCode, body: body, size: int64(len(body)) + rest, took: time.Since(began)}, nil
+	return boundedAnswer{status: resp.StatusCode, body: body, size: int64(len(body)) + rest, limit: limit, took: time.Since(began)}, nil
 }
 
 // pageOf decodes a list answer: its items and the cursor of the next page ("" at the end).
@@ -679,8 +686,8 @@ func pageOf(t *testing.T, path string, a boundedAnswer) (items []map[string]any,
 }
 
 // walkBounded follows a list's cursors from path (which has a query), each page within
-// the documented maximum, and returns every item; at most pages pages.
-func walkBounded(t *testing.T, key, path string, pages int) []map[string]any {
+// limit, and returns every item; at most pages pages.
+func walkBounded(t *testing.T, key, path string, limit int64, pages int) []map[string]any {
 	t.Helper()
 	var all []map[string]any
 	next := ""
@@ -689,12 +696,12 @@ func walkBounded(t *testing.T, key, path string, pages int) []map[string]any {
 		if next != "" {
 			p += "&cursor=" + url.QueryEscape(next)
 		}
-		a, err := getBounded(key, p)
+		a, err := getBounded(key, p, limit)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if a.over() {
-			t.Fatalf("GET %s (page %d): the answer is %d bytes, over the documented maximum of %d: every answer must be bounded", p, i+1, a.size, maxAnswerBytes)
+			t.Fatalf("GET %s (page %d): the answer is %d bytes, over the documented maximum of %d: every answer must be bounded", p, i+1, a.size, a.limit)
 		}
 		items, cursor := pageOf(t, p, a)
 		all = append(all, items...)
@@ -771,11 +778,24 @@ func (p *processes) stopOnCleanup() { p.t.Cleanup(func() { p.growth() }) }
 // maximum, paging reaches all 10 topics and every entry, and neither the gateway nor
 // the topics service grows by 100 MB (topics grew +1.4 GB: its chart limit is 512 Mi).
 func TestAbuseAmplifiedTopicListIsBounded(t *testing.T) {
+	amplifiedTopicList(t, "<", maxAnswerBytes)
+}
+
+// The same with the text JSON writes largest whatever the encoder: control characters,
+// 6 bytes each (\u0001), for which the documented maximum is 16 MiB.
+func TestAbuseAmplifiedTopicListOfControlCharactersIsBounded(t *testing.T) {
+	amplifiedTopicList(t, "\x01", maxAnswerBytesAnyText)
+}
+
+// amplifiedTopicList writes 10 topics of 100 entries of 20,000 times char and reads them
+// back as TestAbuseAmplifiedTopicListIsBounded says, each answer within limit.
+func amplifiedTopicList(t *testing.T, char string, limit int64) {
+	t.Helper()
 	local(t)
 	key := unlimitedKey(t)
 	c := api(t, key)
 	const topics, entries = 10, 100
-	content := strings.Repeat("<", 20000) // the largest entry the contract allows
+	content := strings.Repeat(char, 20000) // the largest entry the contract allows
 	var ids []string
 	for i := range topics {
 		ids = append(ids, must(t, c.Do("POST", "/v0/topics", map[string]any{"title": fmt.Sprintf("amplified %d", i), "sortOrder": i}), 201)["topicId"].(string))
@@ -811,18 +831,18 @@ func TestAbuseAmplifiedTopicListIsBounded(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	t.Logf("wrote %d entries of %d '<' in %s", topics*entries, len(content), time.Since(began).Round(time.Millisecond))
+	t.Logf("wrote %d entries of %d %q in %s", topics*entries, len(content), char, time.Since(began).Round(time.Millisecond))
 
 	procs := watchProcesses(t, "gateway", "topics")
 	procs.stopOnCleanup()
-	for _, a := range readFourBounded(t, key, "/v0/topics?limit=100", procs) {
+	for _, a := range readFourBounded(t, key, "/v0/topics?limit=100", limit, procs) {
 		pageOf(t, "/v0/topics?limit=100", a)
 	}
-	procs.check("four reads of 10 topics x 100 entries of 20,000 '<' at once")
+	procs.check(fmt.Sprintf("four reads of 10 topics x 100 entries of 20,000 %q at once", char))
 
 	// A client pages through everything: every topic, and every entry of a topic.
 	seen := map[string]bool{}
-	for _, it := range walkBounded(t, key, "/v0/topics?limit=100", 2*topics) {
+	for _, it := range walkBounded(t, key, "/v0/topics?limit=100", limit, 2*topics) {
 		seen[it["topicId"].(string)] = true
 	}
 	for _, id := range ids {
@@ -830,7 +850,7 @@ func TestAbuseAmplifiedTopicListIsBounded(t *testing.T) {
 			t.Fatalf("paging through GET /v0/topics?limit=100 reached %d of the %d topics: %s is missing", len(seen), topics, id)
 		}
 	}
-	got := walkBounded(t, key, "/v0/topics/"+ids[0]+"/entries?limit=100", 2*entries)
+	got := walkBounded(t, key, "/v0/topics/"+ids[0]+"/entries?limit=100", limit, 2*entries)
 	if len(got) != entries {
 		t.Fatalf("paging through a topic's entries returned %d of its %d entries", len(got), entries)
 	}
@@ -845,15 +865,15 @@ func TestAbuseAmplifiedTopicListIsBounded(t *testing.T) {
 // maximum. One read goes first: on a build whose answer is unbounded, four at once would
 // grow the machine by gigabytes to prove what one shows; that one fails the test with
 // its size and what the watched processes grew by.
-func readFourBounded(t *testing.T, key, path string, procs *processes) []boundedAnswer {
+func readFourBounded(t *testing.T, key, path string, limit int64, procs *processes) []boundedAnswer {
 	t.Helper()
-	first, err := getBounded(key, path)
+	first, err := getBounded(key, path, limit)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if first.over() {
 		t.Fatalf("GET %s answered %d bytes in %s, over the documented maximum of %d (grew at the peak: %v bytes): every answer must be bounded",
-			path, first.size, first.took.Round(time.Millisecond), maxAnswerBytes, procs.growth())
+			path, first.size, first.took.Round(time.Millisecond), first.limit, procs.growth())
 	}
 	answers := make([]boundedAnswer, 4)
 	errs := make(chan error, len(answers))
@@ -862,7 +882,7 @@ func readFourBounded(t *testing.T, key, path string, procs *processes) []bounded
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a, err := getBounded(key, path)
+			a, err := getBounded(key, path, limit)
 			if err != nil {
 				errs <- err
 			}
@@ -877,7 +897,7 @@ func readFourBounded(t *testing.T, key, path string, procs *processes) []bounded
 	for i, a := range answers {
 		t.Logf("GET %s, %d of 4 at once: %d, %d bytes in %s", path, i+1, a.status, a.size, a.took.Round(time.Millisecond))
 		if a.over() {
-			t.Fatalf("GET %s, one of four at once: %d bytes, over the documented maximum of %d: every answer must be bounded", path, a.size, maxAnswerBytes)
+			t.Fatalf("GET %s, one of four at once: %d bytes, over the documented maximum of %d: every answer must be bounded", path, a.size, a.limit)
 		}
 	}
 	return answers
@@ -923,7 +943,7 @@ func TestAbuseAmplifiedAudienceMessagesAreBounded(t *testing.T) {
 
 	procs := watchProcesses(t, "gateway", "pages")
 	procs.stopOnCleanup()
-	for _, a := range readFourBounded(t, key, path, procs) {
+	for _, a := range readFourBounded(t, key, path, maxAnswerBytes, procs) {
 		var m struct {
 			Messages        []any `json:"messages"`
 			MessagesOmitted *int  `json:"messagesOmitted"`
@@ -1245,12 +1265,12 @@ func TestAbuseAmplifiedDeliveryAttemptsAreBounded(t *testing.T) {
 	var listed int
 	var size int64
 	testwait.For(t, 10*time.Second, "the last attempt to be recorded", func() (bool, string) {
-		a, err := getBounded(key, one)
+		a, err := getBounded(key, one, maxAnswerBytes)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if a.over() {
-			t.Fatalf("GET %s: %d bytes, over the documented maximum of %d: every answer must be bounded", one, a.size, maxAnswerBytes)
+			t.Fatalf("GET %s: %d bytes, over the documented maximum of %d: every answer must be bounded", one, a.size, a.limit)
 		}
 		var d struct {
 			Status   string `json:"status"`
@@ -1263,7 +1283,7 @@ func TestAbuseAmplifiedDeliveryAttemptsAreBounded(t *testing.T) {
 		t.Logf("GET %s: %d bytes, %d attempts listed", one, a.size, listed)
 		return d.Status == "succeeded", d.Status
 	})
-	if items := walkBounded(t, key, list+"?limit=100", 10); len(items) != 1 {
+	if items := walkBounded(t, key, list+"?limit=100", maxAnswerBytes, 10); len(items) != 1 {
 		t.Fatalf("paging through the subscription's deliveries returned %d of its 1", len(items))
 	}
 	if refusedAt == 0 && listed >= accepted+1 {
