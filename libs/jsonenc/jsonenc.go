@@ -9,8 +9,20 @@ import (
 	"fmt"
 )
 
+// Encoded is a value that carries its own encoding, made as Marshal would make it (a list
+// page, encoded while its items were measured against the page's byte budget).
+type Encoded interface {
+	// EncodedJSON returns the encoding, or nil when the value has none.
+	EncodedJSON() []byte
+}
+
 // Marshal returns the JSON encoding of v as the API writes it.
 func Marshal(v any) ([]byte, error) {
+	if e, ok := v.(Encoded); ok {
+		if b := e.EncodedJSON(); b != nil {
+			return b, nil
+		}
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -18,23 +30,4 @@ func Marshal(v any) ([]byte, error) {
 		return nil, fmt.Errorf("jsonenc: %w", err)
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
-// Size returns how many bytes Marshal would write for v, without keeping them.
-func Size(v any) (int, error) {
-	var n counter
-	enc := json.NewEncoder(&n)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return 0, fmt.Errorf("jsonenc: %w", err)
-	}
-	return int(n) - 1, nil // Encode ends with a newline
-}
-
-// counter is a writer that only counts.
-type counter int
-
-func (c *counter) Write(p []byte) (int, error) {
-	*c += counter(len(p))
-	return len(p), nil
 }

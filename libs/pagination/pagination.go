@@ -3,6 +3,7 @@
 package pagination
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -12,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/customerapi/platform/libs/jsonenc"
 	"github.com/customerapi/platform/libs/request"
 )
 
@@ -32,7 +32,12 @@ type Page[T any] struct {
 	TotalCount *int64  `json:"totalCount"`
 	HasMore    bool    `json:"hasMore"`
 	NextCursor *string `json:"nextCursor"`
+	// encoded is the page as jsonenc.Marshal writes it, made by Build (nil otherwise).
+	encoded []byte
 }
+
+// EncodedJSON is the page's JSON made by Build, for jsonenc.Marshal, or nil.
+func (p Page[T]) EncodedJSON() []byte { return p.encoded }
 
 // Codec signs and verifies cursors with a server-side secret.
 type Codec struct {
@@ -171,34 +176,87 @@ func (c *Codec) decode(cursor, scope string) ([]string, error) {
 // Build makes the envelope from rows fetched with LIMIT Limit+1: it keeps at most Limit
 // items, and no more than fit in MaxPageBytes (at least one); when a further row exists
 // or the budget cut the page, it sets hasMore and the cursor after the last item kept.
-// keys gives the keyset values of an item.
+// keys gives the keyset values of an item. The items are encoded once, to measure them,
+// and the page keeps that encoding for jsonenc.Marshal (EncodedJSON), so an answer costs
+// one encoding as before the budget.
 func Build[T any](c *Codec, p Params, rows []T, total *int64, keys func(T) []string) Page[T] {
 	page := Page[T]{Items: rows, TotalCount: total}
 	if page.Items == nil {
 		page.Items = []T{}
 	}
-	n := fitting(rows[:min(len(rows), p.Limit)])
+	var buf bytes.Buffer
+	buf.WriteString(`{"items":[`)
+	n, ok := encodeFitting(&buf, rows[:min(len(rows), p.Limit)])
 	if n < len(rows) {
 		page.Items = rows[:n]
 		page.HasMore = true
 		cur := c.Encode(p.scope, keys(page.Items[n-1]))
 		page.NextCursor = &cur
 	}
+	if ok {
+		page.encoded = finish(&buf, page.TotalCount, page.HasMore, page.NextCursor)
+	}
 	return page
 }
 
-// fitting returns how many of the first rows fit in MaxPageBytes as JSON (at least one).
-// An item the encoder refuses counts nothing here: encoding the page reports it.
-func fitting[T any](rows []T) int {
-	used := 0
+// encodeFitting writes the first rows that fit in MaxPageBytes (at least one) to buf as
+// the elements of a JSON array, and returns how many it wrote; ok is false when the
+// encoder refused one (then encoding the page itself reports the error). The rows are
+// encoded as one slice first, which costs no more than the answer's own encoding did
+// before the budget; only a page over the budget is encoded again item by item.
+func encodeFitting[T any](buf *bytes.Buffer, rows []T) (n int, ok bool) {
+	if len(rows) == 0 {
+		return 0, true
+	}
+	start := buf.Len()
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false) // as jsonenc.Marshal writes answers
+	if err := enc.Encode(rows); err != nil {
+		return len(rows), false
+	}
+	// "[…]\n": within the budget, keep the elements without the brackets.
+	if size := buf.Len() - start - 3; size <= MaxPageBytes {
+		b := buf.Bytes()
+		copy(b[start:], b[start+1:buf.Len()-2])
+		buf.Truncate(buf.Len() - 3)
+		return len(rows), true
+	}
+	buf.Truncate(start)
 	for i, r := range rows {
-		size, _ := jsonenc.Size(r)
-		used += size + 1 // and its comma
-		if i > 0 && used > MaxPageBytes {
-			return i
+		mark := buf.Len()
+		if err := enc.Encode(r); err != nil {
+			return len(rows), false
+		}
+		buf.Bytes()[buf.Len()-1] = ',' // Encode ends with a newline
+		if i > 0 && buf.Len()-start > MaxPageBytes {
+			buf.Truncate(mark)
+			return i, true
 		}
 	}
-	return len(rows)
+	return len(rows), true
+}
+
+// finish closes the items of buf and writes the rest of the envelope, in Page's field
+// order.
+func finish(buf *bytes.Buffer, total *int64, hasMore bool, next *string) []byte {
+	if b := buf.Bytes(); b[len(b)-1] == ',' { // the items written one by one
+		buf.Truncate(buf.Len() - 1)
+	}
+	buf.WriteString(`],"totalCount":`)
+	if total == nil {
+		buf.WriteString("null")
+	} else {
+		buf.WriteString(strconv.FormatInt(*total, 10))
+	}
+	buf.WriteString(`,"hasMore":` + strconv.FormatBool(hasMore) + `,"nextCursor":`)
+	if next == nil {
+		buf.WriteString("null")
+	} else {
+		q, _ := json.Marshal(*next) // a cursor is base64url: nothing to escape
+		buf.Write(q)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes()
 }
 
 // Count is a helper returning a pointer to n, for Page.TotalCount.

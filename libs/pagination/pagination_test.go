@@ -1,6 +1,7 @@
 package pagination
 
 import (
+	"bytes"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/customerapi/platform/libs/apierror"
+	"github.com/customerapi/platform/libs/jsonenc"
 	"github.com/customerapi/platform/libs/request"
 )
 
@@ -184,5 +186,33 @@ func TestBuildStopsAtTheByteBudget(t *testing.T) {
 	small := Build(c, Params{Limit: 2, scope: "s"}, []string{"a", "b"}, Count(2), key)
 	if len(small.Items) != 2 || small.HasMore {
 		t.Fatalf("a page within its budget and limit must hold every row and no cursor; got %+v", small)
+	}
+}
+
+// The encoding a page keeps from Build is the page's own JSON, as an answer writes it
+// (jsonenc: no HTML escaping): the items kept, the count, hasMore and the cursor.
+func TestBuildKeepsThePagesOwnEncoding(t *testing.T) {
+	c := codec(t, "0123456789abcdef")
+	key := func(s string) []string { return []string{s[:1]} }
+	big := "b" + strings.Repeat("<", 600<<10)
+	for name, page := range map[string]Page[string]{
+		"cut by the limit":  Build(c, Params{Limit: 2, scope: "s"}, []string{"a<&>", "b\u2028", "c"}, Count(3), key),
+		"cut by the budget": Build(c, Params{Limit: 100, scope: "s"}, []string{big, big, big}, nil, key),
+		"last":              Build(c, Params{Limit: 2, scope: "s"}, []string{"c"}, Count(3), key),
+		"empty":             Build[string](c, Params{Limit: 2, scope: "s"}, nil, Count(0), key),
+	} {
+		got := page.EncodedJSON()
+		page.encoded = nil
+		want, err := jsonenc.Marshal(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: the kept encoding differs from the page's JSON:\n got %.200s\nwant %.200s", name, got, want)
+		}
+	}
+	unencodable := Build(c, Params{Limit: 2, scope: "s"}, []any{func() {}}, nil, func(any) []string { return []string{"x"} })
+	if unencodable.EncodedJSON() != nil {
+		t.Fatal("a page whose item cannot be encoded must keep no encoding, so that encoding it reports the error")
 	}
 }
