@@ -8,7 +8,7 @@ BIN       := $(CURDIR)/bin
 MODULES   := $(shell $(GO) list -m -f '{{.Dir}}')
 PKGS      := $(shell $(GO) list -m -f '{{.Path}}/...')
 SERVICES  := $(notdir $(wildcard services/*))
-TEST_FLAGS ?= -count=1 -timeout 12m
+TEST_FLAGS ?= -count=1 -timeout 25m
 
 .PHONY: help
 help: ## Show this help

@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/customerapi/platform/libs/events/kafkatest"
@@ -517,6 +518,38 @@ func (s *Stack) KillPostgres() error {
 		return errors.New("devstack: the database server is external")
 	}
 	s.cluster.Kill()
+	return nil
+}
+
+// RefuseConnections makes the named database (a service's: "pages", "webhooks", …) refuse
+// new connections and ends the ones it has, as a failover or an operator's
+// `ALTER DATABASE … ALLOW_CONNECTIONS false` does; AllowConnections ends that outage.
+func (s *Stack) RefuseConnections(ctx context.Context, database string) error {
+	return s.allowConnections(ctx, database, false)
+}
+
+// AllowConnections lets the named database take connections again.
+func (s *Stack) AllowConnections(ctx context.Context, database string) error {
+	return s.allowConnections(ctx, database, true)
+}
+
+func (s *Stack) allowConnections(ctx context.Context, database string, allow bool) error {
+	conn, err := pgx.Connect(ctx, s.dbAdminURL)
+	if err != nil {
+		return fmt.Errorf("devstack: connect as admin: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, fmt.Sprintf("ALTER DATABASE %s WITH ALLOW_CONNECTIONS %t",
+		pgx.Identifier{database}.Sanitize(), allow)); err != nil {
+		return fmt.Errorf("devstack: allow connections to %s: %w", database, err)
+	}
+	if allow {
+		return nil
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1",
+		database); err != nil {
+		return fmt.Errorf("devstack: end the connections to %s: %w", database, err)
+	}
 	return nil
 }
 
