@@ -622,10 +622,13 @@ type AudienceMessages struct {
 		UpdatedAt Timestamp `json:"updatedAt"`
 	} `json:"conversation"`
 
-	// Messages Every message, oldest first.
+	// Messages The newest messages whose text fits in 1 MiB (at least one), oldest first; every message when messagesOmitted is 0.
 	Messages []AudienceMessage `json:"messages"`
 
-	// PendingChanges Changes no version has applied yet, oldest first.
+	// MessagesOmitted How many older messages the answer leaves out (an audience holds at most 100).
+	MessagesOmitted *int `json:"messagesOmitted,omitempty"`
+
+	// PendingChanges Changes of the messages held that no version has applied yet, oldest first.
 	PendingChanges []AudienceChange `json:"pendingChanges"`
 }
 
@@ -1791,8 +1794,11 @@ type ValidationDetail_Issues_Path_Item struct {
 
 // WebhookDelivery defines model for WebhookDelivery.
 type WebhookDelivery struct {
-	// Attempts Every attempt, oldest first.
+	// Attempts The latest attempts (at most 20), oldest first.
 	Attempts []WebhookDeliveryAttempt `json:"attempts"`
+
+	// AttemptsCount Every attempt made, listed or not: more than the attempts listed when the earlier ones were left out. A delivery with 50 attempts takes no manual retry.
+	AttemptsCount int `json:"attemptsCount"`
 
 	// CreatedAt UTC RFC 3339 with millisecond precision and a trailing Z.
 	CreatedAt Timestamp `json:"createdAt"`

@@ -370,13 +370,13 @@ export interface paths {
         };
         /**
          * Get the audience's editing conversation, its context and pending changes
-         * @description The audience's editing conversation: `conversation` (null until the first message), `messages` oldest first, `context` (the current values the changes apply to; `""` when unset) and `pendingChanges` (changes no version has applied yet, oldest first).
+         * @description The audience's editing conversation: `conversation` (null until the first message), `messages` oldest first, `context` (the current values the changes apply to; `""` when unset) and `pendingChanges` (changes no version has applied yet, oldest first). The answer is bounded: `messages` holds the newest messages whose text (content and the values of their changes) fits in 1 MiB (at least one), `messagesOmitted` counts the older ones left out, and `pendingChanges` lists the pending changes of the messages held.
          */
         get: operations["getAudienceMessages"];
         put?: never;
         /**
          * Add a message whose changes stay pending until the next version applies them
-         * @description Adds a message (201) with up to 20 proposed `changes` to fields of `context`. Each change is returned with its `changeId` and `previousValue` and stays in `pendingChanges` until the next version's processing applies it. An archived audience is a 409.
+         * @description Adds a message (201) with up to 20 proposed `changes` to fields of `context`. Each change is returned with its `changeId` and `previousValue` and stays in `pendingChanges` until the next version's processing applies it. An archived audience is a 409, and so is an audience that already holds 100 messages (its maximum).
          */
         post: operations["addAudienceMessage"];
         delete?: never;
@@ -961,8 +961,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List a subscription's deliveries, newest first, each with its attempts
-         * @description The subscription's deliveries, newest first, each with every attempt (oldest first), optionally only those in one `status`. Deliveries are kept 30 days after they end.
+         * List a subscription's deliveries, newest first, each with its latest attempts
+         * @description The subscription's deliveries, newest first, each with its latest 20 attempts (oldest first) and `attemptsCount`, optionally only those in one `status`. Deliveries are kept 30 days after they end.
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
@@ -984,8 +984,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Get a delivery with its attempts
-         * @description One delivery with its attempts. A delivery under another subscription is a 404.
+         * Get a delivery with its latest attempts
+         * @description One delivery with its latest 20 attempts and `attemptsCount`. A delivery under another subscription is a 404.
          */
         get: operations["getWebhookDelivery"];
         put?: never;
@@ -1011,8 +1011,9 @@ export interface paths {
         /**
          * Attempt a delivery again now, with a fresh retry schedule
          * @description Works in any state (a succeeded delivery is sent again). 409 when the subscription
-         *     is not active or an attempt of the delivery is in progress. The body is empty (`{}`
-         *     or none).
+         *     is not active, an attempt of the delivery is in progress, or the delivery has made 50
+         *     attempts (`attemptsCount`), after which it takes no manual retry. The body is empty
+         *     (`{}` or none).
          */
         post: operations["retryWebhookDelivery"];
         delete?: never;
@@ -2568,6 +2569,7 @@ export interface components {
          *         "currentMetaKeywords": "contoso, retail analytics",
          *         "pageContext": "Northwind sells analytics dashboards to retail chains."
          *       },
+         *       "messagesOmitted": 0,
          *       "pendingChanges": []
          *     }
          */
@@ -2580,8 +2582,10 @@ export interface components {
                 createdAt: components["schemas"]["Timestamp"];
                 updatedAt: components["schemas"]["Timestamp"];
             } | null;
-            /** @description Every message, oldest first. */
+            /** @description The newest messages whose text fits in 1 MiB (at least one), oldest first; every message when messagesOmitted is 0. */
             messages: components["schemas"]["AudienceMessage"][];
+            /** @description How many older messages the answer leaves out (an audience holds at most 100). */
+            messagesOmitted?: number;
             /** @description The current values the changes apply to ("" when unset). */
             context: {
                 audienceId: string;
@@ -2593,7 +2597,7 @@ export interface components {
                 currentMetaKeywords: string;
                 pageContext: string;
             };
-            /** @description Changes no version has applied yet, oldest first. */
+            /** @description Changes of the messages held that no version has applied yet, oldest first. */
             pendingChanges: components["schemas"]["AudienceChange"][];
         };
         /**
@@ -3666,7 +3670,8 @@ export interface components {
          *           "error": null,
          *           "responseSnippet": "{\"received\":true}"
          *         }
-         *       ]
+         *       ],
+         *       "attemptsCount": 2
          *     }
          */
         WebhookDelivery: {
@@ -3687,8 +3692,10 @@ export interface components {
              * @description When the next attempt is due; null unless pending.
              */
             nextAttemptAt: string | null;
-            /** @description Every attempt, oldest first. */
+            /** @description The latest attempts (at most 20), oldest first. */
             attempts: components["schemas"]["WebhookDeliveryAttempt"][];
+            /** @description Every attempt made, listed or not: more than the attempts listed when the earlier ones were left out. A delivery with 50 attempts takes no manual retry. */
+            attemptsCount: number;
         };
         /**
          * @example {
@@ -3716,7 +3723,8 @@ export interface components {
          *               "error": null,
          *               "responseSnippet": "{\"received\":true}"
          *             }
-         *           ]
+         *           ],
+         *           "attemptsCount": 2
          *         }
          *       ],
          *       "totalCount": 1,
@@ -7545,7 +7553,8 @@ export interface operations {
                      *       "status": "pending",
                      *       "createdAt": "2026-03-05T16:32:10.221Z",
                      *       "nextAttemptAt": "2026-03-05T16:32:10.221Z",
-                     *       "attempts": []
+                     *       "attempts": [],
+                     *       "attemptsCount": 0
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookDelivery"];
