@@ -59,11 +59,11 @@ func TestCredentialsInPathsAreRedactedInLogsAndSpans(t *testing.T) {
 			}
 			path := ""
 			for _, a := range spans[0].Attributes() {
-				if strings.Contains(a.Value.Emit(), secretToken[20:]) {
-					t.Fatalf("span attribute %s holds a download token (a bearer credential): %s", a.Key, a.Value.Emit())
+				if strings.Contains(a.Value.String(), secretToken[20:]) {
+					t.Fatalf("span attribute %s holds a download token (a bearer credential): %s", a.Key, a.Value.String())
 				}
 				if a.Key == "url.path" {
-					path = a.Value.Emit()
+					path = a.Value.String()
 				}
 			}
 			if !strings.HasSuffix(path, "/"+want) {
