@@ -71,7 +71,7 @@ func TestRotation(t *testing.T) {
 func TestParseRefusesBadKeyRings(t *testing.T) {
 	for spec, want := range map[string]string{
 		"":              "no key",
-		" , ":           "no key",
+		" , ":           "no key", //nolint:gocritic // a setting of only a comma and spaces holds no key
 		key(1):          "want <key ID>:<base64 key>",
 		"k1:not*base64": "not base64",
 		"k1:" + base64.StdEncoding.EncodeToString([]byte("short")): "5 bytes, want 32",
