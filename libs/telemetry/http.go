@@ -42,6 +42,7 @@ var _ propagation.TextMapCarrier = HeaderCarrier{}
 //
 // nolint: contextcheck // c.UserContext() is the request's own context, not a new one.
 func Middleware(tracer trace.Tracer, m *HTTPMetrics, log *slog.Logger, render apierror.Renderer) fiber.Handler {
+	var credentials routeCredentials
 	return func(c *fiber.Ctx) error {
 		start := time.Now()
 		m.inflight.Inc()
@@ -81,9 +82,9 @@ func Middleware(tracer trace.Tracer, m *HTTPMetrics, log *slog.Logger, render ap
 		}
 		// A credential in the path (a signed download's token) is redacted where the
 		// route names its segment as one: the path is for correlating, not for replaying.
-		path := RedactPath(c.Path(), route)
+		path := credentials.redact(c.Path(), route)
 		if r := c.Route().Path; path == c.Path() && r != route {
-			path = RedactPath(path, r) // RouteName's template may not name the parameter
+			path = credentials.redact(path, r) // RouteName's template may not name the parameter
 		}
 		if recording { // a span that records nothing needs no name or attributes built
 			span.SetName(method + " " + route)

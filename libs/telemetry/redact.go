@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+	"sync"
 )
 
 // credentialParams are the words that make a route parameter a credential (a signed
@@ -85,4 +86,21 @@ func paramName(seg string) (string, bool) {
 		return seg[1 : len(seg)-1], true
 	}
 	return "", false
+}
+
+// routeCredentials remembers, per route pattern, whether the route names a credential
+// segment, so that a request pays one lookup, not a walk of its route: the patterns are
+// the router's (and "unmatched"), a bounded set.
+type routeCredentials struct{ names sync.Map } // route → bool
+
+// redact is RedactPath, with the route's verdict remembered.
+func (rc *routeCredentials) redact(path, route string) string {
+	v, ok := rc.names.Load(route)
+	if !ok {
+		v, _ = rc.names.LoadOrStore(strings.Clone(route), namesCredential(route))
+	}
+	if !v.(bool) {
+		return path
+	}
+	return RedactPath(path, route)
 }
