@@ -5,15 +5,14 @@ import (
 	"io"
 	"net"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
-	"github.com/customerapi/platform/gateway/internal/inflight"
 	"github.com/customerapi/platform/gateway/internal/observe"
 	"github.com/customerapi/platform/libs/apierror"
+	"github.com/customerapi/platform/libs/inflight"
 	"github.com/customerapi/platform/libs/requestid"
 )
 
@@ -49,12 +48,16 @@ type Downloads struct {
 
 // NewDownloads returns the counters for l.
 func NewDownloads(l DownloadLimits) *Downloads {
-	return &Downloads{perToken: inflight.New(l.PerToken), perClient: inflight.New(l.PerClient)}
+	return &Downloads{perToken: inflight.New(l.PerToken, 0), perClient: inflight.New(l.PerClient, 0)}
 }
 
 // Held reports how many links and client addresses have downloads in flight: the entries
 // the counters hold, which return to zero when every download has ended.
-func (d *Downloads) Held() (links, clients int) { return d.perToken.Keys(), d.perClient.Keys() }
+func (d *Downloads) Held() (links, clients int) {
+	_, links = d.perToken.Held()
+	_, clients = d.perClient.Held()
+	return links, clients
+}
 
 // admit takes a slot for the link and one for the client, or answers 429. The release
 // function gives both back, once, however often it is called. Nil Downloads count nothing.
@@ -66,24 +69,20 @@ func (d *Downloads) admit(token string, ip net.IP) (release func(), err error) {
 	// connection reuses; the key must outlive it.
 	token = strings.Clone(token)
 	client := clientKey(ip)
-	if !d.perClient.Acquire(client) {
+	releaseClient, err := d.perClient.Acquire(client)
+	if err != nil {
 		d.Refusals.Inc(observe.DownloadsPerClient)
 		return nil, tooManyDownloads(fmt.Sprintf("too many downloads from your address at once (at most %d); retry after %s s",
-			d.perClient.Max(), downloadRetryAfter))
+			d.perClient.PerKey(), downloadRetryAfter))
 	}
-	if !d.perToken.Acquire(token) {
-		d.perClient.Release(client)
+	releaseToken, err := d.perToken.Acquire(token)
+	if err != nil {
+		releaseClient()
 		d.Refusals.Inc(observe.DownloadsPerLink)
 		return nil, tooManyDownloads(fmt.Sprintf("too many downloads of this link at once (at most %d); retry after %s s",
-			d.perToken.Max(), downloadRetryAfter))
+			d.perToken.PerKey(), downloadRetryAfter))
 	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			d.perToken.Release(token)
-			d.perClient.Release(client)
-		})
-	}, nil
+	return func() { releaseToken(); releaseClient() }, nil
 }
 
 func tooManyDownloads(detail string) *apierror.Error {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/customerapi/platform/libs/apierror"
 	"github.com/customerapi/platform/libs/config"
+	"github.com/customerapi/platform/libs/inflight"
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/libs/service"
 	"github.com/customerapi/platform/services/assets/internal/adapters"
@@ -17,7 +18,6 @@ import (
 	"github.com/customerapi/platform/services/assets/internal/ports"
 	"github.com/customerapi/platform/services/assets/internal/preview"
 	"github.com/customerapi/platform/services/assets/internal/signing"
-	"github.com/customerapi/platform/services/assets/internal/slots"
 	"github.com/customerapi/platform/services/assets/internal/storage"
 	"github.com/customerapi/platform/services/assets/migrations"
 )
@@ -200,7 +200,7 @@ func Setup(rt *service.Runtime, env *config.Env) error {
 	srv.DisablePreParseMultipartForm = true
 	srv.MaxRequestBodySize = apierror.MaxBodyBytes // prefetched before a handler runs; the rest streams
 	h := &ports.Handlers{App: svc, Document: rt.Document, Cursors: rt.Cursors, Log: rt.Log, TransferTimeout: s.TransferTimeout,
-		Uploads: slots.New(s.UploadsPerTenant, s.UploadsPerProcess)}
+		Uploads: inflight.New(s.UploadsPerTenant, s.UploadsPerProcess)}
 	h.Register(rt.API, rt.Server.App, rt.GatewayOnly)
 	rt.Go(func(ctx context.Context) error { return svc.RunJanitor(ctx, s.JanitorInterval, s.TrashRetention) })
 	return nil

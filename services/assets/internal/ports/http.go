@@ -11,13 +11,13 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/customerapi/platform/libs/apierror"
+	"github.com/customerapi/platform/libs/inflight"
 	"github.com/customerapi/platform/libs/pagination"
 	"github.com/customerapi/platform/libs/request"
 	"github.com/customerapi/platform/libs/tenant"
 	"github.com/customerapi/platform/services/assets/internal/app"
 	"github.com/customerapi/platform/services/assets/internal/domain"
 	"github.com/customerapi/platform/services/assets/internal/signing"
-	"github.com/customerapi/platform/services/assets/internal/slots"
 )
 
 // Handlers serve the assets routes. The OpenAPI document judged every request before it
@@ -31,7 +31,7 @@ type Handlers struct {
 	// TransferTimeout bounds reading one upload and writing one download.
 	TransferTimeout time.Duration
 	// Uploads caps the uploads in flight per tenant and in the process (nil: no cap).
-	Uploads *slots.Limiter
+	Uploads *inflight.Limiter
 }
 
 // FilesRoute is the service's path of signed downloads (the gateway maps the public

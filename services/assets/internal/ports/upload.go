@@ -16,11 +16,11 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/customerapi/platform/libs/apierror"
+	"github.com/customerapi/platform/libs/inflight"
 	"github.com/customerapi/platform/libs/request"
 	"github.com/customerapi/platform/libs/tenant"
 	"github.com/customerapi/platform/services/assets/internal/app"
 	"github.com/customerapi/platform/services/assets/internal/domain"
-	"github.com/customerapi/platform/services/assets/internal/slots"
 )
 
 // Limits of a multipart upload besides the file itself: of its transport, not of the
@@ -233,8 +233,8 @@ func (h *Handlers) admit(c *fiber.Ctx) (release func(), refusal error) {
 	if err == nil {
 		return release, nil
 	}
-	detail := fmt.Sprintf("too many uploads of your tenant at once (at most %d); retry after %s s", h.Uploads.PerTenant(), uploadRetryAfter)
-	if errors.Is(err, slots.ErrProcessFull) {
+	detail := fmt.Sprintf("too many uploads of your tenant at once (at most %d); retry after %s s", h.Uploads.PerKey(), uploadRetryAfter)
+	if errors.Is(err, inflight.ErrTotalFull) {
 		detail = "too many uploads in progress; retry after " + uploadRetryAfter + " s"
 	}
 	c.Context().SetConnectionClose()
