@@ -17,6 +17,7 @@ import (
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/events/kafkatest"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
+	"github.com/customerapi/platform/libs/telemetry/metrictest"
 )
 
 // refuseConnections makes pool's database refuse new connections and ends the ones it
@@ -74,7 +75,7 @@ func TestADatabaseOutageIsWaitedOutNotCountedAgainstTheEvent(t *testing.T) {
 	for time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
-	if v := waiting(t, reg); v != 1 {
+	if v := metrictest.Sum(t, reg, "consumer_dependency_waiting", map[string]string{"consumer": "c"}); v != 1 {
 		t.Errorf("consumer_dependency_waiting = %v during the outage, want 1", v)
 	}
 	allow()
@@ -86,7 +87,7 @@ func TestADatabaseOutageIsWaitedOutNotCountedAgainstTheEvent(t *testing.T) {
 	if n := count(t, pool, "SELECT count(DISTINCT event_id) FROM seen"); n != 4 {
 		t.Fatalf("%d distinct events handled, want 4", n)
 	}
-	if v := waiting(t, reg); v != 0 {
+	if v := metrictest.Sum(t, reg, "consumer_dependency_waiting", map[string]string{"consumer": "c"}); v != 0 {
 		t.Errorf("consumer_dependency_waiting = %v after the outage, want 0", v)
 	}
 }
@@ -126,26 +127,4 @@ func TestAnEventIsNotPassedUntilItsDeadLetterIsRecorded(t *testing.T) {
 	}
 	waitCount(t, pool, 1, "SELECT count(*) FROM inbox_dead_letters WHERE event_id = $1", bad.ID)
 	waitCount(t, pool, 1, "SELECT count(*) FROM seen WHERE event_id = $1", good.ID)
-}
-
-// waiting reads consumer_dependency_waiting of consumer "c" from reg (-1 when absent).
-func waiting(t *testing.T, reg *prometheus.Registry) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "consumer_dependency_waiting" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "consumer" && l.GetValue() == "c" {
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	return -1
 }

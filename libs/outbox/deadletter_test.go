@@ -20,6 +20,7 @@ import (
 	"github.com/customerapi/platform/libs/events/kafkatest"
 	"github.com/customerapi/platform/libs/outbox"
 	"github.com/customerapi/platform/libs/postgres"
+	"github.com/customerapi/platform/libs/telemetry/metrictest"
 	"github.com/customerapi/platform/libs/testwait"
 )
 
@@ -89,33 +90,6 @@ func payloads(evts []events.Envelope) string {
 	return fmt.Sprint(out)
 }
 
-// metric returns the value of a counter or gauge on reg (0 when absent).
-func metric(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if labels[l.GetName()] != l.GetValue() {
-					continue next
-				}
-			}
-			if m.GetCounter() != nil {
-				return m.GetCounter().GetValue()
-			}
-			return m.GetGauge().GetValue()
-		}
-	}
-	return 0
-}
-
 // A row the broker refuses (over its message.max.bytes, though under the producer's
 // limit, as when the limits differ in production) must not hold up the rows after it: it
 // moves to outbox_dead_letters, counted, and the others are published in order per key.
@@ -147,13 +121,13 @@ func TestRelayDeadLettersWhatTheBrokerRefuses(t *testing.T) {
 		!strings.Contains(string(value), big.ID) {
 		t.Fatalf("the dead letter must keep the row's message to replay it: %.100s, %v", value, err)
 	}
-	if n := metric(t, reg, "outbox_dead_letters_total", map[string]string{"topic": "things"}); n != 1 {
+	if n := metrictest.Sum(t, reg, "outbox_dead_letters_total", map[string]string{"topic": "things"}); n != 1 {
 		t.Fatalf("outbox_dead_letters_total{topic=things} = %v, want 1", n)
 	}
-	if n := metric(t, reg, "outbox_dead_letter_rows", nil); n != 1 {
+	if n := metrictest.Sum(t, reg, "outbox_dead_letter_rows", nil); n != 1 {
 		t.Fatalf("outbox_dead_letter_rows = %v, want 1", n)
 	}
-	if n := metric(t, reg, "outbox_published_total", nil); n != 4 {
+	if n := metrictest.Sum(t, reg, "outbox_published_total", nil); n != 4 {
 		t.Fatalf("outbox_published_total = %v, want 4", n)
 	}
 }

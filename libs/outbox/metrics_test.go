@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/customerapi/platform/libs/outbox"
+	"github.com/customerapi/platform/libs/telemetry/metrictest"
 	"github.com/customerapi/platform/libs/testwait"
 )
 
@@ -26,7 +27,7 @@ func TestOldestPendingAgeGrowsWhileKafkaIsDown(t *testing.T) {
 	// A gauge stuck at the age the rows had when the relay first read them stays near 0.
 	testwait.For(t, 10*time.Second, "outbox_oldest_pending_seconds to grow past 1.2 s with the rows' age while Kafka is down",
 		func() (bool, string) {
-			age := metric(t, reg, "outbox_oldest_pending_seconds", nil)
+			age := metrictest.Sum(t, reg, "outbox_oldest_pending_seconds", nil)
 			return age >= 1.2, fmt.Sprintf("%.2f s", age)
 		})
 	if n := histogramCount(t, reg, "outbox_relay_batch_duration_seconds"); n != 0 {
@@ -35,7 +36,7 @@ func TestOldestPendingAgeGrowsWhileKafkaIsDown(t *testing.T) {
 	rec.setFail(false)
 	rec.wait(t, 2)
 	testwait.For(t, 10*time.Second, "the age to return to 0 once the rows are published", func() (bool, string) {
-		n, age := pending(t, pool), metric(t, reg, "outbox_oldest_pending_seconds", nil)
+		n, age := pending(t, pool), metrictest.Sum(t, reg, "outbox_oldest_pending_seconds", nil)
 		return n == 0 && age == 0, fmt.Sprintf("%d rows, age %.2f s", n, age)
 	})
 	if n := histogramCount(t, reg, "outbox_relay_batch_duration_seconds"); n != 1 {

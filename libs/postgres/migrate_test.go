@@ -10,6 +10,7 @@ import (
 
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
+	"github.com/customerapi/platform/libs/telemetry/metrictest"
 )
 
 // A migration that needs a lock another session holds gives up each attempt after the
@@ -77,31 +78,13 @@ func TestMigrateGivesUpALockAfterTheLockTimeoutAndRetries(t *testing.T) {
 	if err := pool.QueryRow(ctx, "SELECT EXISTS (SELECT FROM information_schema.columns WHERE table_name = 't' AND column_name = 'extra')").Scan(&exists); err != nil || !exists {
 		t.Fatalf("column extra missing after the migration (%v)", err)
 	}
-	if n := lockTimeoutsOf(t, reg); n < 1 {
+	if n := metrictest.Sum(t, reg, "migration_lock_timeouts_total", nil); n < 1 {
 		t.Errorf("migration_lock_timeouts_total = %v after waiting out a held lock; want the attempts given up counted", n)
 	}
 	var lt string
 	if err := pool.QueryRow(ctx, "SHOW lock_timeout").Scan(&lt); err != nil || lt != "0" {
 		t.Errorf("a pooled session kept lock_timeout %q after the migration (%v); it must be reset", lt, err)
 	}
-}
-
-// lockTimeoutsOf sums the migration_lock_timeouts_total series of reg.
-func lockTimeoutsOf(t *testing.T, reg *prometheus.Registry) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, f := range families {
-		if f.GetName() == "migration_lock_timeouts_total" {
-			for _, m := range f.GetMetric() {
-				sum += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
 }
 
 // A no-transaction file builds its index CONCURRENTLY and, written with IF NOT EXISTS,
@@ -169,7 +152,7 @@ func TestMigrateConcurrentIndexWaitsOutOlderWriters(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if n := lockTimeoutsOf(t, reg); n != 0 {
+	if n := metrictest.Sum(t, reg, "migration_lock_timeouts_total", nil); n != 0 {
 		t.Errorf("the concurrent build gave up %v times on the lock timeout while an older writer ran; the rule: a concurrent index build waits without a lock timeout", n)
 	}
 	var lt string

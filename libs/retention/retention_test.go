@@ -14,6 +14,7 @@ import (
 
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 	"github.com/customerapi/platform/libs/retention"
+	"github.com/customerapi/platform/libs/telemetry/metrictest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -83,7 +84,7 @@ func TestPruneDeletesExpiredRowsInBoundedBatches(t *testing.T) {
 	if want := []int64{1000, 1000, 500}; !equal(log.rows, want) {
 		t.Errorf("rows per DELETE = %v, want %v; the rule: a backlog is deleted in statements of at most Batch rows", log.rows, want)
 	}
-	if got := pruned(t, reg); got != 2500 {
+	if got := metrictest.Sum(t, reg, "retention_pruned_rows_total", nil); got != 2500 {
 		t.Errorf("retention_pruned_rows_total = %v, want 2500", got)
 	}
 	if n, err := p.Prune(ctx); err != nil || n != 0 {
@@ -147,22 +148,4 @@ func equal(a, b []int64) bool {
 		}
 	}
 	return true
-}
-
-// pruned sums retention_pruned_rows_total in reg.
-func pruned(t *testing.T, reg *prometheus.Registry) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, f := range families {
-		if f.GetName() == "retention_pruned_rows_total" {
-			for _, m := range f.GetMetric() {
-				sum += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
 }
