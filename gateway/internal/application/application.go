@@ -98,6 +98,7 @@ func ConfigFromEnv(env *config.Env) (Config, error) {
 			MaxUploadBytes:  int64(env.Int("UPLOAD_MAX_BYTES", 50<<20)),
 			// Every answer but a download is buffered whole: bound it.
 			MaxResponseBytes: env.Int("UPSTREAM_MAX_RESPONSE_BYTES", proxy.DefaultMaxResponseBytes),
+			UploadsPerTenant: env.Int("UPLOAD_MAX_PER_TENANT", proxy.DefaultUploadsPerTenant),
 		},
 		Downloads: proxy.DownloadLimits{
 			PerToken:  env.Int("DOWNLOAD_MAX_PER_TOKEN", proxy.DefaultDownloadsPerToken),
@@ -143,6 +144,9 @@ func ConfigFromEnv(env *config.Env) (Config, error) {
 	}
 	if c.Downloads.PerClient < 0 {
 		env.Fail("DOWNLOAD_MAX_PER_CLIENT", "must be 0 (no cap) or positive")
+	}
+	if c.Proxy.UploadsPerTenant < 0 {
+		env.Fail("UPLOAD_MAX_PER_TENANT", "must be 0 (no cap) or positive")
 	}
 	if c.Proxy.MaxUploadBytes < 1 || c.Proxy.MaxUploadBytes > 1<<30 {
 		env.Fail("UPLOAD_MAX_BYTES", "must be from 1 to 1073741824")

@@ -266,6 +266,7 @@ const (
 	RateLimited                      // 429: the key's rate limit
 	DownloadsPerLink                 // 429: too many downloads of one signed link at once
 	DownloadsPerClient               // 429: too many downloads from one client address at once
+	UploadsPerTenant                 // 429: too many uploads of one tenant at once
 	numReasons
 )
 
@@ -279,6 +280,7 @@ var reasons = [numReasons]struct {
 	RateLimited:        {"429", "rate_limited"},
 	DownloadsPerLink:   {"429", "downloads_per_link"},
 	DownloadsPerClient: {"429", "downloads_per_client"},
+	UploadsPerTenant:   {"429", "uploads_per_tenant"},
 }
 
 // Refusals counts the requests the gateway refuses itself (gateway_refusals_total{code,

@@ -15,8 +15,10 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/customerapi/platform/gateway/internal/auth"
+	"github.com/customerapi/platform/gateway/internal/observe"
 	"github.com/customerapi/platform/libs/apierror"
 	"github.com/customerapi/platform/libs/bodylimit"
+	"github.com/customerapi/platform/libs/inflight"
 	"github.com/customerapi/platform/libs/internalauth"
 	"github.com/customerapi/platform/libs/requestid"
 	"github.com/customerapi/platform/libs/telemetry"
@@ -50,7 +52,21 @@ type Options struct {
 	// (DefaultMaxResponseBytes when 0); a larger one is a 503. Signed downloads stream
 	// and are not bounded by it.
 	MaxResponseBytes int
+	// UploadsPerTenant bounds the uploads of one tenant streaming through the gateway at
+	// once (0 or less: no cap); one more is a 429 before its body is read. A stalled
+	// upload holds a gateway connection and an upstream one for up to TransferTimeout,
+	// and the service's own cap cannot answer while the gateway still sends it the body.
+	UploadsPerTenant int
+	// Refusals, optional, counts the uploads refused by UploadsPerTenant.
+	Refusals *observe.Refusals
 }
+
+// DefaultUploadsPerTenant is the cap of a tenant's uploads in flight through one gateway
+// replica, the assets service's own default (ASSETS_UPLOADS_PER_TENANT).
+const DefaultUploadsPerTenant = 4
+
+// uploadRetryAfter is the Retry-After of an upload refused by the tenant's cap.
+const uploadRetryAfter = "5"
 
 // DefaultMaxUploadBytes is the upload limit when Options leave it unset (50 MiB).
 const DefaultMaxUploadBytes = 50 << 20
@@ -159,6 +175,9 @@ type Proxy struct {
 	// maxResponse is the answer limit, for the 503 that names it.
 	maxResponse int
 	signer      *internalauth.Signer
+	// uploads counts each tenant's uploads in flight.
+	uploads  *inflight.Limiter
+	refusals *observe.Refusals
 }
 
 // New returns a Proxy over the given upstreams (by service name). A route whose service
@@ -177,7 +196,8 @@ func New(upstreams map[string]*Upstream, o Options) *Proxy {
 		maxResponse = DefaultMaxResponseBytes
 	}
 	return &Proxy{table: newTable(Routes), upstreams: upstreams, timeout: o.Timeout, transfer: transfer,
-		maxUpload: maxUpload, maxResponse: maxResponse, signer: o.Signer}
+		maxUpload: maxUpload, maxResponse: maxResponse, signer: o.Signer,
+		uploads: inflight.New(o.UploadsPerTenant, 0), refusals: o.Refusals}
 }
 
 // hopHeaders are meaningful only for one connection and never forwarded.
@@ -199,10 +219,15 @@ func (p *Proxy) Handler() fiber.Handler {
 			return apierror.Unavailable("the " + service + " service is not available")
 		}
 		req := c.Request()
+		key := auth.Key(c)
 		client, timeout := up.client, p.timeout
 		var capped *bodylimit.Reader
 		if isUpload(c.Method(), c.Path()) {
-			var err error
+			release, err := p.uploads.Acquire(key.TenantIDs[0])
+			if err != nil {
+				return p.tooManyUploads(c)
+			}
+			defer release()
 			if capped, err = p.admitUpload(c); err != nil {
 				return err
 			}
@@ -210,7 +235,6 @@ func (p *Proxy) Handler() fiber.Handler {
 		} else if err := bodylimit.Buffer(c.Request()); err != nil {
 			return err
 		}
-		key := auth.Key(c)
 		prepare(c, req, up)
 		p.sign(c, req, key.TenantIDs[0], key.ID)
 		err := forward(c, client, timeout)
@@ -292,6 +316,17 @@ func forward(c *fiber.Ctx, client *fasthttp.HostClient, timeout time.Duration) e
 		requestid.Stamp(c, requestid.Ensure(c))
 	}
 	return nil
+}
+
+// tooManyUploads is the 429 of an upload past its tenant's cap, answered before any of
+// its body is read; the connection is closed after it rather than drained, so a
+// stalled upload costs nothing more.
+func (p *Proxy) tooManyUploads(c *fiber.Ctx) *apierror.Error {
+	p.refusals.Inc(observe.UploadsPerTenant)
+	c.Context().SetConnectionClose()
+	return apierror.New(fiber.StatusTooManyRequests, apierror.CodeRateLimited,
+		fmt.Sprintf("too many uploads of your tenant at once (at most %d); retry after %s s",
+			p.uploads.PerKey(), uploadRetryAfter)).WithHeader(fiber.HeaderRetryAfter, uploadRetryAfter)
 }
 
 func uploadTooBig(maxUpload int64) *apierror.Error {

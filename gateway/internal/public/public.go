@@ -54,7 +54,9 @@ func New(cfg Config) (*server.Server, *proxy.Downloads, error) {
 	srv := public.App.Server()
 	srv.StreamRequestBody = true
 	srv.DisablePreParseMultipartForm = true
-	px := proxy.New(cfg.Upstreams, cfg.Proxy)
+	popts := cfg.Proxy
+	popts.Refusals = refusals
+	px := proxy.New(cfg.Upstreams, popts)
 	openapiJSON := cfg.OpenAPI
 	public.App.Get("/v0/openapi.json", func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
