@@ -10061,6 +10061,7 @@ type UpdateTopicEntryResponse struct {
 	JSON401      *Unauthorized
 	JSON403      *Forbidden
 	JSON404      *NotFound
+	JSON409      *Conflict
 	JSON415      *UnsupportedEncoding
 	JSON429      *RateLimited
 	JSON431      *HeadersTooLarge
@@ -16484,6 +16485,13 @@ func ParseUpdateTopicEntryResponse(rsp *http.Response) (*UpdateTopicEntryRespons
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
 		var dest UnsupportedEncoding

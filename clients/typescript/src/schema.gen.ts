@@ -95,7 +95,7 @@ export interface paths {
         put?: never;
         /**
          * Add an entry to a topic
-         * @description Adds an entry (`content.type` `text`, `markdown`, `html` or `url`) to the topic (201). A topic holds at most 100 entries: the 101st is a 409.
+         * @description Adds an entry (`content.type` `text`, `markdown`, `html` or `url`) to the topic (201). A topic holds at most 100 entries, and its entries take at most 4 MiB (4,194,304 bytes) as JSON, counting each `content` type and text as the API writes them (a control character takes 6 bytes): an entry past either bound is a 409.
          */
         post: operations["createTopicEntry"];
         delete?: never;
@@ -130,7 +130,7 @@ export interface paths {
         head?: never;
         /**
          * Update an entry (absent fields stay)
-         * @description Replaces `content` (whole) or changes `sortOrder`; absent fields stay, and an empty object changes nothing (the body itself is required). An entry under another topic is a 404.
+         * @description Replaces `content` (whole) or changes `sortOrder`; absent fields stay, and an empty object changes nothing (the body itself is required). An entry under another topic is a 404. New content that would take the topic's entries past 4 MiB as JSON is a 409 (see adding an entry).
          */
         patch: operations["updateTopicEntry"];
         trace?: never;
@@ -4684,6 +4684,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedEncoding"];
             429: components["responses"]["RateLimited"];
             431: components["responses"]["HeadersTooLarge"];

@@ -34,16 +34,19 @@ func pendingChanges(ctx context.Context, q Querier, tenantID, audienceID string)
 		WHERE tenant_id = $1 AND audience_id = $2 AND applied_version_id IS NULL ORDER BY id`, tenantID, audienceID))
 }
 
-// newestMessagesSQL reads an audience's newest messages whose text (content, and the
-// previous and new values of their changes) holds at most $3 bytes, at least one,
-// oldest first, each with the count of all the audience's messages.
+// newestMessagesSQL reads an audience's newest messages whose text holds at most $3 bytes
+// as the answer writes it, at least one, oldest first, each with the count of all the
+// audience's messages. The text is counted JSON-escaped (to_json: a control character
+// takes 6 bytes, as the encoder writes it), the content once and each change's previous
+// and new values twice, since a change not yet applied is listed again in the pending
+// changes.
 const newestMessagesSQL = `WITH sizes AS (
-		SELECT message_id, sum(octet_length(previous_value) + octet_length(new_value)) AS bytes
+		SELECT message_id, 2 * sum(octet_length(to_json(previous_value)::text) + octet_length(to_json(new_value)::text)) AS bytes
 		FROM audience_changes WHERE tenant_id = $1 AND audience_id = $2 GROUP BY message_id),
 	ranked AS (
 		SELECT m.id, m.audience_id, m.content, m.has_snapshot, m.is_interrupted, m.created_at,
 			count(*) OVER () AS total, row_number() OVER w AS n,
-			sum(octet_length(m.content) + coalesce(s.bytes, 0)) OVER w AS upto
+			sum(octet_length(to_json(m.content)::text) + coalesce(s.bytes, 0)) OVER w AS upto
 		FROM audience_messages m LEFT JOIN sizes s ON s.message_id = m.id
 		WHERE m.tenant_id = $1 AND m.audience_id = $2
 		WINDOW w AS (ORDER BY m.id DESC))

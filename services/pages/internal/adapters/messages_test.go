@@ -337,16 +337,17 @@ func TestMessagesReadIsBoundedByBytes(t *testing.T) {
 	f := newFixture(t)
 	p := f.createPage(tenantA)
 	a := f.createAudience(tenantA, p.ID)
-	big := strings.Repeat("<", 300_000)
+	big := strings.Repeat("<", 200_000)
 	var added []domain.Message
 	for i := 0; i < 5; i++ {
-		added = append(added, f.addMessage(a, big, proposal{domain.FieldSupplementaryContext, big[:100_000]}))
+		added = append(added, f.addMessage(a, big, proposal{domain.FieldSupplementaryContext, big[:50_000]}))
 	}
 	got := f.messages(a)
-	// Each message holds 300 kB of content and 100 kB of newValue, and from the second on
-	// 100 kB of previousValue: the newest two fit in 1 MiB, a third would not.
+	// Each message holds 200 kB of content and 50 kB of newValue, and from the second on
+	// 50 kB of previousValue, its change counted twice (listed again as pending): 400 kB
+	// a message, so the newest two fit in 1 MiB, a third would not.
 	if len(got.Messages) != 2 || got.Omitted != 3 {
-		t.Fatalf("a read of five 500 kB messages must hold the newest two (budget %d bytes) and count three omitted; got %d and %d",
+		t.Fatalf("a read of five messages of 400 kB as counted must hold the newest two (budget %d bytes) and count three omitted; got %d and %d",
 			domain.MaxMessagesReadBytes, len(got.Messages), got.Omitted)
 	}
 	if got.Messages[0].ID != added[3].ID || got.Messages[1].ID != added[4].ID {
@@ -356,6 +357,16 @@ func TestMessagesReadIsBoundedByBytes(t *testing.T) {
 	want := append(changeIDs(added[3].Changes), changeIDs(added[4].Changes)...)
 	if g := changeIDs(got.PendingChanges); !slices.Equal(g, want) {
 		t.Fatalf("the pending changes must be those of the messages held, not repeated for every message: got %v, want %v", g, want)
+	}
+	// Text is counted as the answer writes it: 100 kB of control characters take 600 kB
+	// (each \u0001), so of two such messages only the newest fits.
+	control := f.createAudience(tenantA, p.ID)
+	for range 2 {
+		f.addMessage(control, strings.Repeat("\x01", 100_000))
+	}
+	if got := f.messages(control); len(got.Messages) != 1 || got.Omitted != 1 {
+		t.Fatalf("two messages of 100 kB of control characters (600 kB each in JSON) must read as the newest one and one omitted; got %d and %d",
+			len(got.Messages), got.Omitted)
 	}
 	one := f.createAudience(tenantA, p.ID)
 	huge := strings.Repeat("x", 2<<20)

@@ -265,9 +265,10 @@ func (s *Store) ListTopics(ctx context.Context, tenantID string, after *domain.A
 func (s *Store) AddEntry(ctx context.Context, tenantID string, e domain.Entry, evt domain.Event) error {
 	return postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		// Lock the topic: concurrent additions count one after another.
-		var n int
-		err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM topic_entries WHERE tenant_id = $1 AND topic_id = $2)
-			FROM topics WHERE tenant_id = $1 AND topic_id = $2 FOR UPDATE`, tenantID, e.TopicID).Scan(&n)
+		var n, size int
+		err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM topic_entries WHERE tenant_id = $1 AND topic_id = $2),
+				(SELECT `+entriesSizeSQL+` FROM topic_entries WHERE tenant_id = $1 AND topic_id = $2)
+			FROM topics WHERE tenant_id = $1 AND topic_id = $2 FOR UPDATE`, tenantID, e.TopicID).Scan(&n, &size)
 		if postgres.IsNoRows(err) {
 			return domain.ErrTopicNotFound
 		}
@@ -277,8 +278,11 @@ func (s *Store) AddEntry(ctx context.Context, tenantID string, e domain.Entry, e
 		if n >= domain.MaxEntriesPerTopic {
 			return domain.ErrTooManyEntries
 		}
-		_, err = tx.Exec(ctx, "INSERT INTO topic_entries (tenant_id, "+entryCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-			tenantID, e.ID, e.TopicID, e.SortOrder, e.Content.Type, e.Content.Text, e.CreatedAt, e.UpdatedAt)
+		if size+e.Content.Size() > domain.MaxTopicBytes {
+			return domain.ErrTopicTooLarge
+		}
+		_, err = tx.Exec(ctx, "INSERT INTO topic_entries (tenant_id, "+entryCols+", content_bytes) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+			tenantID, e.ID, e.TopicID, e.SortOrder, e.Content.Type, e.Content.Text, e.CreatedAt, e.UpdatedAt, e.Content.Size())
 		if err != nil {
 			return fmt.Errorf("insert entry: %w", err)
 		}
@@ -299,10 +303,17 @@ func (s *Store) UpdateEntry(ctx context.Context, tenantID, topicID, entryID stri
 		if err != nil {
 			return fmt.Errorf("load entry: %w", err)
 		}
+		before := e.Content
 		if evt, changed := change(&e); changed {
-			_, err := tx.Exec(ctx, `UPDATE topic_entries SET sort_order = $4, content_type = $5, content = $6, updated_at = $7
+			if e.Content != before {
+				if err := s.fitsAfterUpdate(ctx, tx, tenantID, e); err != nil {
+					return err
+				}
+			}
+			_, err := tx.Exec(ctx, `UPDATE topic_entries SET sort_order = $4, content_type = $5, content = $6, updated_at = $7,
+					content_bytes = $8
 				WHERE tenant_id = $1 AND topic_id = $2 AND topic_entry_id = $3`,
-				tenantID, topicID, entryID, e.SortOrder, e.Content.Type, e.Content.Text, e.UpdatedAt)
+				tenantID, topicID, entryID, e.SortOrder, e.Content.Type, e.Content.Text, e.UpdatedAt, e.Content.Size())
 			if err != nil {
 				return fmt.Errorf("update entry: %w", err)
 			}
@@ -314,6 +325,28 @@ func (s *Store) UpdateEntry(ctx context.Context, tenantID, topicID, entryID stri
 		return nil
 	})
 	return out, err
+}
+
+// entriesSizeSQL adds up what a topic's entries take in an answer (domain.Content.Size);
+// rows written before content_bytes existed count by to_json of their type and text.
+const entriesSizeSQL = `coalesce(sum(coalesce(content_bytes,
+	octet_length(to_json(content_type)::text) + octet_length(to_json(content)::text))), 0)`
+
+// fitsAfterUpdate locks e's topic, so that changes of its entries count one after
+// another, and reports ErrTopicTooLarge when e's new content would take the topic's
+// entries past domain.MaxTopicBytes.
+func (s *Store) fitsAfterUpdate(ctx context.Context, tx pgx.Tx, tenantID string, e domain.Entry) error {
+	var others int
+	err := tx.QueryRow(ctx, `SELECT (SELECT `+entriesSizeSQL+` FROM topic_entries
+			WHERE tenant_id = $1 AND topic_id = $2 AND topic_entry_id <> $3)
+		FROM topics WHERE tenant_id = $1 AND topic_id = $2 FOR UPDATE`, tenantID, e.TopicID, e.ID).Scan(&others)
+	if err != nil {
+		return fmt.Errorf("size of topic: %w", err)
+	}
+	if others+e.Content.Size() > domain.MaxTopicBytes {
+		return domain.ErrTopicTooLarge
+	}
+	return nil
 }
 
 // missing tells which of topic and entry does not exist.

@@ -2,6 +2,8 @@ package adapters_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/customerapi/platform/libs/pagination"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 	"github.com/customerapi/platform/services/topics/internal/adapters"
+	"github.com/customerapi/platform/services/topics/internal/domain"
 	"github.com/customerapi/platform/services/topics/migrations"
 )
 
@@ -47,5 +50,71 @@ func TestListTopicsLoadsEntriesWithinThePageBudget(t *testing.T) {
 		if len(tp.Entries) != entries {
 			t.Fatalf("a topic loaded must come with all its entries; topic %d has %d of %d", i, len(tp.Entries), entries)
 		}
+	}
+}
+
+// A topic's entries stay within domain.MaxTopicBytes as the API writes them: an entry of
+// control characters (6 bytes each in JSON) counts six times its length, the write that
+// would take the topic past the bound is refused whether it adds or changes an entry,
+// and rows written before content_bytes existed count too. 100 entries of 20,000
+// control characters made a single topic a 12 MB answer.
+func TestATopicsEntriesStayWithinTheirAnswerSize(t *testing.T) {
+	pool := pgtest.NewPool(t, outbox.Migrations, migrations.Set)
+	ctx := context.Background()
+	store := adapters.NewStore(pool, outbox.Writer{})
+	now := time.Now().UTC()
+	topic := domain.Topic{ID: "topic_00000000000000000000000001", TenantID: "t", Title: "t", CreatedAt: now, UpdatedAt: now}
+	if err := store.CreateTopic(ctx, topic, domain.TopicCreated(topic)); err != nil {
+		t.Fatal(err)
+	}
+	control := domain.Content{Type: "text", Text: strings.Repeat("\x01", 20000)} // 120,000 bytes and its type
+	add := func(i int, c domain.Content) error {
+		e := domain.Entry{ID: fmt.Sprintf("topicentry_%026d", i), TopicID: topic.ID, Content: c, CreatedAt: now, UpdatedAt: now}
+		return store.AddEntry(ctx, "t", e, domain.EntryCreated(e))
+	}
+	fit := domain.MaxTopicBytes / control.Size()
+	for i := range fit {
+		if err := add(i, control); err != nil {
+			t.Fatalf("entry %d of %d, within %d bytes: %v", i+1, fit, domain.MaxTopicBytes, err)
+		}
+	}
+	if err := add(fit, control); !errors.Is(err, domain.ErrTopicTooLarge) {
+		t.Fatalf("an entry taking the topic's entries past %d bytes as JSON must be refused with ErrTopicTooLarge; got %v",
+			domain.MaxTopicBytes, err)
+	}
+	small := domain.Content{Type: "text", Text: "x"}
+	if err := add(fit+1, small); err != nil {
+		t.Fatalf("a small entry that still fits must be added: %v", err)
+	}
+	// Growing an entry past the bound is refused too; shrinking one is not.
+	grow := func(e *domain.Entry) (domain.Event, bool) {
+		e.Content = control
+		return domain.EntryUpdated(*e), true
+	}
+	id := fmt.Sprintf("topicentry_%026d", fit+1)
+	if _, err := store.UpdateEntry(ctx, "t", topic.ID, id, grow); err == nil {
+		t.Fatal("an entry changed to take the topic past its bound must be refused")
+	} else if !errors.Is(err, domain.ErrTopicTooLarge) {
+		t.Fatalf("growing an entry past the bound: %v, want ErrTopicTooLarge", err)
+	}
+	if _, err := store.UpdateEntry(ctx, "t", topic.ID, fmt.Sprintf("topicentry_%026d", 0), func(e *domain.Entry) (domain.Event, bool) {
+		e.Content = small
+		return domain.EntryUpdated(*e), true
+	}); err != nil {
+		t.Fatalf("shrinking an entry must be allowed: %v", err)
+	}
+	// Rows written before the column existed count by their text: as many more entries
+	// fit as the sizes say.
+	if _, err := pool.Exec(ctx, "UPDATE topic_entries SET content_bytes = NULL"); err != nil {
+		t.Fatal(err)
+	}
+	room := domain.MaxTopicBytes - (fit-1)*control.Size() - 2*small.Size()
+	for i := range room / control.Size() {
+		if err := add(fit+2+i, control); err != nil {
+			t.Fatalf("entry %d of the %d that still fit: %v", i+1, room/control.Size(), err)
+		}
+	}
+	if err := add(fit+2+room/control.Size(), control); !errors.Is(err, domain.ErrTopicTooLarge) {
+		t.Fatalf("entries without content_bytes must count by their text; one more was not refused: %v", err)
 	}
 }

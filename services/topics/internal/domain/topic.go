@@ -5,17 +5,25 @@ package domain
 import (
 	"errors"
 	"time"
+	"unicode/utf8"
 )
 
 // MaxEntriesPerTopic is how many entries a topic holds (a rule about state, which the
 // document states in words; the bounds of the fields are the document's own).
 const MaxEntriesPerTopic = 100
 
+// MaxTopicBytes bounds a topic's entries as the API writes them (their types and texts,
+// JSON-escaped): a topic is answered whole, with every entry, so this bounds its answer.
+// 100 entries of 20,000 ASCII characters take 2 MB, of control characters (each written
+// as \u00XX) 12 MB: a write that would take the topic past this is refused.
+const MaxTopicBytes = 4 << 20
+
 // Errors the application maps to API errors.
 var (
 	ErrTopicNotFound   = errors.New("topic not found")
 	ErrEntryNotFound   = errors.New("topic entry not found")
 	ErrTooManyEntries  = errors.New("topic has the maximum number of entries")
+	ErrTopicTooLarge   = errors.New("topic's entries would exceed the maximum size")
 	ErrDefaultConflict = errors.New("another request changed the default topic at the same time")
 )
 
@@ -36,6 +44,29 @@ type Topic struct {
 type Content struct {
 	Type string
 	Text string
+}
+
+// Size is how many bytes the content takes in an answer: its type and text as JSON
+// strings (what MaxTopicBytes counts).
+func (c Content) Size() int { return jsonStringSize(c.Type) + jsonStringSize(c.Text) }
+
+// jsonStringSize is the length of s encoded as a JSON string by the API's encoder
+// (encoding/json without HTML escaping), quotes included, without encoding it.
+func jsonStringSize(s string) int {
+	n := 2
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		switch {
+		case r == '"' || r == '\\' || r == '\n' || r == '\r' || r == '\t' || r == '\b' || r == '\f':
+			n += 2
+		case r < 0x20 || r == '\u2028' || r == '\u2029' || (r == utf8.RuneError && size == 1):
+			n += 6 // \u00XX, \u2028, \u2029, and \ufffd for a byte that is not UTF-8
+		default:
+			n += size
+		}
+	}
+	return n
 }
 
 // Entry is one content entry of a topic.

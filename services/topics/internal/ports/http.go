@@ -4,6 +4,7 @@ package ports
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -249,6 +250,9 @@ func mapError(err error) error {
 		return apierror.NotFound("topic entry not found")
 	case errors.Is(err, domain.ErrTooManyEntries):
 		return apierror.Conflict("the topic already has the maximum of 100 entries")
+	case errors.Is(err, domain.ErrTopicTooLarge):
+		return apierror.Conflict(fmt.Sprintf("the topic's entries would take more than %d bytes in an answer (their text, JSON-escaped)",
+			domain.MaxTopicBytes))
 	case errors.Is(err, domain.ErrDefaultConflict):
 		return apierror.Conflict("another request changed the default topic at the same time; retry")
 	}
