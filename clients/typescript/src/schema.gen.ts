@@ -95,7 +95,7 @@ export interface paths {
         put?: never;
         /**
          * Add an entry to a topic
-         * @description Adds an entry (`content.type` `text`, `markdown`, `html` or `url`) to the topic (201). A topic holds at most 100 entries, and its entries take at most 4 MiB (4,194,304 bytes) as JSON, counting each `content` type and text as the API writes them (a control character takes 6 bytes): an entry past either bound is a 409.
+         * @description Adds an entry (`content.type` `text`, `markdown`, `html` or `url`) to the topic (201). A topic holds at most 100 entries, and its entries' contents take at most 4,128,768 bytes (4 MiB less 64 KiB, kept for the rest of the answer) as JSON, counting each `content` type and text as the API writes them (a control character takes 6 bytes): an entry past either bound is a 409.
          */
         post: operations["createTopicEntry"];
         delete?: never;
@@ -130,7 +130,7 @@ export interface paths {
         head?: never;
         /**
          * Update an entry (absent fields stay)
-         * @description Replaces `content` (whole) or changes `sortOrder`; absent fields stay, and an empty object changes nothing (the body itself is required). An entry under another topic is a 404. New content that would take the topic's entries past 4 MiB as JSON is a 409 (see adding an entry).
+         * @description Replaces `content` (whole) or changes `sortOrder`; absent fields stay, and an empty object changes nothing (the body itself is required). An entry under another topic is a 404. New content that would take the topic's entries past their size bound is a 409 (see adding an entry).
          */
         patch: operations["updateTopicEntry"];
         trace?: never;

@@ -15,8 +15,11 @@ const MaxEntriesPerTopic = 100
 // MaxTopicBytes bounds a topic's entries as the API writes them (their types and texts,
 // JSON-escaped): a topic is answered whole, with every entry, so this bounds its answer.
 // 100 entries of 20,000 ASCII characters take 2 MB, of control characters (each written
-// as \u00XX) 12 MB: a write that would take the topic past this is refused.
-const MaxTopicBytes = 4 << 20
+// as \u00XX) 12 MB: a write that would take the topic past this is refused. It is 64 KiB
+// under 4 MiB, so that the whole answer, with each entry's IDs, times and field names
+// (about 250 bytes an entry), the topic's own fields (a title and a purpose of at most
+// 2,200 characters) and a list page's envelope, stays within 4 MiB.
+const MaxTopicBytes = 4<<20 - 64<<10
 
 // Errors the application maps to API errors.
 var (
