@@ -264,16 +264,13 @@ func (s *Store) ListTopics(ctx context.Context, tenantID string, after *domain.A
 // AddEntry stores a new entry under a topic, within the per-topic limit.
 func (s *Store) AddEntry(ctx context.Context, tenantID string, e domain.Entry, evt domain.Event) error {
 	return postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		// Lock the topic: concurrent additions count one after another.
-		var n, size int
-		err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM topic_entries WHERE tenant_id = $1 AND topic_id = $2),
-				(SELECT `+entriesSizeSQL+` FROM topic_entries WHERE tenant_id = $1 AND topic_id = $2)
-			FROM topics WHERE tenant_id = $1 AND topic_id = $2 FOR UPDATE`, tenantID, e.TopicID).Scan(&n, &size)
-		if postgres.IsNoRows(err) {
-			return domain.ErrTopicNotFound
-		}
+		// Lock the topic, then count: concurrent additions count one after another. The
+		// count is a statement of its own, after the lock: a statement's snapshot is taken
+		// before it waits for a lock, so counted in the locking statement, an addition
+		// committed meanwhile went unseen (the 100-entry and size bounds were passed).
+		n, size, err := s.lockAndMeasure(ctx, tx, tenantID, e.TopicID, "")
 		if err != nil {
-			return fmt.Errorf("lock topic: %w", err)
+			return err
 		}
 		if n >= domain.MaxEntriesPerTopic {
 			return domain.ErrTooManyEntries
@@ -336,17 +333,35 @@ const entriesSizeSQL = `coalesce(sum(coalesce(content_bytes,
 // another, and reports ErrTopicTooLarge when e's new content would take the topic's
 // entries past domain.MaxTopicBytes.
 func (s *Store) fitsAfterUpdate(ctx context.Context, tx pgx.Tx, tenantID string, e domain.Entry) error {
-	var others int
-	err := tx.QueryRow(ctx, `SELECT (SELECT `+entriesSizeSQL+` FROM topic_entries
-			WHERE tenant_id = $1 AND topic_id = $2 AND topic_entry_id <> $3)
-		FROM topics WHERE tenant_id = $1 AND topic_id = $2 FOR UPDATE`, tenantID, e.TopicID, e.ID).Scan(&others)
+	_, others, err := s.lockAndMeasure(ctx, tx, tenantID, e.TopicID, e.ID)
 	if err != nil {
-		return fmt.Errorf("size of topic: %w", err)
+		return err
 	}
 	if others+e.Content.Size() > domain.MaxTopicBytes {
 		return domain.ErrTopicTooLarge
 	}
 	return nil
+}
+
+// lockAndMeasure locks a topic's row, then counts its entries but except (none when
+// empty) and adds up their size (entriesSizeSQL), in a statement after the lock, whose
+// snapshot sees every change committed by the lock's previous holder.
+func (s *Store) lockAndMeasure(ctx context.Context, tx pgx.Tx, tenantID, topicID, except string) (n, size int, err error) {
+	var exists bool
+	_, err = tx.Exec(ctx, "SELECT 1 FROM topics WHERE tenant_id = $1 AND topic_id = $2 FOR UPDATE", tenantID, topicID)
+	if err != nil {
+		return 0, 0, fmt.Errorf("lock topic: %w", err)
+	}
+	err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM topics WHERE tenant_id = $1 AND topic_id = $2),
+			count(*), `+entriesSizeSQL+` FROM topic_entries
+		WHERE tenant_id = $1 AND topic_id = $2 AND topic_entry_id <> $3`, tenantID, topicID, except).Scan(&exists, &n, &size)
+	if err != nil {
+		return 0, 0, fmt.Errorf("measure topic: %w", err)
+	}
+	if !exists {
+		return 0, 0, domain.ErrTopicNotFound
+	}
+	return n, size, nil
 }
 
 // missing tells which of topic and entry does not exist.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -116,5 +118,51 @@ func TestATopicsEntriesStayWithinTheirAnswerSize(t *testing.T) {
 	}
 	if err := add(fit+2+room/control.Size(), control); !errors.Is(err, domain.ErrTopicTooLarge) {
 		t.Fatalf("entries without content_bytes must count by their text; one more was not refused: %v", err)
+	}
+}
+
+// Additions racing for a topic's last places are counted one after another: of 16 at
+// once for a topic of 95 entries, 5 are stored and the topic holds 100. The count was
+// taken in the statement that locked the topic, whose snapshot predates its wait for
+// the lock, so every racing addition saw 95 and all 16 were stored.
+func TestRacingAdditionsKeepATopicsBounds(t *testing.T) {
+	pool := pgtest.NewPool(t, outbox.Migrations, migrations.Set)
+	ctx := context.Background()
+	store := adapters.NewStore(pool, outbox.Writer{})
+	now := time.Now().UTC()
+	topic := domain.Topic{ID: "topic_00000000000000000000000001", TenantID: "t", Title: "t", CreatedAt: now, UpdatedAt: now}
+	if err := store.CreateTopic(ctx, topic, domain.TopicCreated(topic)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO topic_entries (tenant_id, topic_entry_id, topic_id, sort_order, content_type, content, created_at, updated_at)
+		SELECT 't', 'topicentry_' || lpad(i::text, 26, '0'), $1, i, 'text', 'x', $2, $2 FROM generate_series(1, 95) i`, topic.ID, now); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var stored, refused atomic.Int32
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e := domain.Entry{ID: fmt.Sprintf("topicentry_9%025d", i), TopicID: topic.ID, Content: domain.Content{Type: "text", Text: "y"},
+				CreatedAt: now, UpdatedAt: now}
+			switch err := store.AddEntry(ctx, "t", e, domain.EntryCreated(e)); {
+			case err == nil:
+				stored.Add(1)
+			case errors.Is(err, domain.ErrTooManyEntries):
+				refused.Add(1)
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	var n int
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM topic_entries WHERE topic_id = $1", topic.ID).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != domain.MaxEntriesPerTopic || stored.Load() != 5 || refused.Load() != 11 {
+		t.Fatalf("16 racing additions to a topic of 95 entries: %d stored, %d refused, the topic holds %d; want 5, 11 and %d",
+			stored.Load(), refused.Load(), n, domain.MaxEntriesPerTopic)
 	}
 }
