@@ -595,11 +595,6 @@ func TestAbuseWebhookTenantCannotStarveOthers(t *testing.T) {
 // maxAnswerBytes is the documented maximum size of an answer (docs/api.md, "Limits").
 const maxAnswerBytes = 4 << 20
 
-// maxAnswerBytesAnyText is the documented maximum size of any answer, whatever its text
-// (docs/api.md, "Limits": a topic of 100 entries of 20,000 control characters, each
-// written \u00XX).
-const maxAnswerBytesAnyText = 16 << 20
-
 // maxGrowthBytes is how much resident memory a process may gain while it serves an
 // abusive load.
 const maxGrowthBytes = 100 << 20
