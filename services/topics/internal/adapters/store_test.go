@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/customerapi/platform/libs/outbox"
 	"github.com/customerapi/platform/libs/pagination"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
@@ -61,14 +63,8 @@ func TestListTopicsLoadsEntriesWithinThePageBudget(t *testing.T) {
 // and rows written before content_bytes existed count too. 100 entries of 20,000
 // control characters made a single topic a 12 MB answer.
 func TestATopicsEntriesStayWithinTheirAnswerSize(t *testing.T) {
-	pool := pgtest.NewPool(t, outbox.Migrations, migrations.Set)
-	ctx := context.Background()
-	store := adapters.NewStore(pool, outbox.Writer{})
-	now := time.Now().UTC()
-	topic := domain.Topic{ID: "topic_00000000000000000000000001", TenantID: "t", Title: "t", CreatedAt: now, UpdatedAt: now}
-	if err := store.CreateTopic(ctx, topic, domain.TopicCreated(topic)); err != nil {
-		t.Fatal(err)
-	}
+	pool, store, topic := oneTopic(t)
+	ctx, now := context.Background(), topic.CreatedAt
 	control := domain.Content{Type: "text", Text: strings.Repeat("\x01", 20000)} // 120,000 bytes and its type
 	add := func(i int, c domain.Content) error {
 		e := domain.Entry{ID: fmt.Sprintf("topicentry_%026d", i), TopicID: topic.ID, Content: c, CreatedAt: now, UpdatedAt: now}
@@ -126,14 +122,8 @@ func TestATopicsEntriesStayWithinTheirAnswerSize(t *testing.T) {
 // taken in the statement that locked the topic, whose snapshot predates its wait for
 // the lock, so every racing addition saw 95 and all 16 were stored.
 func TestRacingAdditionsKeepATopicsBounds(t *testing.T) {
-	pool := pgtest.NewPool(t, outbox.Migrations, migrations.Set)
-	ctx := context.Background()
-	store := adapters.NewStore(pool, outbox.Writer{})
-	now := time.Now().UTC()
-	topic := domain.Topic{ID: "topic_00000000000000000000000001", TenantID: "t", Title: "t", CreatedAt: now, UpdatedAt: now}
-	if err := store.CreateTopic(ctx, topic, domain.TopicCreated(topic)); err != nil {
-		t.Fatal(err)
-	}
+	pool, store, topic := oneTopic(t)
+	ctx, now := context.Background(), topic.CreatedAt
 	if _, err := pool.Exec(ctx, `INSERT INTO topic_entries (tenant_id, topic_entry_id, topic_id, sort_order, content_type, content, created_at, updated_at)
 		SELECT 't', 'topicentry_' || lpad(i::text, 26, '0'), $1, i, 'text', 'x', $2, $2 FROM generate_series(1, 95) i`, topic.ID, now); err != nil {
 		t.Fatal(err)
@@ -165,4 +155,18 @@ func TestRacingAdditionsKeepATopicsBounds(t *testing.T) {
 		t.Fatalf("16 racing additions to a topic of 95 entries: %d stored, %d refused, the topic holds %d; want 5, 11 and %d",
 			stored.Load(), refused.Load(), n, domain.MaxEntriesPerTopic)
 	}
+}
+
+// oneTopic gives a test a fresh database holding one topic of tenant "t", its store and
+// the topic.
+func oneTopic(t *testing.T) (*pgxpool.Pool, *adapters.Store, domain.Topic) {
+	t.Helper()
+	pool := pgtest.NewPool(t, outbox.Migrations, migrations.Set)
+	store := adapters.NewStore(pool, outbox.Writer{})
+	now := time.Now().UTC()
+	topic := domain.Topic{ID: "topic_00000000000000000000000001", TenantID: "t", Title: "t", CreatedAt: now, UpdatedAt: now}
+	if err := store.CreateTopic(context.Background(), topic, domain.TopicCreated(topic)); err != nil {
+		t.Fatal(err)
+	}
+	return pool, store, topic
 }
