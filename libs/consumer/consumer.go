@@ -382,8 +382,11 @@ func (c *Consumer) deadLetter(ctx context.Context, it item, cause error) {
 		return err
 	}
 	backoff := 100 * time.Millisecond
-	for {
+	for held := false; ; {
 		err := c.untilAvailable(ctx, insert)
+		if held && (err == nil || ctx.Err() != nil) {
+			c.setWaiting(false)
+		}
 		if err == nil {
 			c.count("dead_letter", 1)
 			return
@@ -394,6 +397,7 @@ func (c *Consumer) deadLetter(ctx context.Context, it item, cause error) {
 		// Not an outage, yet not written: keep the event and try again, never move past it.
 		c.Log.Error("dead letter not recorded; retrying", slog.String("consumer", c.Name),
 			slog.String("event_id", it.evt.ID), slog.Any("error", err))
+		held = true
 		c.setWaiting(true)
 		if !sleep(ctx, backoff) {
 			return

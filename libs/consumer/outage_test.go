@@ -105,7 +105,9 @@ func TestAnEventIsNotPassedUntilItsDeadLetterIsRecorded(t *testing.T) {
 	bad, good := ev(t, "s", 1), ev(t, "s", 2) // one subject: one partition, in this order
 	publish(t, broker.Config(), bad, good)
 	var tries atomic.Int64
+	reg := prometheus.NewRegistry()
 	run(t, &consumer.Consumer{Name: "c", Topics: []string{"things"}, Kafka: broker.Config(), Pool: pool, MaxAttempts: 1,
+		Metrics: consumer.NewMetrics(reg),
 		Handler: func(ctx context.Context, tx pgx.Tx, e events.Envelope) error {
 			if e.ID == bad.ID {
 				tries.Add(1)
@@ -122,9 +124,18 @@ func TestAnEventIsNotPassedUntilItsDeadLetterIsRecorded(t *testing.T) {
 	if n := count(t, pool, "SELECT count(*) FROM seen"); n != 0 {
 		t.Fatalf("the event after one whose dead letter could not be recorded was handled (%d): the offset moved past an event neither processed nor dead-lettered", n)
 	}
+	waiting := func() float64 {
+		return metrictest.Sum(t, reg, "consumer_dependency_waiting", map[string]string{"consumer": "c"})
+	}
+	if v := waiting(); v != 1 {
+		t.Errorf("consumer_dependency_waiting = %v while a dead letter cannot be written, want 1", v)
+	}
 	if _, err := pool.Exec(ctx, "ALTER TABLE inbox_dead_letters_away RENAME TO inbox_dead_letters"); err != nil {
 		t.Fatal(err)
 	}
 	waitCount(t, pool, 1, "SELECT count(*) FROM inbox_dead_letters WHERE event_id = $1", bad.ID)
 	waitCount(t, pool, 1, "SELECT count(*) FROM seen WHERE event_id = $1", good.ID)
+	if v := waiting(); v != 0 {
+		t.Errorf("consumer_dependency_waiting = %v once the dead letter is written, want 0 (the alert would fire on a consumer that is consuming)", v)
+	}
 }
