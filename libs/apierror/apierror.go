@@ -84,6 +84,12 @@ func NotFoundf(format string, args ...any) *Error { return NotFound(fmt.Sprintf(
 // Conflict is a 409 with the given detail.
 func Conflict(detail string) *Error { return New(http.StatusConflict, CodeConflict, detail) }
 
+// TooManyAtOnce is the 429 of a cap on requests in flight at once (uploads, downloads):
+// RATE_LIMITED with Retry-After, in seconds, when a slot may be free again.
+func TooManyAtOnce(detail, retryAfter string) *Error {
+	return New(http.StatusTooManyRequests, CodeRateLimited, detail).WithHeader("Retry-After", retryAfter)
+}
+
 // Unavailable is a 503 with the given detail.
 func Unavailable(detail string) *Error {
 	return New(http.StatusServiceUnavailable, CodeServiceUnavailable, detail)

@@ -72,22 +72,17 @@ func (d *Downloads) admit(token string, ip net.IP) (release func(), err error) {
 	releaseClient, err := d.perClient.Acquire(client)
 	if err != nil {
 		d.Refusals.Inc(observe.DownloadsPerClient)
-		return nil, tooManyDownloads(fmt.Sprintf("too many downloads from your address at once (at most %d); retry after %s s",
-			d.perClient.PerKey(), downloadRetryAfter))
+		return nil, apierror.TooManyAtOnce(fmt.Sprintf("too many downloads from your address at once (at most %d); retry after %s s",
+			d.perClient.PerKey(), downloadRetryAfter), downloadRetryAfter)
 	}
 	releaseToken, err := d.perToken.Acquire(token)
 	if err != nil {
 		releaseClient()
 		d.Refusals.Inc(observe.DownloadsPerLink)
-		return nil, tooManyDownloads(fmt.Sprintf("too many downloads of this link at once (at most %d); retry after %s s",
-			d.perToken.PerKey(), downloadRetryAfter))
+		return nil, apierror.TooManyAtOnce(fmt.Sprintf("too many downloads of this link at once (at most %d); retry after %s s",
+			d.perToken.PerKey(), downloadRetryAfter), downloadRetryAfter)
 	}
 	return func() { releaseToken(); releaseClient() }, nil
-}
-
-func tooManyDownloads(detail string) *apierror.Error {
-	return apierror.New(fiber.StatusTooManyRequests, apierror.CodeRateLimited, detail).
-		WithHeader(fiber.HeaderRetryAfter, downloadRetryAfter)
 }
 
 // clientKey is what a client is counted by: its IPv4 address, or the /64 of its IPv6

@@ -75,6 +75,14 @@ const DefaultMaxUploadBytes = 50 << 20
 // services' answers are a few MiB at most, and each answer is buffered whole.
 const DefaultMaxResponseBytes = 16 << 20
 
+// maxResponse is MaxResponseBytes, or its default when unset.
+func (o Options) maxResponse() int {
+	if o.MaxResponseBytes <= 0 {
+		return DefaultMaxResponseBytes
+	}
+	return o.MaxResponseBytes
+}
+
 // UploadOverhead is what a multipart upload may carry beyond its file: text fields, part
 // headers and boundaries.
 const UploadOverhead = 1 << 20
@@ -103,10 +111,7 @@ func NewUpstream(name, rawURL string, o Options) (*Upstream, error) {
 		addr = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
 	}
 	dialTimeout := o.DialTimeout
-	maxResponse := o.MaxResponseBytes
-	if maxResponse <= 0 {
-		maxResponse = DefaultMaxResponseBytes
-	}
+	maxResponse := o.maxResponse()
 	// maxBody bounds a buffered answer; a streamed one (downloads) ignores it.
 	newClient := func(timeout time.Duration, maxConns, maxBody int) *fasthttp.HostClient {
 		if maxConns <= 0 {
@@ -191,10 +196,7 @@ func New(upstreams map[string]*Upstream, o Options) *Proxy {
 	if maxUpload <= 0 {
 		maxUpload = DefaultMaxUploadBytes
 	}
-	maxResponse := o.MaxResponseBytes
-	if maxResponse <= 0 {
-		maxResponse = DefaultMaxResponseBytes
-	}
+	maxResponse := o.maxResponse()
 	return &Proxy{table: newTable(Routes), upstreams: upstreams, timeout: o.Timeout, transfer: transfer,
 		maxUpload: maxUpload, maxResponse: maxResponse, signer: o.Signer,
 		uploads: inflight.New(o.UploadsPerTenant, 0), refusals: o.Refusals}
@@ -324,9 +326,8 @@ func forward(c *fiber.Ctx, client *fasthttp.HostClient, timeout time.Duration) e
 func (p *Proxy) tooManyUploads(c *fiber.Ctx) *apierror.Error {
 	p.refusals.Inc(observe.UploadsPerTenant)
 	c.Context().SetConnectionClose()
-	return apierror.New(fiber.StatusTooManyRequests, apierror.CodeRateLimited,
-		fmt.Sprintf("too many uploads of your tenant at once (at most %d); retry after %s s",
-			p.uploads.PerKey(), uploadRetryAfter)).WithHeader(fiber.HeaderRetryAfter, uploadRetryAfter)
+	return apierror.TooManyAtOnce(fmt.Sprintf("too many uploads of your tenant at once (at most %d); retry after %s s",
+		p.uploads.PerKey(), uploadRetryAfter), uploadRetryAfter)
 }
 
 func uploadTooBig(maxUpload int64) *apierror.Error {

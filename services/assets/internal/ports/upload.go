@@ -238,8 +238,7 @@ func (h *Handlers) admit(c *fiber.Ctx) (release func(), refusal error) {
 		detail = "too many uploads in progress; retry after " + uploadRetryAfter + " s"
 	}
 	c.Context().SetConnectionClose()
-	return nil, apierror.New(fiber.StatusTooManyRequests, apierror.CodeRateLimited, detail).
-		WithHeader(fiber.HeaderRetryAfter, uploadRetryAfter)
+	return nil, apierror.TooManyAtOnce(detail, uploadRetryAfter)
 }
 
 func malformed(err error) *apierror.Error {
