@@ -200,13 +200,14 @@ func (s *Store) GetTopic(ctx context.Context, tenantID, id string) (domain.Topic
 // topicsWithinBudgetSQL reads the next $2 topics in list order (after the position its
 // %s adds) and keeps those whose predecessors' entries hold at most $3 bytes, and at
 // least two: a page holds no more (pagination.Build cuts it at that budget of encoded
-// JSON, which a topic's stored text never exceeds), and the last one kept tells Build
-// that the page was cut. Without it, limit+1 topics of 2 MB of entries were all loaded.
+// JSON, and the entries are counted as written: entriesSizeSQL), and the last one kept
+// tells Build that the page was cut. Without it, limit+1 topics of 2 MB of entries were
+// all loaded.
 const topicsWithinBudgetSQL = "SELECT " + topicCols + ` FROM (
 	SELECT t.*, row_number() OVER w AS n, sum(b.bytes) OVER w - b.bytes AS before
 	FROM (SELECT * FROM topics WHERE tenant_id = $1 %s ORDER BY sort_order, topic_id LIMIT $2) t
-	CROSS JOIN LATERAL (SELECT coalesce(sum(octet_length(e.content)), 0) AS bytes FROM topic_entries e
-		WHERE e.tenant_id = t.tenant_id AND e.topic_id = t.topic_id) b
+	CROSS JOIN LATERAL (SELECT ` + entriesSizeSQL + ` AS bytes FROM topic_entries
+		WHERE tenant_id = t.tenant_id AND topic_id = t.topic_id) b
 	WINDOW w AS (ORDER BY t.sort_order, t.topic_id)) page
 	WHERE n <= 2 OR before <= $3 ORDER BY sort_order, topic_id`
 

@@ -55,6 +55,15 @@ func TestListTopicsLoadsEntriesWithinThePageBudget(t *testing.T) {
 			t.Fatalf("a topic loaded must come with all its entries; topic %d has %d of %d", i, len(tp.Entries), entries)
 		}
 	}
+	// Entries are counted as the answer writes them: 200 kB of control characters a
+	// topic is 1.2 MB of JSON (each \u0001), so again two topics are loaded, not six.
+	if _, err := pool.Exec(ctx, `UPDATE topic_entries SET content = repeat(chr(1), 10000), content_bytes = NULL
+		WHERE tenant_id = 'big'`); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := store.ListTopics(ctx, "big", nil, pagination.MaxLimit+1); err != nil || len(got) != 2 {
+		t.Fatalf("topics of 200 kB of control characters (1.2 MB as JSON) must be loaded two at a time; loaded %d (%v)", len(got), err)
+	}
 }
 
 // A topic's entries stay within domain.MaxTopicBytes as the API writes them: an entry of
