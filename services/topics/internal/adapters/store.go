@@ -201,9 +201,10 @@ func (s *Store) GetTopic(ctx context.Context, tenantID, id string) (domain.Topic
 // %s adds) and keeps those whose predecessors' entries hold at most $3 bytes, and at
 // least two: a page holds no more (pagination.Build cuts it at that budget of encoded
 // JSON, and the entries are counted as written: entriesSizeSQL), and the last one kept
-// tells Build that the page was cut. Without it, limit+1 topics of 2 MB of entries were
-// all loaded.
-const topicsWithinBudgetSQL = "SELECT " + topicCols + ` FROM (
+// tells Build that the page was cut; its last column says whether the topic may be in
+// the page (its entries are loaded only then). Without it, limit+1 topics of 2 MB of
+// entries were all loaded.
+const topicsWithinBudgetSQL = "SELECT " + topicCols + `, n = 1 OR before <= $3 FROM (
 	SELECT t.*, row_number() OVER w AS n, sum(b.bytes) OVER w - b.bytes AS before
 	FROM (SELECT * FROM topics WHERE tenant_id = $1 %s ORDER BY sort_order, topic_id LIMIT $2) t
 	CROSS JOIN LATERAL (SELECT ` + entriesSizeSQL + ` AS bytes FROM topic_entries
@@ -229,7 +230,18 @@ func (s *Store) ListTopics(ctx context.Context, tenantID string, after *domain.A
 		br.Close()
 		return nil, 0, fmt.Errorf("list topics: %w", err)
 	}
-	topics, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Topic, error) { return scanTopic(r) })
+	// whole: the topic may be in the page. The one after the page's budget only tells Build
+	// that the page was cut, so its entries, which no answer holds, are not loaded.
+	var whole []string
+	topics, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Topic, error) {
+		var t domain.Topic
+		var inPage bool
+		err := r.Scan(&t.ID, &t.TenantID, &t.Title, &t.Purpose, &t.SortOrder, &t.IsDefault, &t.CreatedAt, &t.UpdatedAt, &inPage)
+		if inPage {
+			whole = append(whole, t.ID)
+		}
+		return t, err
+	})
 	if err != nil {
 		br.Close()
 		return nil, 0, fmt.Errorf("list topics: %w", err)
@@ -245,13 +257,12 @@ func (s *Store) ListTopics(ctx context.Context, tenantID string, after *domain.A
 	if len(topics) == 0 {
 		return topics, total, nil
 	}
-	ids := make([]string, len(topics))
 	index := make(map[string]int, len(topics))
 	for i, t := range topics {
-		ids[i], index[t.ID] = t.ID, i
+		index[t.ID] = i
 		topics[i].Entries = []domain.Entry{}
 	}
-	entries, err := entriesOf(ctx, s.pool, tenantID, ids)
+	entries, err := entriesOf(ctx, s.pool, tenantID, whole)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -61,8 +61,15 @@ func TestListTopicsLoadsEntriesWithinThePageBudget(t *testing.T) {
 		WHERE tenant_id = 'big'`); err != nil {
 		t.Fatal(err)
 	}
-	if got, _, err := store.ListTopics(ctx, "big", nil, pagination.MaxLimit+1); err != nil || len(got) != 2 {
+	got, _, err = store.ListTopics(ctx, "big", nil, pagination.MaxLimit+1)
+	if err != nil || len(got) != 2 {
 		t.Fatalf("topics of 200 kB of control characters (1.2 MB as JSON) must be loaded two at a time; loaded %d (%v)", len(got), err)
+	}
+	// The second only tells that the page, full with the first, was cut: no answer holds
+	// its entries, so they are not loaded.
+	if len(got[0].Entries) != entries || len(got[1].Entries) != 0 {
+		t.Fatalf("the page's topic must come with its %d entries and the one past the budget with none; got %d and %d",
+			entries, len(got[0].Entries), len(got[1].Entries))
 	}
 }
 
