@@ -1,120 +1,209 @@
 #!/usr/bin/env bash
-# The kind loop behind `make kind-up`, `make e2e-kind` and `make kind-down`.
+# The kind cluster `customer-api` behind `make kind-up`, `make kind-down`, `make kind-node`.
 #
-#   kind.sh up     create the cluster (deploy/kind/cluster.yaml), build every image, load
-#                  the images into the cluster, install the chart with the in-chart
-#                  PostgreSQL and Kafka, wait for the rollout and run `helm test`
-#   kind.sh e2e    up, then port-forward the gateway (25001) and its admin API (25002), run
-#                  the e2e/ suite against them (E2E_BASE_URL), and tear the cluster down
-#   kind.sh down   delete the cluster
+#   kind.sh up      the node image (cached: deploy/kind/node/build.sh), the internal Docker
+#                   network, then the cluster (one control plane, one worker) unless it
+#                   runs; waits until both nodes and the system pods are Ready; writes the
+#                   kubeconfig to .cache/kind/kubeconfig (context kind-customer-api)
+#   kind.sh down    delete the cluster and its network
+#   kind.sh node    build the node image only (prints its reference)
+#   kind.sh env     print `export KUBECONFIG=...` for the shell
 #
-# Needs Docker and kubectl; helm and kind come from the Makefile ($HELM, $KIND).
-# KEEP_CLUSTER=1 keeps the cluster after `e2e`; E2E_RUN narrows the suite (go test -run).
+# No packet may leave the machine, so:
+# - the nodes sit on an internal Docker network ($KIND_NETWORK, made here before kind runs,
+#   handed to kind with KIND_EXPERIMENTAL_DOCKER_NETWORK): no default route, no NAT;
+# - CoreDNS answers the cluster's names only (its `forward` to the node's resolver goes);
+#   the nodes' resolver is Docker's embedded DNS, which knows the nodes and, with no route,
+#   sends nothing out;
+# - the kubeconfig names the control plane by its address on that network, which the host
+#   reaches through the network's bridge.
+# On hosts that cannot run kind's --privileged nodes or lack /lib/modules, kind calls
+# deploy/kind/docker-wrapper.sh as `docker`.
+#
+# Environment: KIND (the kind binary; default: kindcomp's build, see COMPONENTS.md, else
+# `kind` on the PATH), KIND_CLUSTER (customer-api), KIND_NETWORK (customer-api-kind),
+# KIND_NODE_IMAGE (skip the build and use this image), KIND_WAIT (seconds, 300).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
-HELM="${HELM:-helm}"
-KIND="${KIND:-kind}"
-KUBECTL="${KUBECTL:-kubectl}"
+docker=/usr/bin/docker
 cluster="${KIND_CLUSTER:-customer-api}"
+network="${KIND_NETWORK:-customer-api-kind}"
+wait_s="${KIND_WAIT:-300}"
+state="$root/.cache/kind"
+kubeconfig="$state/kubeconfig"
 context="kind-$cluster"
-namespace="${NAMESPACE:-customer-api}"
-release="${RELEASE:-customer-api}"
-tag="${IMAGE_TAG:-kind-$(git rev-parse --short HEAD 2>/dev/null || echo dev)}"
-chart=helm/customer-api
-# A fresh admin token per run; the rest of the development secrets come from values-dev.yaml.
-admin_token="${E2E_ADMIN_TOKEN:-kind-admin-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')}"
-logs="$root/.cache/kind-logs"
+cp_node="$cluster-control-plane"
 
-deployables() {
-	for f in deploy/docker/*.Dockerfile; do basename "$f" .Dockerfile; done
+log() { echo "kind.sh: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+kind_bin() {
+	if [ -n "${KIND:-}" ] && [ -x "$KIND" ]; then
+		echo "$KIND"
+		return
+	fi
+	local found
+	found="$(ls -t "$state"/bin/kind-v0.33.0-*/kind 2>/dev/null | head -n 1 || true)"
+	if [ -n "$found" ]; then
+		echo "$found"
+		return
+	fi
+	command -v kind || die "kind is missing: make kind-tools (deploy/kind/kind-tools.mk) or set KIND"
 }
 
-need() {
-	for tool in "$@"; do
-		command -v "$tool" >/dev/null || { echo "kind.sh: $tool is required" >&2; exit 1; }
+# kind runs with the wrapper as `docker` where the host needs it.
+kind_env() {
+	local why
+	if why="$("$root/deploy/kind/docker-wrapper.sh" needed)"; then
+		mkdir -p "$state/wrapper-bin"
+		ln -sfn "$root/deploy/kind/docker-wrapper.sh" "$state/wrapper-bin/docker"
+		log "kind calls deploy/kind/docker-wrapper.sh as docker: $why"
+		export PATH="$state/wrapper-bin:$PATH"
+	else
+		# kind calls `docker`: make it Debian's client (see deploy/images/dockerd.sh).
+		mkdir -p "$state/docker-bin"
+		ln -sfn "$docker" "$state/docker-bin/docker"
+		export PATH="$state/docker-bin:$PATH"
+	fi
+	export KIND_EXPERIMENTAL_DOCKER_NETWORK="$network"
+}
+
+ensure_network() {
+	if "$docker" network inspect "$network" >/dev/null 2>&1; then
+		[ "$("$docker" network inspect -f '{{.Internal}}' "$network")" = true ] ||
+			die "Docker network $network exists and is not internal: remove it (docker network rm $network)"
+		return
+	fi
+	log "creating the internal Docker network $network"
+	"$docker" network create --driver bridge --internal \
+		--opt com.docker.network.bridge.enable_ip_masquerade=false \
+		--label org.customerapi.kind="$cluster" "$network" >/dev/null
+}
+
+node_image() {
+	if [ -n "${KIND_NODE_IMAGE:-}" ]; then
+		echo "$KIND_NODE_IMAGE"
+		return
+	fi
+	"$root/deploy/kind/node/build.sh"
+}
+
+running() {
+	local k="$1"
+	"$k" get clusters 2>/dev/null | grep -qx "$cluster" || return 1
+	[ "$("$docker" inspect -f '{{.State.Running}}' "$cp_node" 2>/dev/null)" = true ]
+}
+
+# kubectl inside the control-plane node: the host needs none to bring the cluster up.
+in_cp() { "$docker" exec -i "$cp_node" kubectl --kubeconfig /etc/kubernetes/admin.conf "$@"; }
+
+# CoreDNS answers cluster.local (and the reverse zones) only: without `forward` it sends
+# no query to the node's resolver, so no look-up of a name outside the cluster can leave.
+coredns_local_only() {
+	local corefile patched
+	corefile="$(in_cp -n kube-system get configmap coredns -o jsonpath='{.data.Corefile}')"
+	if ! grep -q '^[[:space:]]*forward ' <<<"$corefile"; then
+		return
+	fi
+	# drop the forward plugin: one line or a { ... } block
+	patched="$(awk '
+		skip && /}/ { skip = 0; next }
+		skip { next }
+		/^[[:space:]]*forward / { if ($0 ~ /{[[:space:]]*$/) skip = 1; next }
+		{ print }' <<<"$corefile")"
+	grep -q 'kubernetes cluster.local' <<<"$patched" || die "unexpected CoreDNS Corefile: $corefile"
+	log "CoreDNS: no forwarding out of the cluster"
+	in_cp -n kube-system create configmap coredns --from-file=Corefile=/dev/stdin --dry-run=client -o yaml <<<"$patched" |
+		in_cp -n kube-system replace -f - >/dev/null
+	in_cp -n kube-system rollout restart deployment coredns >/dev/null
+}
+
+write_kubeconfig() {
+	local k="$1" addr tmp
+	addr="$("$docker" inspect -f "{{(index .NetworkSettings.Networks \"$network\").IPAddress}}" "$cp_node")"
+	[ -n "$addr" ] || die "$cp_node has no address on $network"
+	mkdir -p "$state"
+	tmp="$(mktemp "$state/kubeconfig.XXXXXX")"
+	"$k" get kubeconfig --name "$cluster" --internal >"$tmp"
+	# the host reaches the node through the bridge, not by its container name
+	sed -i "s#server: https://$cp_node:6443#server: https://$addr:6443#" "$tmp"
+	grep -q "server: https://$addr:6443" "$tmp" || die "could not point the kubeconfig at $addr"
+	chmod 600 "$tmp"
+	mv "$tmp" "$kubeconfig"
+}
+
+# Pods not Running with every container ready, as "namespace/name status ready".
+unready_pods() {
+	in_cp get pods -A --no-headers 2>/dev/null |
+		awk '$4 != "Completed" { split($3, r, "/"); if ($4 != "Running" || r[1] != r[2]) print $1 "/" $2, $4, $3 }'
+}
+
+wait_ready() {
+	local deadline=$((SECONDS + wait_s)) nodes pods
+	nodes="$("$docker" ps --filter "label=io.x-k8s.kind.cluster=$cluster" -q | wc -l)"
+	log "waiting for $nodes nodes Ready"
+	until [ "$(in_cp get nodes --no-headers 2>/dev/null | awk '$2 == "Ready"' | wc -l)" -eq "$nodes" ]; do
+		[ $SECONDS -lt $deadline ] || { in_cp get nodes -o wide >&2 || true; die "nodes not Ready within ${wait_s}s"; }
+		sleep 2
 	done
-}
-
-build_images() {
-	local revision created
-	revision="$(git rev-parse HEAD 2>/dev/null || echo unknown)"
-	created="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-	for d in $(deployables); do
-		echo "--- build customerapi/$d:$tag"
-		DOCKER_BUILDKIT=1 docker build -f "deploy/docker/$d.Dockerfile" -t "customerapi/$d:$tag" \
-			--build-arg VERSION="$tag" --build-arg REVISION="$revision" --build-arg CREATED="$created" .
+	coredns_local_only
+	log "waiting for the system pods (CNI, DNS, storage) Ready"
+	# the add-ons kind applies: CoreDNS, the CNI's DaemonSet, local-path-provisioner
+	until pods="$(in_cp get pods -A --no-headers 2>/dev/null)" &&
+		grep -q coredns <<<"$pods" && grep -q local-path <<<"$pods" &&
+		[ -z "$(unready_pods)" ] &&
+		[ "$(in_cp -n kube-system get deployment coredns -o jsonpath='{.status.updatedReplicas}/{.status.readyReplicas}/{.spec.replicas}')" = 2/2/2 ]; do
+		[ $SECONDS -lt $deadline ] || { in_cp get pods -A -o wide >&2 || true; die "system pods not Ready within ${wait_s}s"; }
+		sleep 2
 	done
 }
 
 up() {
-	need docker "$KUBECTL" "$HELM" "$KIND"
-	if ! "$KIND" get clusters 2>/dev/null | grep -qx "$cluster"; then
-		"$KIND" create cluster --name "$cluster" --config deploy/kind/cluster.yaml --wait 180s
+	local start k image t0
+	start=$SECONDS
+	"$root/deploy/images/dockerd.sh" start
+	k="$(kind_bin)"
+	kind_env
+	t0=$SECONDS
+	image="$(node_image)"
+	log "node image $image ($((SECONDS - t0)) s)"
+	if running "$k"; then
+		log "cluster $cluster runs"
+	else
+		if "$k" get clusters 2>/dev/null | grep -qx "$cluster"; then
+			log "cluster $cluster exists but its control plane does not run: recreating it"
+			"$k" delete cluster --name "$cluster"
+		fi
+		ensure_network
+		t0=$SECONDS
+		# kind's own kubeconfig merge goes to a scratch file; ours is written below.
+		"$k" create cluster --name "$cluster" --image "$image" --config deploy/kind/cluster.yaml \
+			--kubeconfig "$state/kind-admin.kubeconfig" --wait 0s
+		log "kind create cluster: $((SECONDS - t0)) s"
 	fi
-	build_images
-	local images=()
-	for d in $(deployables); do images+=("customerapi/$d:$tag"); done
-	"$KIND" load docker-image --name "$cluster" "${images[@]}"
-	"$HELM" upgrade --install "$release" "$chart" --kube-context "$context" \
-		--namespace "$namespace" --create-namespace \
-		-f "$chart/values-dev.yaml" --set image.tag="$tag" --set secrets.adminToken="$admin_token" \
-		--wait --timeout 10m
-	"$KUBECTL" --context "$context" -n "$namespace" rollout status deployment --timeout 5m
-	"$KUBECTL" --context "$context" -n "$namespace" rollout status statefulset --timeout 5m
-	"$HELM" test "$release" --kube-context "$context" --namespace "$namespace" --logs --timeout 5m
+	wait_ready
+	write_kubeconfig "$k"
+	log "cluster $cluster Ready in $((SECONDS - start)) s; kubeconfig $kubeconfig (context $context)"
+	echo "export KUBECONFIG=$kubeconfig"
 }
 
 down() {
-	"$KIND" delete cluster --name "$cluster"
-}
-
-dump() {
-	mkdir -p "$logs"
-	echo "--- diagnostics in $logs"
-	"$KUBECTL" --context "$context" -n "$namespace" get all,networkpolicies,pdb -o wide >"$logs/objects.txt" 2>&1 || true
-	"$KUBECTL" --context "$context" -n "$namespace" describe pods >"$logs/pods.txt" 2>&1 || true
-	"$KUBECTL" --context "$context" -n "$namespace" get events --sort-by=.lastTimestamp >"$logs/events.txt" 2>&1 || true
-	for p in $("$KUBECTL" --context "$context" -n "$namespace" get pods -o name 2>/dev/null); do
-		"$KUBECTL" --context "$context" -n "$namespace" logs "$p" --all-containers --prefix >"$logs/${p#pod/}.log" 2>&1 || true
-	done
-	tail -n 50 "$logs/events.txt" || true
-}
-
-wait_http() {
-	for _ in $(seq 1 60); do
-		curl -fsS -o /dev/null "$1" && return 0
-		sleep 1
-	done
-	echo "kind.sh: $1 does not answer" >&2
-	return 1
-}
-
-e2e() {
-	need curl go
-	local pids=() status=0
-	cleanup() {
-		if [ ${#pids[@]} -gt 0 ]; then kill "${pids[@]}" 2>/dev/null || true; fi
-		[ "$status" -eq 0 ] || dump
-		[ "${KEEP_CLUSTER:-}" = 1 ] || down
-	}
-	trap 'status=$?; cleanup' EXIT
-	up
-	"$KUBECTL" --context "$context" -n "$namespace" port-forward "service/$release-gateway" 25001:80 >/dev/null &
-	pids+=($!)
-	# The admin API has no public Service: forward to a gateway pod directly.
-	"$KUBECTL" --context "$context" -n "$namespace" port-forward "deployment/$release-gateway" 25002:8081 >/dev/null &
-	pids+=($!)
-	wait_http http://127.0.0.1:25001/readyz
-	wait_http http://127.0.0.1:25002/healthz
-	(cd e2e && E2E_BASE_URL=http://127.0.0.1:25001 E2E_ADMIN_URL=http://127.0.0.1:25002 \
-		E2E_ADMIN_TOKEN="$admin_token" go test -count=1 -timeout 20m ${E2E_RUN:+-run "$E2E_RUN"} ./...)
+	local k
+	k="$(kind_bin)"
+	kind_env
+	"$k" delete cluster --name "$cluster" --kubeconfig "$state/kind-admin.kubeconfig"
+	if "$docker" network inspect "$network" >/dev/null 2>&1; then
+		"$docker" network rm "$network" >/dev/null
+	fi
+	rm -f "$kubeconfig"
 }
 
 case "${1:-}" in
 up) up ;;
-e2e) e2e ;;
 down) down ;;
-*) echo "usage: $0 up|e2e|down" >&2; exit 2 ;;
+node) "$root/deploy/images/dockerd.sh" start && node_image ;;
+env) echo "export KUBECONFIG=$kubeconfig" ;;
+*) echo "usage: kind.sh up|down|node|env" >&2; exit 2 ;;
 esac
