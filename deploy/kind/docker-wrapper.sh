@@ -14,6 +14,9 @@
 # - The host has no /lib/modules (kind mounts it read-only): an empty directory
 #   ($KIND_EMPTY_MODULES, default .cache/kind/empty-modules) instead, so Docker does not
 #   create /lib/modules on the host.
+# - `docker exec --privileged` (kind runs every command in a node so) fails like `run`
+#   where CAP_SYS_RESOURCE is missing: the flag goes, the process gets the node's
+#   capabilities.
 #
 #   docker-wrapper.sh needed     exit 0 when this host needs the wrapper (prints why)
 #   docker-wrapper.sh ARGS...    as docker ARGS...
@@ -48,6 +51,17 @@ is_kind_node_run() {
 	done
 	return 1
 }
+
+# kind runs every command in a node as `docker exec --privileged` (kind create, kind load):
+# that fails the same way; without the flag the process has the node's own capabilities,
+# which are all but CAP_SYS_RESOURCE here.
+if [ "${1:-}" = exec ] && lacks_sys_resource; then
+	args=()
+	for a in "$@"; do
+		[ "$a" = --privileged ] || args+=("$a")
+	done
+	exec "$real" "${args[@]}"
+fi
 
 if ! is_kind_node_run "$@"; then
 	exec "$real" "$@"

@@ -20,8 +20,8 @@
 # On hosts that cannot run kind's --privileged nodes or lack /lib/modules, kind calls
 # deploy/kind/docker-wrapper.sh as `docker`.
 #
-# Environment: KIND (the kind binary; default: kindcomp's build, see COMPONENTS.md, else
-# `kind` on the PATH), KIND_CLUSTER (customer-api), KIND_NETWORK (customer-api-kind),
+# Environment: KIND (the kind binary; default: the components' (.cache/kind/components.env),
+# else `kind` on the PATH), KIND_CLUSTER (customer-api), KIND_NETWORK (customer-api-kind),
 # KIND_NODE_IMAGE (skip the build and use this image), KIND_WAIT (seconds, 300).
 set -euo pipefail
 
@@ -45,6 +45,11 @@ kind_bin() {
 		return
 	fi
 	local found
+	found="$(sed -n 's/^KIND=//p' "$state/components.env" 2>/dev/null || true)"
+	if [ -n "$found" ] && [ -x "$found" ]; then
+		echo "$found"
+		return
+	fi
 	found="$(ls -t "$state"/bin/kind-v0.33.0-*/kind 2>/dev/null | head -n 1 || true)"
 	if [ -n "$found" ]; then
 		echo "$found"

@@ -14,9 +14,9 @@
 #     go to /usr/bin, the version to /kind/version, the CNI and storage manifests to
 #     /kind/manifests, every image kubeadm and the manifests need is imported (pinned) into
 #     containerd's k8s.io namespace from `docker save`, then `docker commit`.
-# The components come from deploy/kind/images.sh node-inputs (kindcomp: KEY=VALUE lines:
-# K8S_VERSION, CONTAINERD_BIN_DIR, K8S_BIN_DIR, MANIFESTS_DIR, IMAGES; see
-# deploy/kind/COMPONENTS.md); the same keys in the environment override it.
+# The components come from .cache/kind/components.env, which `make kind-components`
+# (deploy/kind/images.sh all, deploy/kind/COMPONENTS.md) writes; $KIND_COMPONENTS_ENV
+# names another file.
 # Needs root for debootstrap on the first run; downloads happen there only (Debian).
 set -euo pipefail
 
@@ -26,30 +26,27 @@ docker=/usr/bin/docker
 log() { echo "node/build.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
 
-# --- inputs
-if [ -z "${K8S_BIN_DIR:-}" ] || [ -z "${IMAGES:-}" ]; then
-	[ -x "$root/deploy/kind/images.sh" ] || die "deploy/kind/images.sh (the components) is missing"
-	inputs="$("$root/deploy/kind/images.sh" node-inputs)" || die "deploy/kind/images.sh node-inputs failed"
-	while IFS='=' read -r key value; do
-		case "$key" in
-		K8S_VERSION | CONTAINERD_BIN_DIR | K8S_BIN_DIR | MANIFESTS_DIR | IMAGES)
-			# the environment wins over the components' defaults
-			[ -n "${!key:-}" ] || printf -v "$key" '%s' "$value"
-			;;
-		esac
-	done <<<"$inputs"
-fi
-for key in K8S_VERSION CONTAINERD_BIN_DIR K8S_BIN_DIR MANIFESTS_DIR IMAGES; do
-	[ -n "${!key:-}" ] || die "$key is not set (deploy/kind/images.sh node-inputs)"
+# --- inputs: the components (deploy/kind/COMPONENTS.md), as deploy/kind/images.sh all
+# writes them (K8S_VERSION, KUBE_BIN, CONTAINERD_BIN, KIND_IMAGES, KIND_IMAGE_ARCHIVES,
+# KIND_PAUSE_IMAGE, KIND_MANIFESTS).
+components_env="${KIND_COMPONENTS_ENV:-$root/.cache/kind/components.env}"
+[ -f "$components_env" ] || die "$components_env is missing: make kind-components (deploy/kind/kind-tools.mk)"
+# shellcheck disable=SC1090
+. "$components_env"
+for key in K8S_VERSION KUBE_BIN CONTAINERD_BIN KIND_IMAGES KIND_IMAGE_ARCHIVES KIND_PAUSE_IMAGE KIND_MANIFESTS; do
+	[ -n "${!key:-}" ] || die "$key is not set in $components_env"
 done
 for b in containerd containerd-shim-runc-v2 ctr; do
-	[ -x "$CONTAINERD_BIN_DIR/$b" ] || die "$CONTAINERD_BIN_DIR/$b is missing"
+	[ -x "$CONTAINERD_BIN/$b" ] || die "$CONTAINERD_BIN/$b is missing"
 done
 for b in kubeadm kubelet kubectl; do
-	[ -x "$K8S_BIN_DIR/$b" ] || die "$K8S_BIN_DIR/$b is missing"
+	[ -x "$KUBE_BIN/$b" ] || die "$KUBE_BIN/$b is missing"
 done
 for m in default-cni.yaml default-storage.yaml; do
-	[ -f "$MANIFESTS_DIR/$m" ] || die "$MANIFESTS_DIR/$m is missing"
+	[ -f "$KIND_MANIFESTS/$m" ] || die "$KIND_MANIFESTS/$m is missing"
+done
+for a in $KIND_IMAGE_ARCHIVES; do
+	[ -f "$a" ] || die "image archive $a is missing"
 done
 
 sha() { sha256sum "$@" | awk '{print $1}'; }
@@ -57,7 +54,7 @@ sha() { sha256sum "$@" | awk '{print $1}'; }
 pkgs="$(grep -v '^#' "$here/packages" | grep -v '^[[:space:]]*$' | paste -sd, -)"
 # The node's recipe: this directory (Dockerfile, files, packages, this script).
 recipe="$(cd "$here" && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-64)"
-containerd_sum="$(cd "$CONTAINERD_BIN_DIR" && sha containerd containerd-shim-runc-v2 ctr | paste -sd, -)"
+containerd_sum="$(cd "$CONTAINERD_BIN" && sha containerd containerd-shim-runc-v2 ctr | paste -sd, -)"
 
 # --print needs the rootfs reference without building it: rootfs.sh's hash is its own, so ask
 # for the image only when it exists; otherwise hash the inputs that make it.
@@ -66,13 +63,13 @@ base_key="$(printf 'pkgs=%s\nrecipe=%s\ncontainerd=%s\nrootfs.sh=%s\n' "$pkgs" "
 base_ref="customerapi/kind-base:$base_key"
 
 image_ids=""
-for ref in $IMAGES; do
+for ref in $KIND_IMAGES; do
 	id="$("$docker" image inspect -f '{{.Id}}' "$ref" 2>/dev/null)" || die "image $ref is not present locally (the components build it: deploy/kind/images.sh)"
 	image_ids+="$ref@$id "
 done
 node_key="$(printf 'base=%s\nversion=%s\nk8s=%s\nmanifests=%s\nimages=%s\n' "$base_key" "$K8S_VERSION" \
-	"$(cd "$K8S_BIN_DIR" && sha kubeadm kubelet kubectl | paste -sd, -)" \
-	"$(cd "$MANIFESTS_DIR" && sha default-cni.yaml default-storage.yaml | paste -sd, -)" \
+	"$(cd "$KUBE_BIN" && sha kubeadm kubelet kubectl | paste -sd, -)" \
+	"$(cd "$KIND_MANIFESTS" && sha default-cni.yaml default-storage.yaml | paste -sd, -)" \
 	"$image_ids" | sha256sum | cut -c1-12)"
 node_ref="customerapi/kind-node:$K8S_VERSION-$node_key"
 
@@ -104,7 +101,7 @@ if ! exists "$base_ref"; then
 	trap 'rm -rf "$ctx"' EXIT
 	cp -a "$here/Dockerfile" "$here/files" "$ctx/"
 	mkdir "$ctx/containerd"
-	cp "$CONTAINERD_BIN_DIR"/{containerd,containerd-shim-runc-v2,ctr} "$ctx/containerd/"
+	cp "$CONTAINERD_BIN"/{containerd,containerd-shim-runc-v2,ctr} "$ctx/containerd/"
 	log "building $base_ref from $rootfs"
 	DOCKER_BUILDKIT=1 "$docker" build --network none --build-arg ROOTFS="$rootfs" \
 		--label org.customerapi.kind-base.rootfs="$rootfs" -t "$base_ref" "$ctx" >&2
@@ -123,13 +120,13 @@ log "building $node_ref in container $cid"
 in_node() { "$docker" exec -i "$cid" "$@"; }
 
 for b in kubeadm kubelet kubectl; do
-	"$docker" cp "$K8S_BIN_DIR/$b" "$cid:/usr/bin/$b"
+	"$docker" cp "$KUBE_BIN/$b" "$cid:/usr/bin/$b"
 	in_node chown root:root "/usr/bin/$b"
 	in_node chmod 755 "/usr/bin/$b"
 done
 printf '%s' "$K8S_VERSION" | in_node sh -c 'cat >/kind/version'
 for m in default-cni.yaml default-storage.yaml; do
-	"$docker" cp "$MANIFESTS_DIR/$m" "$cid:/kind/manifests/$m"
+	"$docker" cp "$KIND_MANIFESTS/$m" "$cid:/kind/manifests/$m"
 	in_node chmod 644 "/kind/manifests/$m"
 done
 in_node kubeadm version -o short >&2
@@ -144,16 +141,18 @@ in_node ctr version >/dev/null || {
 	in_node tail -n 30 /var/log/containerd-build.log >&2 || true
 	die "containerd did not start in the build container"
 }
-for ref in $IMAGES; do
-	log "importing $ref"
-	"$docker" save "$ref" | in_node ctr --namespace=k8s.io images import \
-		--label=io.cri-containerd.pinned=pinned --all-platforms --no-unpack --digests - >/dev/null
+# The archives are `docker save`s of KIND_IMAGES (images.sh all), one image each.
+for a in $KIND_IMAGE_ARCHIVES; do
+	log "importing $(basename "$a")"
+	in_node ctr --namespace=k8s.io images import --label=io.cri-containerd.pinned=pinned \
+		--all-platforms --no-unpack --digests - <"$a" >/dev/null
 done
 
 # Every image kubeadm needs and the sandbox image must now be there under its exact name:
 # the nodes have no registry to fall back on.
 imported="$(in_node ctr --namespace=k8s.io images list -q)"
 sandbox="$(in_node sed -n 's/^ *sandbox_image *= *"\(.*\)"/\1/p' /etc/containerd/config.toml)"
+[ "$sandbox" = "$KIND_PAUSE_IMAGE" ] || die "containerd's sandbox image is $sandbox, the components' pause is $KIND_PAUSE_IMAGE"
 required="$(in_node kubeadm config images list --kubernetes-version "$K8S_VERSION" | grep -v /pause:) $sandbox"
 # A reference as containerd names it: docker.io/ and library/ where Docker leaves them out.
 normalize() {
@@ -165,7 +164,7 @@ normalize() {
 	fi
 	echo "$ref"
 }
-for ref in $IMAGES; do
+for ref in $KIND_IMAGES; do
 	required+=" $(normalize "$ref")"
 done
 missing=""
