@@ -5,5 +5,6 @@
 // against a system that is already running (e.g. the kind cluster of `make e2e-kind`);
 // tests that need to stop processes or the broker then skip. E2E_SERVICES (e.g.
 // "topics,pages") limits which services are built and started; E2E_LOGS=1 streams the
-// processes' logs.
+// processes' logs. E2E_RECEIVER_HOST is the address the tests' webhook receivers listen
+// on (default 127.0.0.1): against a cluster, an address of this host its pods reach.
 package e2e

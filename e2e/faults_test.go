@@ -3,14 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/e2e/faultload"
 	"github.com/customerapi/platform/libs/devstack"
-	"github.com/customerapi/platform/libs/testwait"
-	"github.com/customerapi/platform/libs/timestamp"
 )
 
 // The dependency-outage suite: while form submissions keep arriving through the gateway,
@@ -19,7 +16,8 @@ import (
 // (pages → Kafka → webhooks' intake) and form.enriched (persons' enrichment consumer →
 // persons' outbox → Kafka → webhooks), counted by eventId so redeliveries do not count
 // twice; and no answer may be a 500: a write that meets the outage gets 503. The same
-// outage at 120 s must give the same result as at 30 s.
+// outage at 120 s must give the same result as at 30 s. The load and these rules are
+// package faultload's, which the cluster's fault tests (e2e/kind) share.
 
 // outage is one fault: begin takes a dependency away, end brings it back.
 type outage struct {
@@ -73,7 +71,7 @@ func TestFaultBrokerUnreachable30s(t *testing.T) {
 
 // faultRun writes form submissions at about 10 a second for 5 s, through the outage of
 // the given length, and for 5 s after it; then it waits for every acknowledged one's two
-// events at the receiver.
+// events at the receiver (the rules of package faultload).
 func faultRun(t *testing.T, o outage, length time.Duration) {
 	s := local(t)
 	tenant := fmt.Sprintf("fault%d", time.Now().UnixNano())
@@ -81,25 +79,13 @@ func faultRun(t *testing.T, o outage, length time.Duration) {
 		"rateLimit": map[string]any{"limit": 100000, "windowMs": 1000}}))
 	whNeed(t, c, "/v0/pages", "pages")
 	rc := newWhReceiver(t, nil)
-	whSubscribe(t, c, map[string]any{"url": rc.URL, "events": []string{"form.submitted", "form.enriched"}})
-	page := must(t, c.Do("POST", "/v0/pages", map[string]any{"name": "Faults e2e", "title": "Faults",
-		"pageContext": "A page whose forms are submitted through an outage", "brandId": "brand_e2e", "pageType": "inbound"}), 201)
-	pageID := page["pageId"].(string)
-	aud := must(t, c.Do("POST", "/v0/pages/"+pageID+"/audiences", map[string]any{"publishBehavior": "publish"}), 201)
-	audienceID := aud["audienceId"].(string)
+	pageID, audienceID := faultload.Prepare(t, c, rc.URL)
 
-	w := &faultWriters{c: c, pageID: pageID, audienceID: audienceID, acked: map[string]bool{}, statuses: map[int]int{}}
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for n := range 2 {
-		wg.Add(1)
-		go func() { defer wg.Done(); w.write(ctx, n) }()
-	}
-	defer wg.Wait()
-	defer stop()
+	w := faultload.Start(c, pageID, audienceID, 2)
+	defer w.Stop()
 
 	time.Sleep(5 * time.Second)
-	begin := w.count()
+	begin := w.Acknowledged()
 	if err := o.do(o.begin, s); err != nil {
 		t.Fatal(err)
 	}
@@ -114,108 +100,12 @@ func faultRun(t *testing.T, o outage, length time.Duration) {
 		t.Fatal(err)
 	}
 	ended = true
-	during := w.count() - begin
+	during := w.Acknowledged() - begin
 	time.Sleep(5 * time.Second)
-	stop()
-	wg.Wait()
+	w.Stop()
 
-	acked, statuses, bad := w.result()
-	t.Logf("%d submissions acknowledged (%d while the dependency was away); answers %v", len(acked), during, statuses)
-	for i, b := range bad {
-		if i == 5 {
-			t.Errorf("... %d answers in all were neither 201 nor 503 in the envelope", len(bad))
-			break
-		}
-		t.Errorf("every answer during an outage must be 201 or 503 in the envelope, never a 500: %s", b)
-	}
-	if len(acked) < 20 {
-		t.Fatalf("only %d submissions were acknowledged: the test proves nothing", len(acked))
-	}
-	missing := func() (int, int, string) {
-		submitted := map[string]string{} // email → formSubmissionId
-		enriched := map[string]bool{}    // formSubmissionId
-		ids := map[string]bool{}
-		for _, d := range rc.all() {
-			ids[d.parsed.EventID] = true
-			p := d.parsed.Payload
-			id, _ := p["formSubmissionId"].(string)
-			switch p["type"] {
-			case "form.submitted":
-				if email, _ := p["email"].(string); acked[email] {
-					submitted[email] = id
-				}
-			case "form.enriched":
-				enriched[id] = true
-			}
-		}
-		noSubmitted, noEnriched, example := 0, 0, ""
-		for email := range acked {
-			id, ok := submitted[email]
-			switch {
-			case !ok:
-				noSubmitted++
-				example = "no form.submitted for " + email
-			case !enriched[id]:
-				noEnriched++
-				example = "no form.enriched for " + email + " (" + id + ")"
-			}
-		}
-		return noSubmitted, noEnriched, fmt.Sprintf("%d distinct events received; %s", len(ids), example)
-	}
-	testwait.For(t, 3*time.Minute, "every acknowledged submission's form.submitted and form.enriched at the receiver", func() (bool, string) {
-		a, b, state := missing()
-		return a == 0 && b == 0, fmt.Sprintf("%d of %d acknowledged submissions lack form.submitted, %d form.enriched; %s",
-			a, len(acked), b, state)
-	})
-}
-
-// faultWriters submit forms until their context ends, recording what was acknowledged.
-type faultWriters struct {
-	c                  *apitest.Client
-	pageID, audienceID string
-
-	mu       sync.Mutex
-	acked    map[string]bool // the emails of acknowledged submissions
-	statuses map[int]int
-	bad      []string
-}
-
-func (w *faultWriters) write(ctx context.Context, n int) {
-	for i := 0; ctx.Err() == nil; i++ {
-		email := fmt.Sprintf("w%d-%d-%d@example.com", n, i, time.Now().UnixNano())
-		//nolint:contextcheck // the client's calls take no context: the loop checks ctx between them
-		r, err := w.c.Try("POST", "/v0/pages/"+w.pageID+"/audience_sessions", map[string]any{
-			"analyticsSessionId": "fault-" + email, "audienceId": w.audienceID,
-			"sessionStartedAt": timestamp.Format(time.Now()),
-			"formSubmission":   map[string]any{"email": email, "name": "A Visitor"}})
-		w.mu.Lock()
-		switch {
-		case err != nil:
-			w.bad = append(w.bad, err.Error())
-		default:
-			w.statuses[r.Status]++
-			if r.Status == 201 {
-				w.acked[email] = true
-			} else if r.Status != 503 {
-				w.bad = append(w.bad, r.String())
-			}
-		}
-		w.mu.Unlock()
-		select {
-		case <-ctx.Done():
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-func (w *faultWriters) count() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.acked)
-}
-
-func (w *faultWriters) result() (map[string]bool, map[int]int, []string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.acked, w.statuses, w.bad
+	r := w.Result()
+	t.Logf("%d submissions acknowledged (%d while the dependency was away); answers %v", len(r.Acked), during, r.Statuses)
+	faultload.CheckAnswers(t, r, 20)
+	faultload.WaitDelivered(t, 3*time.Minute, r.Acked, rc.deliveries)
 }

@@ -20,13 +20,15 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/e2e/faultload"
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/testwait"
 	"github.com/customerapi/platform/libs/timestamp"
 )
 
-// whReceiver is a webhook endpoint on 127.0.0.1 (make run allows private targets) that
-// records every delivery and answers as respond says (200 when nil).
+// whReceiver is a webhook endpoint on 127.0.0.1, or on $E2E_RECEIVER_HOST when the system
+// runs elsewhere (make run and values-dev.yaml allow private targets), that records every
+// delivery and answers as respond says (200 when nil).
 type whReceiver struct {
 	*httptest.Server
 	mu      sync.Mutex
@@ -47,7 +49,7 @@ type whDelivery struct {
 
 func newWhReceiver(t *testing.T, respond func(n int) int) *whReceiver {
 	rc := &whReceiver{respond: respond}
-	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	rc.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d := whDelivery{header: r.Header.Clone(), at: time.Now()}
 		d.body, _ = io.ReadAll(r.Body)
 		_ = json.Unmarshal(d.body, &d.parsed)
@@ -61,8 +63,25 @@ func newWhReceiver(t *testing.T, respond func(n int) int) *whReceiver {
 		}
 		w.WriteHeader(status)
 	}))
+	l, err := faultload.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Listener.Close()
+	rc.Listener = l
+	rc.Start()
 	t.Cleanup(rc.Close)
 	return rc
+}
+
+// deliveries returns every delivery so far as package faultload reads them.
+func (rc *whReceiver) deliveries() []faultload.Delivery {
+	all := rc.all()
+	out := make([]faultload.Delivery, len(all))
+	for i, d := range all {
+		out[i] = faultload.Delivery{EventID: d.parsed.EventID, Payload: d.parsed.Payload}
+	}
+	return out
 }
 
 func (rc *whReceiver) all() []whDelivery {
