@@ -10,12 +10,13 @@
 #
 # Whatever may need the network (Go modules, apt, debootstrap) must run before `start`:
 # test-kind wraps its cluster phases in start/stop. The interface is $CAPTURE_IFACE, else
-# the one of the default route, else eth0. Files: .cache/kind/capture/ (the pcap is kept
+# the one of the default route, else eth0. Files: $CAPTURE_DIR, default .cache/kind/capture/
+# (one capture at a time per directory; the pcap is kept
 # for reading with `tcpdump -nn -r`).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-dir="$root/.cache/kind/capture"
+dir="${CAPTURE_DIR:-$root/.cache/kind/capture}"
 pidfile="$dir/tcpdump.pid"
 pcap="$dir/outward.pcap"
 errlog="$dir/tcpdump.log"
