@@ -20,7 +20,7 @@ import (
 	"time"
 
 	customerapi "github.com/customerapi/platform/clients/go"
-	"github.com/customerapi/platform/libs/postgres/pgtest"
+	"github.com/customerapi/platform/e2e/faultload"
 )
 
 // The Go client generated from the document, with its hand-written layer, against the
@@ -96,18 +96,22 @@ func goReceiverTest(t *testing.T, c *customerapi.API) {
 	if err := build.Run(); err != nil {
 		t.Fatalf("build the example receiver: %v", err)
 	}
-	port, err := pgtest.FreePort()
+	// A free port on the receivers' address ($E2E_RECEIVER_HOST: the system may run
+	// elsewhere, such as in a cluster, and must reach the receiver).
+	l, err := faultload.Listen()
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := fmt.Sprintf("http://127.0.0.1:%d/webhook", port)
+	addr := l.Addr().String()
+	l.Close()
+	url := "http://" + addr + "/webhook"
 	sub, err := c.CreateWebhookSubscriptionWithResponse(ctx, customerapi.WebhookSubscriptionCreate{Url: url,
 		Events: &customerapi.WebhookEventTypes{"form.submitted"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	secret := sub.JSON201.SigningSecret
-	rc := startReceiver(t, bin, []string{"WEBHOOK_SECRET=" + secret, fmt.Sprintf("ADDR=127.0.0.1:%d", port)}, "listening on")
+	rc := startReceiver(t, bin, []string{"WEBHOOK_SECRET=" + secret, "ADDR=" + addr}, "listening on")
 
 	sent, err := c.SendWebhookTestEventWithResponse(ctx, sub.JSON201.SubscriptionId, customerapi.WebhookTestEventRequest{EventType: "form.submitted"})
 	if err != nil {

@@ -29,12 +29,18 @@ import (
 // the cluster's pods reach, such as the gateway of the nodes' Docker network.
 const ReceiverHostEnv = "E2E_RECEIVER_HOST"
 
-// Listen opens a listener for a webhook receiver on a free port of $E2E_RECEIVER_HOST.
-func Listen() (net.Listener, error) {
-	host := os.Getenv(ReceiverHostEnv)
-	if host == "" {
-		host = "127.0.0.1"
+// ReceiverHost is the address webhook receivers listen on: $E2E_RECEIVER_HOST, else
+// 127.0.0.1.
+func ReceiverHost() string {
+	if host := os.Getenv(ReceiverHostEnv); host != "" {
+		return host
 	}
+	return "127.0.0.1"
+}
+
+// Listen opens a listener for a webhook receiver on a free port of ReceiverHost.
+func Listen() (net.Listener, error) {
+	host := ReceiverHost()
 	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return nil, fmt.Errorf("receiver listener on %s (%s): %w", host, ReceiverHostEnv, err)

@@ -43,11 +43,14 @@ test("the TypeScript client against the whole system", { skip: !base || !key || 
   });
 
   await t.test("a test event verified by the example receiver", async () => {
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}/webhook`;
+    // The receiver listens where the system reaches it: E2E_RECEIVER_HOST when the
+    // system runs elsewhere (a cluster), else 127.0.0.1.
+    const host = process.env.E2E_RECEIVER_HOST || "127.0.0.1";
+    const port = await freePort(host);
+    const url = `http://${host}:${port}/webhook`;
     const sub = await api.post("/v0/webhook_subscriptions", { body: { url, events: ["form.submitted"] } });
     const lines: string[] = [];
-    const proc = spawn(process.execPath, [receiver], { env: { ...process.env, WEBHOOK_SECRET: sub.signingSecret, ADDR: `127.0.0.1:${port}` }, stdio: ["ignore", "pipe", "inherit"] });
+    const proc = spawn(process.execPath, [receiver], { env: { ...process.env, WEBHOOK_SECRET: sub.signingSecret, ADDR: `${host}:${port}` }, stdio: ["ignore", "pipe", "inherit"] });
     proc.stdout.setEncoding("utf8").on("data", (s: string) => lines.push(...s.split("\n").filter(Boolean)));
     try {
       await waitFor(lines, "listening on");
@@ -84,9 +87,9 @@ function standardHeaders(secret: string, atMs: number, body: string): Record<str
   return { "content-type": "application/json", "webhook-id": id, "webhook-timestamp": ts, "webhook-signature": `v1,${sig}` };
 }
 
-function freePort(): Promise<number> {
+function freePort(host: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const srv = createServer().listen(0, "127.0.0.1", () => {
+    const srv = createServer().listen(0, host, () => {
       const addr = srv.address();
       srv.close(() => (typeof addr === "object" && addr ? resolve(addr.port) : reject(new Error("no port"))));
     });
