@@ -338,13 +338,29 @@ stop_sampler() {
 memory() {
 	stop_sampler
 	local id name peak now_mib
-	echo "node containers (docker stats):"
+	echo "node containers (docker stats: usage without the page cache):"
 	# shellcheck disable=SC2046 # one argument per container
 	"$docker" stats --no-stream --format '  {{.Name}}: {{.MemUsage}} ({{.MemPerc}}), CPU {{.CPUPerc}}' $(node_ids)
+	local full cg
 	for id in $(node_ids); do
 		name="$("$docker" inspect -f '{{.Name}}' "$id")"
-		echo "${name#/}: free -m inside the node:"
-		"$docker" exec "$id" free -m | sed 's/^/  /'
+		full="$("$docker" inspect -f '{{.Id}}' "$id")"
+		# the node container's cgroup (v1 with Docker's cgroupfs or systemd driver, or v2)
+		for cg in "/sys/fs/cgroup/memory/docker/$full" "/sys/fs/cgroup/memory/system.slice/docker-$full.scope" \
+			"/sys/fs/cgroup/system.slice/docker-$full.scope" "/sys/fs/cgroup/docker/$full"; do
+			if [ -f "$cg/memory.usage_in_bytes" ]; then
+				echo "${name#/}: cgroup memory.usage_in_bytes $(($(cat "$cg/memory.usage_in_bytes") / 1048576)) MiB," \
+					"rss $(awk '$1 == "total_rss" { print int($2 / 1048576) }' "$cg/memory.stat") MiB," \
+					"max $(($(cat "$cg/memory.max_usage_in_bytes") / 1048576)) MiB"
+				break
+			elif [ -f "$cg/memory.current" ]; then
+				echo "${name#/}: cgroup memory.current $(($(cat "$cg/memory.current") / 1048576)) MiB," \
+					"peak $(($(cat "$cg/memory.peak" 2>/dev/null || echo 0) / 1048576)) MiB"
+				break
+			fi
+		done
+		echo "${name#/}: free -m inside the node (the host's memory, seen from the node):"
+		"$docker" exec "$id" sh -c 'free -m 2>/dev/null || head -n 3 /proc/meminfo' | sed 's/^/  /'
 	done
 	echo "host: free -m"
 	free -m | sed 's/^/  /'

@@ -101,8 +101,8 @@ func (c *cluster) api(t *testing.T) *apitest.Client {
 
 // pod is what the tests read of a pod.
 type pod struct {
-	Name, Node, IP, Image, Hash string
-	Ready, Deleting             bool
+	Name, UID, Node, IP, Image, Hash string
+	Ready, Deleting                  bool
 }
 
 // pods lists the pods of the release matching a label selector (beside the release's
@@ -120,6 +120,7 @@ func (c *cluster) pods(selector string) ([]pod, error) {
 		Items []struct {
 			Metadata struct {
 				Name              string            `json:"name"`
+				UID               string            `json:"uid"`
 				DeletionTimestamp *string           `json:"deletionTimestamp"`
 				Labels            map[string]string `json:"labels"`
 			} `json:"metadata"`
@@ -142,7 +143,7 @@ func (c *cluster) pods(selector string) ([]pod, error) {
 	}
 	var ps []pod
 	for _, it := range list.Items {
-		p := pod{Name: it.Metadata.Name, Node: it.Spec.NodeName, IP: it.Status.PodIP,
+		p := pod{Name: it.Metadata.Name, UID: it.Metadata.UID, Node: it.Spec.NodeName, IP: it.Status.PodIP,
 			Deleting: it.Metadata.DeletionTimestamp != nil, Hash: it.Metadata.Labels["pod-template-hash"]}
 		if len(it.Spec.Containers) > 0 {
 			p.Image = it.Spec.Containers[0].Image
@@ -162,13 +163,14 @@ func (c *cluster) pods(selector string) ([]pod, error) {
 // postgresql, kafka).
 func component(name string) string { return "app.kubernetes.io/component=" + name }
 
-// waitReplaced waits until the pods matching selector are all new (none of old's names),
-// Ready and none being deleted, and at least want of them; it returns them.
+// waitReplaced waits until the pods matching selector are all new (none of old's, by
+// UID: a StatefulSet's new pod keeps the old one's name), Ready and none being deleted,
+// and at least want of them; it returns them.
 func (c *cluster) waitReplaced(t *testing.T, selector string, old []pod, want int, within time.Duration) []pod {
 	t.Helper()
 	gone := map[string]bool{}
 	for _, p := range old {
-		gone[p.Name] = true
+		gone[p.UID] = true
 	}
 	deadline := time.Now().Add(within)
 	state := ""
@@ -180,8 +182,8 @@ func (c *cluster) waitReplaced(t *testing.T, selector string, old []pod, want in
 			ok := len(ps) >= want
 			var b strings.Builder
 			for _, p := range ps {
-				fmt.Fprintf(&b, "%s ready=%v deleting=%v; ", p.Name, p.Ready, p.Deleting)
-				if gone[p.Name] || !p.Ready || p.Deleting {
+				fmt.Fprintf(&b, "%s ready=%v deleting=%v new=%v; ", p.Name, p.Ready, p.Deleting, !gone[p.UID])
+				if gone[p.UID] || !p.Ready || p.Deleting {
 					ok = false
 				}
 			}

@@ -77,7 +77,7 @@ func TestHelmUpgradeAndRollbackRollRealPods(t *testing.T) {
 // deployment is one Deployment's rollout as the test sees it.
 type deployment struct {
 	hash string // the pod-template-hash of its pods
-	pods []string
+	pods []pod
 }
 
 // deployments returns the components of the release's Deployments with their replicas.
@@ -114,10 +114,6 @@ func (c *cluster) rollout(t *testing.T, deps map[string]int, prev map[string]dep
 	out := map[string]deployment{}
 	for name, replicas := range deps {
 		sel := component(name) + ",pod-template-hash"
-		var old []pod
-		for _, p := range prev[name].pods {
-			old = append(old, pod{Name: p})
-		}
 		var ps []pod
 		if prev == nil {
 			var err error
@@ -125,7 +121,7 @@ func (c *cluster) rollout(t *testing.T, deps map[string]int, prev map[string]dep
 				t.Fatal(err)
 			}
 		} else {
-			ps = c.waitReplaced(t, sel, old, replicas, within)
+			ps = c.waitReplaced(t, sel, prev[name].pods, replicas, within)
 		}
 		hashes := map[string]bool{}
 		for _, p := range ps {
@@ -137,7 +133,7 @@ func (c *cluster) rollout(t *testing.T, deps map[string]int, prev map[string]dep
 		if len(ps) != replicas || len(hashes) != 1 {
 			t.Fatalf("%s: %d pods of %d replicas, pod-template-hashes %v", name, len(ps), replicas, keys(hashes))
 		}
-		out[name] = deployment{hash: ps[0].Hash, pods: names(ps)}
+		out[name] = deployment{hash: ps[0].Hash, pods: ps}
 	}
 	return out
 }
