@@ -3,6 +3,7 @@
 #
 #   test-kind.sh          every phase below, in order; stops at the first that fails
 #   test-kind.sh clean    uninstall the release and delete its namespace
+#   test-kind.sh memory   report the nodes' memory now (phase 7 alone)
 #
 # Before the cluster phase: the e2e test binaries are built (go test -c), so nothing is
 # downloaded later, and
@@ -364,9 +365,10 @@ memory() {
 	done
 	echo "host: free -m"
 	free -m | sed 's/^/  /'
-	peak="$(awk 'max < $2 { max = $2 } END { print max + 0 }' "$work/memory-samples.txt")"
 	now_mib="$(nodes_mib)"
-	echo "MEMORY nodes now ${now_mib} MiB; peak during phases 2-6 ${peak} MiB ($(wc -l <"$work/memory-samples.txt") samples, every 10 s); bound ${bound_gib} GiB" |
+	[ -s "$work/memory-samples.txt" ] || echo "$(date +%s) $now_mib" >"$work/memory-samples.txt"
+	peak="$(awk 'max < $2 { max = $2 } END { print max + 0 }' "$work/memory-samples.txt")"
+	echo "MEMORY nodes now ${now_mib} MiB; peak ${peak} MiB ($(wc -l <"$work/memory-samples.txt") samples, every 10 s from phase 2); bound ${bound_gib} GiB" |
 		tee -a "$summary"
 	[ "$peak" -gt 0 ] || { log "no memory sample was taken"; return 1; }
 	if [ "$peak" -ge $((bound_gib * 1024)) ] || [ "$now_mib" -ge $((bound_gib * 1024)) ]; then
@@ -422,5 +424,6 @@ all() {
 case "${1:-all}" in
 all) all ;;
 clean) tools && clean ;;
-*) echo "usage: test-kind.sh [all|clean]" >&2; exit 2 ;;
+memory) mkdir -p "$work" "$logs" && rm -f "$work/memory-samples.txt" && memory ;;
+*) echo "usage: test-kind.sh [all|clean|memory]" >&2; exit 2 ;;
 esac
