@@ -1,9 +1,13 @@
 package dockerfilecheck
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"iter"
+	"os"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -12,8 +16,16 @@ import (
 
 // Stage is one FROM section of a Dockerfile.
 type Stage struct {
-	// Base is the image the stage starts from; Name is its AS name.
+	// Base is the image the stage starts from, with the build arguments declared before
+	// the first FROM replaced by their defaults; Name is its AS name.
 	Base, Name string
+	// From is the image as the FROM line writes it (e.g. ${RUNTIME_IMAGE}), and Line its line.
+	From string
+	Line int
+	// Args are the build arguments that From uses (none for a literal image).
+	Args []string
+	// noDefault: one of Args has no default value.
+	noDefault bool
 	// Instructions are the stage's instructions (lower-case keyword and arguments).
 	Instructions []Instruction
 }
@@ -33,6 +45,9 @@ func Parse(r io.Reader) ([]Stage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dockerfilecheck: %w", err)
 	}
+	// The build arguments declared before the first FROM (name -> default; "" when none),
+	// which FROM lines may use.
+	meta := map[string]*string{}
 	var stages []Stage
 	for _, n := range res.AST.Children {
 		var args []string
@@ -44,7 +59,15 @@ func Parse(r io.Reader) ([]Stage, error) {
 			if len(args) == 0 {
 				return nil, fmt.Errorf("dockerfilecheck: line %d: FROM without an image", n.StartLine)
 			}
-			st := Stage{Base: args[0]}
+			st := Stage{From: args[0], Line: n.StartLine}
+			st.Base = os.Expand(args[0], func(name string) string {
+				st.Args = append(st.Args, name)
+				if v := meta[name]; v != nil && *v != "" {
+					return *v
+				}
+				st.noDefault = true
+				return ""
+			})
 			if len(args) == 3 && strings.EqualFold(args[1], "as") {
 				st.Name = args[2]
 			}
@@ -55,6 +78,14 @@ func Parse(r io.Reader) ([]Stage, error) {
 			if in.Cmd != "arg" {
 				return nil, fmt.Errorf("dockerfilecheck: line %d: %s before the first FROM", n.StartLine, in.Cmd)
 			}
+			for _, a := range args {
+				name, def, ok := strings.Cut(a, "=")
+				if ok {
+					meta[name] = &def
+				} else {
+					meta[name] = nil
+				}
+			}
 			continue
 		}
 		stages[len(stages)-1].Instructions = append(stages[len(stages)-1].Instructions, in)
@@ -63,6 +94,51 @@ func Parse(r io.Reader) ([]Stage, error) {
 		return nil, fmt.Errorf("dockerfilecheck: no FROM")
 	}
 	return stages, nil
+}
+
+// syntaxDirective matches a `# syntax=` parser directive.
+var syntaxDirective = regexp.MustCompile(`(?i)^#\s*syntax\s*=`)
+
+// CheckSource returns the ways a Dockerfile's text breaks the rules the parsed stages do
+// not show: a `# syntax=` directive makes BuildKit fetch its Dockerfile front end from a
+// registry (none is reachable where the images are built here; the built-in front end
+// of Docker 20.10+ reads these files).
+func CheckSource(src []byte) []error {
+	var errs []error
+	sc := bufio.NewScanner(bytes.NewReader(src))
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text != "" && !strings.HasPrefix(text, "#") {
+			break // directives come before the first instruction
+		}
+		if syntaxDirective.MatchString(text) {
+			errs = append(errs, fmt.Errorf("line %d: a syntax directive (%s) makes BuildKit fetch its front end from a registry", line, text))
+		}
+	}
+	return errs
+}
+
+// CheckBases returns the stages whose base image is not configurable: every stage that
+// does not start from an earlier stage or from scratch must name its base with a build
+// argument declared before the first FROM with a default (the public image), so the same
+// Dockerfile builds with the public images where a registry is reachable and with local
+// stand-ins (--build-arg) where none is.
+func CheckBases(stages []Stage) []error {
+	var errs []error
+	named := map[string]bool{}
+	for _, st := range stages {
+		switch {
+		case named[st.From] || st.From == "scratch":
+		case len(st.Args) == 0:
+			errs = append(errs, fmt.Errorf("line %d: FROM %s: the base image is not a build argument", st.Line, st.From))
+		case st.noDefault:
+			errs = append(errs, fmt.Errorf("line %d: FROM %s: the build argument has no default image", st.Line, st.From))
+		}
+		if st.Name != "" {
+			named[st.Name] = true
+		}
+	}
+	return errs
 }
 
 // RequiredLabels are the OCI annotations every image carries.
