@@ -155,7 +155,7 @@ prepare() {
 	fi
 	[ -n "$receiver_host" ] || die "no address of this host on $network"
 	base="http://$node_ip:$nodeport"
-	admin_port=25002
+	admin_port=""
 	admin_token="kind-admin-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
 	log "building the test binaries (before the capture: nothing may be downloaded later)"
 	local t0=$SECONDS
@@ -248,8 +248,18 @@ wait_http() {
 forward_pid=""
 forward_admin() {
 	stop_forward
-	k port-forward "service/$release-gateway-admin" "$admin_port:8081" >"$logs/port-forward.log" 2>&1 &
+	# a free local port, which kubectl picks and names in its first line
+	k port-forward --address 127.0.0.1 "service/$release-gateway-admin" ":8081" >"$logs/port-forward.log" 2>&1 &
 	forward_pid=$!
+	local i
+	admin_port=""
+	for i in $(seq 1 100); do
+		admin_port="$(sed -n 's/^Forwarding from 127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$logs/port-forward.log" | head -n 1)"
+		[ -z "$admin_port" ] || break
+		kill -0 "$forward_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	[ -n "$admin_port" ] || { cat "$logs/port-forward.log" >&2; log "kubectl port-forward to the admin API did not start"; return 1; }
 	wait_http "http://127.0.0.1:$admin_port/healthz"
 }
 stop_forward() {
