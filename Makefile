@@ -12,7 +12,7 @@ TEST_FLAGS ?= -count=1 -timeout 25m
 
 .PHONY: help
 help: ## Show this help
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-22s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: deps
 deps: ## Make sure the PostgreSQL server binaries are installed
@@ -89,10 +89,8 @@ HELM_VERSION   := v3.21.4
 # same way); without it a `go install`ed helm assumes v1.20.
 HELM_K8S_MINOR := 36
 HELM           := $(TOOLS_BIN)/helm-$(HELM_VERSION)/helm
-KIND_VERSION   := v0.33.0
-KIND           := $(TOOLS_BIN)/kind-$(KIND_VERSION)/kind
 K8S_TEST_DEPS  := helm dockerfile-check
-export HELM KIND
+export HELM
 
 $(HELM):
 	@mkdir -p $(dir $@)
@@ -101,10 +99,6 @@ $(HELM):
 		-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$(HELM_K8S_MINOR) \
 		-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$(HELM_K8S_MINOR)" \
 		helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
-
-$(KIND):
-	@mkdir -p $(dir $@)
-	GOBIN=$(dir $@) GOWORK=off $(GO) install sigs.k8s.io/kind@$(KIND_VERSION)
 
 .PHONY: helm
 helm: $(HELM) ## Install helm into .cache/bin with go install (when missing)
@@ -127,17 +121,6 @@ chart-boot: helm deps ## Boot every binary with the exact environment the chart 
 dockerfiles: ## Regenerate deploy/docker/<deployable>.Dockerfile from deploy/docker/Dockerfile.tmpl
 	$(GO) run ./deploy/chartcheck/cmd/dockerfiles
 
-.PHONY: kind-up
-kind-up: helm $(KIND) ## Create the kind cluster, build and load the images, install the chart (needs Docker, kubectl)
-	deploy/kind/kind.sh up
-
-.PHONY: kind-down
-kind-down: $(KIND) ## Delete the kind cluster
-	deploy/kind/kind.sh down
-
-.PHONY: e2e-kind
-e2e-kind: helm $(KIND) ## kind cluster, images, chart, then the e2e suite through the gateway; tears down (needs Docker, kubectl)
-	deploy/kind/kind.sh e2e
 # The chart checks run with every module's tests: `make test` installs what they need.
 test: $(K8S_TEST_DEPS)
 
@@ -367,3 +350,14 @@ test-cluster: cluster-tools helm $(SKAFFOLD) ## The chart on the local control p
 	cd tools/etcd && GOWORK=off $(GO) vet .
 	@for m in tools/k8s tools/etcd tools/skaffold; do (cd $$m && GOWORK=off $(GO) mod tidy -diff >/dev/null) || { echo "go mod tidy would change $$m"; exit 1; }; done
 	deploy/cluster/test.sh
+
+# --------------------------------------------------------------------------------------
+# Real pods (docs/kubernetes.md, "On kind: real pods"): the images built here with no
+# registry (deploy/images), the kind cluster's components and node image built from the Go
+# module proxy and Debian's archive (deploy/kind), `make test-kind` (run by .ci/run) and the
+# skaffold dev loop on that cluster.
+-include deploy/images/images.mk
+include deploy/kind/kind-tools.mk
+include deploy/kind/kind.mk
+include deploy/kind/test-kind.mk
+include deploy/kind/devloop.mk
