@@ -28,7 +28,7 @@ log() { echo "smoke: $*" >&2; }
 die() { log "FAIL: $*"; exit 1; }
 
 if [ -z "${KUBECTL:-}" ]; then
-	kbin="$(sed -n 's/^KUBE_BIN=//p' "$root/.cache/kind/components.env" 2>/dev/null || true)"
+	kbin="$(sed -n 's/^K8S_BIN_DIR=//p' "$root/.cache/kind/components.env" 2>/dev/null || true)"
 	if [ -n "$kbin" ] && [ -x "$kbin/kubectl" ]; then KUBECTL="$kbin/kubectl"; else KUBECTL=kubectl; fi
 fi
 k() { "$KUBECTL" "$@"; }

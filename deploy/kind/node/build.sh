@@ -7,7 +7,7 @@
 # Two steps, each cached under a hash of its inputs (a second call returns at once):
 #  1. the base image customerapi/kind-base:<hash>: a Debian bookworm root file system
 #     (deploy/images/rootfs.sh kindnode <./packages>) + kind v0.33.0's base files (./files)
-#     + containerd, with ./Dockerfile, built with `docker build --network none`;
+#     + containerd and crictl, with ./Dockerfile, built with `docker build --network none`;
 #  2. the node image: what `kind build node-image` does, without its registry pulls and its
 #     compiled-in kindnetd/local-path manifests (pkg/build/nodeimage/buildcontext.go): in a
 #     container of the base image (--network none) the kubeadm, kubelet and kubectl binaries
@@ -27,25 +27,26 @@ log() { echo "node/build.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
 
 # --- inputs: the components (deploy/kind/COMPONENTS.md), as deploy/kind/images.sh all
-# writes them (K8S_VERSION, KUBE_BIN, CONTAINERD_BIN, KIND_IMAGES, KIND_IMAGE_ARCHIVES,
-# KIND_PAUSE_IMAGE, KIND_MANIFESTS).
+# writes them (K8S_VERSION, K8S_BIN_DIR, CONTAINERD_BIN_DIR, CRICTL, IMAGES, IMAGE_ARCHIVES,
+# PAUSE_IMAGE, MANIFESTS_DIR).
 components_env="${KIND_COMPONENTS_ENV:-$root/.cache/kind/components.env}"
 [ -f "$components_env" ] || die "$components_env is missing: make kind-components (deploy/kind/kind-tools.mk)"
 # shellcheck disable=SC1090
 . "$components_env"
-for key in K8S_VERSION KUBE_BIN CONTAINERD_BIN KIND_IMAGES KIND_IMAGE_ARCHIVES KIND_PAUSE_IMAGE KIND_MANIFESTS; do
+for key in K8S_VERSION K8S_BIN_DIR CONTAINERD_BIN_DIR CRICTL IMAGES IMAGE_ARCHIVES PAUSE_IMAGE MANIFESTS_DIR; do
 	[ -n "${!key:-}" ] || die "$key is not set in $components_env"
 done
 for b in containerd containerd-shim-runc-v2 ctr; do
-	[ -x "$CONTAINERD_BIN/$b" ] || die "$CONTAINERD_BIN/$b is missing"
+	[ -x "$CONTAINERD_BIN_DIR/$b" ] || die "$CONTAINERD_BIN_DIR/$b is missing"
 done
 for b in kubeadm kubelet kubectl; do
-	[ -x "$KUBE_BIN/$b" ] || die "$KUBE_BIN/$b is missing"
+	[ -x "$K8S_BIN_DIR/$b" ] || die "$K8S_BIN_DIR/$b is missing"
 done
+[ -x "$CRICTL" ] || die "$CRICTL (crictl) is missing"
 for m in default-cni.yaml default-storage.yaml; do
-	[ -f "$KIND_MANIFESTS/$m" ] || die "$KIND_MANIFESTS/$m is missing"
+	[ -f "$MANIFESTS_DIR/$m" ] || die "$MANIFESTS_DIR/$m is missing"
 done
-for a in $KIND_IMAGE_ARCHIVES; do
+for a in $IMAGE_ARCHIVES; do
 	[ -f "$a" ] || die "image archive $a is missing"
 done
 
@@ -54,7 +55,7 @@ sha() { sha256sum "$@" | awk '{print $1}'; }
 pkgs="$(grep -v '^#' "$here/packages" | grep -v '^[[:space:]]*$' | paste -sd, -)"
 # The node's recipe: this directory (Dockerfile, files, packages, this script).
 recipe="$(cd "$here" && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-64)"
-containerd_sum="$(cd "$CONTAINERD_BIN" && sha containerd containerd-shim-runc-v2 ctr | paste -sd, -)"
+containerd_sum="$(cd "$CONTAINERD_BIN_DIR" && sha containerd containerd-shim-runc-v2 ctr | paste -sd, -),$(sha "$CRICTL")"
 
 # --print needs the rootfs reference without building it: rootfs.sh's hash is its own, so ask
 # for the image only when it exists; otherwise hash the inputs that make it.
@@ -63,13 +64,13 @@ base_key="$(printf 'pkgs=%s\nrecipe=%s\ncontainerd=%s\nrootfs.sh=%s\n' "$pkgs" "
 base_ref="customerapi/kind-base:$base_key"
 
 image_ids=""
-for ref in $KIND_IMAGES; do
+for ref in $IMAGES; do
 	id="$("$docker" image inspect -f '{{.Id}}' "$ref" 2>/dev/null)" || die "image $ref is not present locally (the components build it: deploy/kind/images.sh)"
 	image_ids+="$ref@$id "
 done
 node_key="$(printf 'base=%s\nversion=%s\nk8s=%s\nmanifests=%s\nimages=%s\n' "$base_key" "$K8S_VERSION" \
-	"$(cd "$KUBE_BIN" && sha kubeadm kubelet kubectl | paste -sd, -)" \
-	"$(cd "$KIND_MANIFESTS" && sha default-cni.yaml default-storage.yaml | paste -sd, -)" \
+	"$(cd "$K8S_BIN_DIR" && sha kubeadm kubelet kubectl | paste -sd, -)" \
+	"$(cd "$MANIFESTS_DIR" && sha default-cni.yaml default-storage.yaml | paste -sd, -)" \
 	"$image_ids" | sha256sum | cut -c1-12)"
 node_ref="customerapi/kind-node:$K8S_VERSION-$node_key"
 
@@ -101,7 +102,7 @@ if ! exists "$base_ref"; then
 	trap 'rm -rf "$ctx"' EXIT
 	cp -a "$here/Dockerfile" "$here/files" "$ctx/"
 	mkdir "$ctx/containerd"
-	cp "$CONTAINERD_BIN"/{containerd,containerd-shim-runc-v2,ctr} "$ctx/containerd/"
+	cp "$CONTAINERD_BIN_DIR"/{containerd,containerd-shim-runc-v2,ctr} "$CRICTL" "$ctx/containerd/"
 	log "building $base_ref from $rootfs"
 	DOCKER_BUILDKIT=1 "$docker" build --network none --build-arg ROOTFS="$rootfs" \
 		--label org.customerapi.kind-base.rootfs="$rootfs" -t "$base_ref" "$ctx" >&2
@@ -120,13 +121,13 @@ log "building $node_ref in container $cid"
 in_node() { "$docker" exec -i "$cid" "$@"; }
 
 for b in kubeadm kubelet kubectl; do
-	"$docker" cp "$KUBE_BIN/$b" "$cid:/usr/bin/$b"
+	"$docker" cp "$K8S_BIN_DIR/$b" "$cid:/usr/bin/$b"
 	in_node chown root:root "/usr/bin/$b"
 	in_node chmod 755 "/usr/bin/$b"
 done
 printf '%s' "$K8S_VERSION" | in_node sh -c 'cat >/kind/version'
 for m in default-cni.yaml default-storage.yaml; do
-	"$docker" cp "$KIND_MANIFESTS/$m" "$cid:/kind/manifests/$m"
+	"$docker" cp "$MANIFESTS_DIR/$m" "$cid:/kind/manifests/$m"
 	in_node chmod 644 "/kind/manifests/$m"
 done
 in_node kubeadm version -o short >&2
@@ -141,8 +142,8 @@ in_node ctr version >/dev/null || {
 	in_node tail -n 30 /var/log/containerd-build.log >&2 || true
 	die "containerd did not start in the build container"
 }
-# The archives are `docker save`s of KIND_IMAGES (images.sh all), one image each.
-for a in $KIND_IMAGE_ARCHIVES; do
+# The archives are `docker save`s of IMAGES (images.sh all), one image each.
+for a in $IMAGE_ARCHIVES; do
 	log "importing $(basename "$a")"
 	in_node ctr --namespace=k8s.io images import --label=io.cri-containerd.pinned=pinned \
 		--all-platforms --no-unpack --digests - <"$a" >/dev/null
@@ -152,7 +153,7 @@ done
 # the nodes have no registry to fall back on.
 imported="$(in_node ctr --namespace=k8s.io images list -q)"
 sandbox="$(in_node sed -n 's/^ *sandbox_image *= *"\(.*\)"/\1/p' /etc/containerd/config.toml)"
-[ "$sandbox" = "$KIND_PAUSE_IMAGE" ] || die "containerd's sandbox image is $sandbox, the components' pause is $KIND_PAUSE_IMAGE"
+[ "$sandbox" = "$PAUSE_IMAGE" ] || die "containerd's sandbox image is $sandbox, the components' pause is $PAUSE_IMAGE"
 required="$(in_node kubeadm config images list --kubernetes-version "$K8S_VERSION" | grep -v /pause:) $sandbox"
 # A reference as containerd names it: docker.io/ and library/ where Docker leaves them out.
 normalize() {
@@ -164,7 +165,7 @@ normalize() {
 	fi
 	echo "$ref"
 }
-for ref in $KIND_IMAGES; do
+for ref in $IMAGES; do
 	required+=" $(normalize "$ref")"
 done
 missing=""
