@@ -4,12 +4,16 @@
 #
 #   images.sh all     build each component image under the exact reference kubeadm or the
 #                     manifests in deploy/kind/components/manifests use (only when its
-#                     inputs changed), `docker save` each into .cache/kind/images, assemble
-#                     the Kubernetes server tarball `kind build node-image --type file`
-#                     reads, and write .cache/kind/components.env (what kindnode sources)
+#                     inputs changed), `docker save` each into .cache/kind/images, and write
+#                     .cache/kind/components.env (what the node image build sources)
+#   images.sh tarball after all: assemble the kubernetes-server-linux-amd64.tar.gz that
+#                     `kind build node-image --type file` reads; prints its path. Not used
+#                     here: that builder pulls the add-on images (deploy/kind/COMPONENTS.md)
 #   images.sh check   each binary answers --version with its pinned version; each image's
 #                     entrypoint runs under `docker run --network none`; kubeadm's image
 #                     list and the manifests' images are exactly what was built
+#   images.sh build NAME...
+#                     build (when its inputs changed) and save just these images
 #   images.sh list    print the image references, one a line
 #   images.sh node-inputs
 #                     print what the node image is made of (KEY=value lines, as in
@@ -107,8 +111,10 @@ build() {
 	inputs="$(cd "$ctx" && { find . -type f | LC_ALL=C sort | xargs sha256sum; find . -printf '%p %m %l\n' | LC_ALL=C sort; } | sha256sum | cut -c1-16)"
 	current="$($docker image inspect -f "{{index .Config.Labels \"$label\"}}" "$ref" 2>/dev/null || true)"
 	if [ "$current" != "$inputs" ]; then
-		log "build $ref"
-		$docker build --network none --label "$label=$inputs" ${build_args[@]+"${build_args[@]}"} -t "$ref" "$ctx" >&2
+		log "build $ref (log: $cache/logs/$name.build.log)"
+		mkdir -p "$cache/logs"
+		$docker build --network none --label "$label=$inputs" ${build_args[@]+"${build_args[@]}"} -t "$ref" "$ctx" \
+			>"$cache/logs/$name.build.log" 2>&1 || { tail -30 "$cache/logs/$name.build.log" >&2; die "$name: docker build failed"; }
 	fi
 	archive="$cache/images/$name-$inputs.tar"
 	if [ ! -f "$archive" ]; then
@@ -150,16 +156,14 @@ tarball() {
 }
 
 all() {
-	local name archives=() cp_archives=() refs=() t0 env
+	local name archives=() refs=() t0 env
 	t0=$(date +%s)
 	base_ref="$(base_image)"
 	for name in "${names[@]}"; do
 		archives+=("$(build "$name")")
 		spec "$name"
 		refs+=("$ref")
-		case "$name" in kube-apiserver | kube-controller-manager | kube-scheduler | kube-proxy) cp_archives+=("${archives[-1]}") ;; esac
 	done
-	tar_out="$(tarball "${cp_archives[@]}")"
 	env="$cache/components.env"
 	{
 		echo "# Written by deploy/kind/images.sh all: the kind components (deploy/kind/COMPONENTS.md)."
@@ -174,7 +178,6 @@ all() {
 		echo "IMAGES=\"${refs[*]}\""
 		echo "IMAGE_ARCHIVES=\"${archives[*]}\""
 		echo "MANIFESTS_DIR=$components/manifests"
-		echo "K8S_SERVER_TARBALL=$tar_out"
 	} >"$env.tmp"
 	mv "$env.tmp" "$env"
 	log "all images ready in $(($(date +%s) - t0))s; $env"
@@ -223,6 +226,7 @@ check() {
 	spec kube-router && expect "image kube-router" "$KUBE_ROUTER_VERSION" "${run[@]}" "$ref" --version
 	expect "image kube-router: ipset, ip" "ipset v" "${run[@]}" --entrypoint /bin/sh "$ref" -c 'ipset --version && ip -V'
 	spec local-path-provisioner && expect "image local-path-provisioner" "$LOCAL_PATH_VERSION" "${run[@]}" "$ref" --version
+	# shellcheck disable=SC2016 # the helper's shell expands it
 	spec local-path-helper && expect "image local-path-helper" "made and removed" "${run[@]}" "$ref" \
 		-c 'set -eu; d=/tmp/pv/a; mkdir -m 0777 -p "$d"; rm -rf /tmp/pv; echo made and removed'
 	# iptables in the images that write rules: the wrapper picks a back end and iptables runs.
@@ -239,7 +243,8 @@ check() {
 	log "ok kubeadm config images list = the $(wc -l <<<"$want") registry.k8s.io images built"
 	# Every image the manifests name is built here.
 	local img
-	for img in $(grep -ho 'docker\.io/[^ "]*' "$components"/manifests/*.yaml | sort -u); do
+	# shellcheck disable=SC2013 # references have no spaces
+	for img in $(grep -hoE '(docker\.io|registry\.k8s\.io)/[^ "]*' "$components"/manifests/*.yaml | sort -u); do
 		list | grep -qxF "$img" || die "$img (deploy/kind/components/manifests) is not built here"
 	done
 	log "ok every image of deploy/kind/components/manifests is built here"
@@ -249,6 +254,13 @@ case "${1:-}" in
 all) all ;;
 node-inputs) all >&2 && grep -v '^#' "$cache/components.env" ;;
 check) check ;;
+build)
+	shift
+	[ $# -gt 0 ] || { echo "usage: images.sh build NAME..." >&2; exit 2; }
+	for n in "$@"; do build "$n" >/dev/null; done ;;
+tarball)
+	all >&2
+	tarball "$cache"/images/kube-{apiserver,controller-manager,scheduler,proxy}-????????????????.tar ;;
 list) list ;;
 *) echo "usage: images.sh all|check|list" >&2; exit 2 ;;
 esac
