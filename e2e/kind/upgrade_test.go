@@ -28,7 +28,7 @@ func TestHelmUpgradeAndRollbackRollRealPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := k.rollout(t, deps, nil, 0)
+	before := k.rollout(t, deps, nil, time.Minute)
 
 	began := time.Now()
 	if _, err := k.helm(8*time.Minute, "upgrade", k.release, k.chart, "--reuse-values",
@@ -106,23 +106,15 @@ func (c *cluster) deployments() (map[string]int, error) {
 	return deps, nil
 }
 
-// rollout waits until every Deployment's pods (those a ReplicaSet made) number its
-// replicas, are Ready, share one pod-template-hash and, when prev is given, none of them
-// is among prev's pods; it returns each Deployment's hash and pods.
+// rollout waits until every Deployment's pods (those a ReplicaSet made) are Ready, none
+// being deleted, none among prev's pods (when given), and then requires them to number
+// its replicas and share one pod-template-hash; it returns each Deployment's hash and pods.
 func (c *cluster) rollout(t *testing.T, deps map[string]int, prev map[string]deployment, within time.Duration) map[string]deployment {
 	t.Helper()
 	out := map[string]deployment{}
 	for name, replicas := range deps {
 		sel := component(name) + ",pod-template-hash"
-		var ps []pod
-		if prev == nil {
-			var err error
-			if ps, err = c.pods(sel); err != nil {
-				t.Fatal(err)
-			}
-		} else {
-			ps = c.waitReplaced(t, sel, prev[name].pods, replicas, within)
-		}
+		ps := c.waitReplaced(t, sel, prev[name].pods, replicas, within)
 		hashes := map[string]bool{}
 		for _, p := range ps {
 			hashes[p.Hash] = true
