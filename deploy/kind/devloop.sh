@@ -50,10 +50,13 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
 # newest finds the most recent of the files a glob names (never a .tmp build in progress).
 newest() {
-	local f
-	# shellcheck disable=SC2086 # the glob is meant to expand
-	f="$(ls -t $1 2>/dev/null | grep -v '\.tmp/' | head -n 1 || true)"
-	[ -n "$f" ] && [ -x "$f" ] && echo "$f"
+	local f best=
+	# shellcheck disable=SC2086 # the globs are meant to expand
+	for f in $1; do
+		case "$f" in *.tmp/*) continue ;; esac
+		if [ -x "$f" ] && { [ -z "$best" ] || [ "$f" -nt "$best" ]; }; then best="$f"; fi
+	done
+	[ -n "$best" ] && echo "$best"
 }
 
 tool() {
@@ -243,7 +246,7 @@ test_cmd() {
 	local ip port
 	ip="$("$KUBECTL" --context "$context" get nodes -o jsonpath='{.items[0].status.addresses[?(@.type=="InternalIP")].address}')"
 	port="$("$KUBECTL" --context "$context" -n "$namespace" get service "$release-gateway" -o jsonpath='{.spec.ports[?(@.name=="http")].nodePort}')"
-	[ -n "$ip" ] && [ -n "$port" ] || die "no node address ($ip) or NodePort ($port) for the gateway"
+	if [ -z "$ip" ] || [ -z "$port" ]; then die "no node address ($ip) or NodePort ($port) for the gateway"; fi
 	url="http://$ip:$port/docs"
 	log "the gateway's /docs on the NodePort: $url"
 	await_title "Customer API reference" 60
