@@ -207,21 +207,25 @@ func (c *cluster) startProbe(t *testing.T, name string, labels map[string]string
 
 var probeExit = regexp.MustCompile(`probe-exit=(\d+)`)
 
-// reach tells whether pod connects to addr over HTTP: any HTTP answer counts, a timeout or
-// a refused connection does not; err is for a probe that could not tell (kubectl exec
-// failed, or wget said something else, such as a bad address).
+// reach tells whether pod connects to addr over HTTP: any HTTP answer, or a connection
+// that took the request, counts; a connection refused or one that does not open within
+// 3 s does not; err is for a probe that could not tell (kubectl exec failed, or wget said
+// something else, such as a bad address). Debian's busybox wget has no timeout option:
+// busybox's timeout ends it (exit 143).
 func (c *cluster) reach(pod, addr string) (bool, string, error) {
 	out, err := c.kubectl(30*time.Second, "exec", pod, "--", "sh", "-c",
-		`wget -q -T 2 -O /dev/null "http://`+addr+`/healthz" 2>&1; echo "probe-exit=$?"`)
+		`timeout 3 wget -q -O /dev/null "http://`+addr+`/healthz" 2>&1; echo "probe-exit=$?"`)
 	out = strings.TrimSpace(out)
 	m := probeExit.FindStringSubmatch(out)
 	if err != nil || m == nil {
 		return false, out, fmt.Errorf("probe %s -> %s could not run: %v (%q)", pod, addr, err, out)
 	}
 	switch {
-	case m[1] == "0", strings.Contains(out, "server returned error"):
+	case m[1] == "0", strings.Contains(out, "server returned error"), strings.Contains(out, "error getting response"):
 		return true, out, nil
-	case strings.Contains(out, "timed out"), strings.Contains(out, "can't connect"), strings.Contains(out, "refused"):
+	case m[1] == "143", m[1] == "124":
+		return false, "no connection within 3 s (" + out + ")", nil
+	case strings.Contains(out, "can't connect"):
 		return false, out, nil
 	}
 	return false, out, fmt.Errorf("probe %s -> %s: unexpected answer %q", pod, addr, out)
