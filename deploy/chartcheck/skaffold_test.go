@@ -429,7 +429,13 @@ func TestSkaffoldAppliesTheKindProfileAsChecked(t *testing.T) {
 		Forwards  []SkaffoldForward
 	}
 	project := func(s *Skaffold) view {
-		v := view{Context: s.Deploy.KubeContext, Forwards: s.PortForward}
+		v := view{Context: s.Deploy.KubeContext}
+		for _, f := range s.PortForward {
+			if f.Address == "" {
+				f.Address = "127.0.0.1" // skaffold's default, written out
+			}
+			v.Forwards = append(v.Forwards, f)
+		}
 		for _, a := range s.Build.Artifacts {
 			a.Context = "." // skaffold writes the default out
 			v.Artifacts = append(v.Artifacts, a)
