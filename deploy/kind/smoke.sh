@@ -120,8 +120,9 @@ web_nodes="$(kn get pods -l app=web -o jsonpath='{range .items[*]}{.spec.nodeNam
 [ "$web_nodes" -eq 2 ] || die "the web replicas are not on both nodes"
 phase "Deployment web: a replica on each node"
 
-fetch() { # fetch POD URL: the answer, or nothing and status 1
-	kn exec "$1" -- busybox wget -q -T 2 -O - "$2" 2>/dev/null
+fetch() { # fetch POD URL: the answer, or nothing and status 1 (within 3 s)
+	# Debian's busybox wget has no working timeout option (-T segfaults): its timeout applet.
+	kn exec "$1" -- busybox timeout 3 busybox wget -q -O - "$2" 2>/dev/null
 }
 # pod to pod, across the nodes
 for ip in $(kn get pods -l app=web -o jsonpath='{.items[*].status.podIP}'); do
@@ -140,9 +141,9 @@ done
 phase "Service web answers from both replicas ($want)"
 
 # --- 3. cluster DNS
-kn exec allowed -- busybox nslookup "web.$ns.svc.cluster.local" >/dev/null || die "cluster DNS does not resolve the Service"
-kn exec allowed -- busybox nslookup kubernetes.default.svc.cluster.local >/dev/null || die "cluster DNS does not resolve kubernetes.default"
-if kn exec allowed -- busybox nslookup example.com >/dev/null 2>&1; then
+kn exec allowed -- busybox timeout 10 busybox nslookup "web.$ns.svc.cluster.local" >/dev/null || die "cluster DNS does not resolve the Service"
+kn exec allowed -- busybox timeout 10 busybox nslookup kubernetes.default.svc.cluster.local >/dev/null || die "cluster DNS does not resolve kubernetes.default"
+if kn exec allowed -- busybox timeout 10 busybox nslookup example.com >/dev/null 2>&1; then
 	die "example.com resolved: CoreDNS forwards out of the cluster"
 fi
 phase "cluster DNS resolves the cluster's names, and nothing outside it"
