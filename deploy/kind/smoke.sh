@@ -87,7 +87,7 @@ spec:
         - name: web
           image: $SMOKE_IMAGE
           imagePullPolicy: Never
-          command: [busybox, sh, -c, 'mkdir -p /www && echo "\$HOSTNAME" > /www/index.html && exec busybox httpd -f -v -p 8080 -h /www']
+          command: [busybox, sh, -c, 'busybox mkdir -p /www && busybox hostname > /www/index.html && exec busybox httpd -f -v -p 8080 -h /www']
           ports: [{containerPort: 8080}]
           readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}
 ---
@@ -166,7 +166,7 @@ spec:
     - name: c
       image: $SMOKE_IMAGE
       imagePullPolicy: Never
-      command: [busybox, sh, -c, 'echo persisted > /data/file && busybox cat /data/file']
+      command: [busybox, sh, -c, 'echo persisted > /data/file && busybox sync && busybox cat /data/file']
       volumeMounts: [{name: data, mountPath: /data}]
   volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
 EOF
