@@ -11,6 +11,8 @@
 #   - the PostgreSQL image initialises its data directory as the official image does (the
 #     chart's init script creating one database per deployable, sourced from
 #     /docker-entrypoint-initdb.d), and accepts a password connection over TCP;
+#   - the services' wait-for-postgresql init container (the same image, as uid 65532)
+#     creates a database that is missing;
 #   - the development broker answers on its port (a Kafka-protocol client: the services);
 #   - every service image starts, answers /healthz, and is ready (/readyz/local says
 #     "ready", not "degraded": its database migrated and its Kafka probe answered by the
@@ -110,6 +112,18 @@ if "$docker" exec -e PGPASSWORD=wrong "$run-postgresql" psql -h 127.0.0.1 -U pos
 	fail "postgresql: a wrong password is accepted over TCP"
 fi
 log "ok: postgresql: a wrong password is refused"
+# The services' wait-for-postgresql init container (templates/_helpers.tpl): the same image,
+# as the service's user (65532, in no /etc/passwd), creates a missing database.
+"$docker" run --rm --network "container:$run-postgresql" --read-only --tmpfs /tmp -u 65532:65532 \
+	-e PGHOST=127.0.0.1 -e PGUSER=postgres -e PGPASSWORD="$password" -e DB=added_later \
+	--entrypoint sh "$(ref postgresql)" -c '
+		until pg_isready -q -h "$PGHOST" -U "$PGUSER"; do echo waiting for postgresql; sleep 2; done
+		if [ -z "$(psql -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '"'"'$DB'"'"'")" ]; then
+			psql -d postgres -c "CREATE DATABASE \"$DB\""
+		fi' >/dev/null
+[ "$("$docker" exec "$run-postgresql" psql -U postgres -d added_later -tAc 'SELECT current_database()')" = added_later ] ||
+	fail "postgresql: the wait-for-postgresql script did not create its database"
+log "ok: postgresql: the wait-for-postgresql script, as uid 65532, created its database"
 user="$("$docker" exec "$run-postgresql" id -u)"
 [ "$user" = 999 ] || fail "postgresql runs as uid $user, want 999"
 
