@@ -308,7 +308,8 @@ func watched(dep *SkaffoldCustomDependency, file string) bool {
 // TestSkaffoldKindDependencies: skaffold rebuilds an image of the kind profile when, and
 // only when, something it is built from changes: every file of every package inside the
 // repository its binary imports (`go list -deps`: Go and embedded files, go.mod and
-// go.sum), the workspace files, its Dockerfile and the image mechanism; not the other
+// go.sum), the workspace files, its Dockerfile and the image mechanism (images.sh,
+// rootfs.sh, the stand-in base images' Dockerfiles); not the other
 // deployables' own directories (a change to one service rebuilds that service alone),
 // nor tests.
 func TestSkaffoldKindDependencies(t *testing.T) {
@@ -350,7 +351,16 @@ func TestSkaffoldKindDependencies(t *testing.T) {
 		if !slices.Contains(files, d.Package+"/main.go") {
 			t.Fatalf("%s: go list -deps does not list %s/main.go: %v", d.Name, d.Package, files)
 		}
-		files = append(files, "go.work", "go.work.sum", DockerfilePath(d.Name), "deploy/images/images.sh")
+		// The image mechanism: images.sh, the root file systems and the stand-in base images.
+		standins, err := filepath.Glob(filepath.Join(r, DockerDir, "local", "*.Dockerfile"))
+		if err != nil || len(standins) == 0 {
+			t.Fatalf("no stand-in base images' Dockerfiles in %s/local (%v)", DockerDir, err)
+		}
+		files = append(files, "go.work", "go.work.sum", DockerfilePath(d.Name), "deploy/images/images.sh", "deploy/images/rootfs.sh")
+		for _, f := range standins {
+			rel, _ := filepath.Rel(r, f)
+			files = append(files, filepath.ToSlash(rel))
+		}
 		for _, f := range files {
 			if !watched(dep, f) {
 				t.Errorf("%s: %s is built into the image but skaffold does not watch it (paths %v, ignore %v)", d.Name, f, dep.Paths, dep.Ignore)

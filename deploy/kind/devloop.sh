@@ -15,6 +15,8 @@
 #                     start if a run was killed), the old answer awaited, skaffold stopped
 #                     (the release uninstalled). Prints the time from the change to the new
 #                     answer, from the revert to the old one, and the whole test's.
+#   devloop.sh build  skaffold build -p kind: every image as `dev` builds it, into skaffold's
+#                     cache (no cluster needed: the first `dev` then finds them built)
 #   devloop.sh env    print the environment and arguments skaffold runs with
 #
 # skaffold never phones home: its update check is off (flag and global config) and its
@@ -75,18 +77,14 @@ tool() {
 
 # setup finds the tools and prepares skaffold's environment: a bin directory first on the
 # PATH with helm, kubectl, kind and docker (skaffold calls them by name), its global config
-# and caches under .cache/devloop.
+# and caches under .cache/devloop. `setup no-cluster` is enough for builds.
 setup() {
 	SKAFFOLD="$(tool skaffold SKAFFOLD "$root/.cache/k8s/skaffold-*/skaffold" "make skaffold")"
 	HELM="$(tool helm HELM "$root/.cache/bin/helm-*/helm" "make helm")"
-	KIND="$(tool kind KIND "$root/.cache/kind/bin/kind-*/kind" "make kind-up")"
-	KUBECTL="$(tool kubectl KUBECTL "$root/.cache/k8s/kubernetes-*/kubectl $root/.cache/kind/bin/*/kubectl" "make cluster-tools")"
-	export SKAFFOLD HELM KIND KUBECTL
+	export SKAFFOLD HELM
 	[ -x deploy/images/images.sh ] || die "deploy/images/images.sh is missing (make images builds the images skaffold builds one by one)"
 	mkdir -p "$state/bin" "$state/helm"
 	ln -sfn "$HELM" "$state/bin/helm"
-	ln -sfn "$KUBECTL" "$state/bin/kubectl"
-	ln -sfn "$KIND" "$state/bin/kind"
 	# `kind load docker-image` runs `docker exec --privileged` in the nodes: on hosts that
 	# cannot grant every capability, the wrapper kind.sh gives kind (deploy/kind).
 	if [ -x deploy/kind/docker-wrapper.sh ] && deploy/kind/docker-wrapper.sh needed >/dev/null; then
@@ -99,26 +97,45 @@ setup() {
 	export SKAFFOLD_UPDATE_CHECK=false
 	printf 'global:\n  collect-metrics: false\n  update-check: false\n  survey:\n    disable-prompt: true\nkubeContexts: []\n' \
 		>"$state/skaffold-config.yaml"
-	skaffold_args=(-p kind --kube-context "$context" --kubeconfig "$KUBECONFIG"
+	# A build needs no cluster: before `make kind-up`, skaffold reads an empty kubeconfig.
+	local kubeconfig="$KUBECONFIG"
+	if [ "${1:-}" = no-cluster ] && [ ! -r "$kubeconfig" ]; then
+		kubeconfig="$state/empty-kubeconfig"
+		: >"$kubeconfig"
+	fi
+	skaffold_args=(-p kind --kube-context "$context" --kubeconfig "$kubeconfig"
 		--config "$state/skaffold-config.yaml" --cache-file "$state/skaffold-cache"
-		--update-check=false --interactive=false --trigger=polling --watch-poll-interval=500)
+		--update-check=false --interactive=false)
+	# dev's file watching: polling the artifacts' dependencies only.
+	watch_args=(--trigger=polling --watch-poll-interval=500)
+	[ "${1:-}" != no-cluster ] || return 0
+	KIND="$(tool kind KIND "$root/.cache/kind/bin/kind-*/kind" "make kind-up")"
+	KUBECTL="$(tool kubectl KUBECTL "$root/.cache/k8s/kubernetes-*/kubectl $root/.cache/kind/bin/*/kubectl" "make cluster-tools")"
+	export KIND KUBECTL
+	ln -sfn "$KUBECTL" "$state/bin/kubectl"
+	ln -sfn "$KIND" "$state/bin/kind"
 	[ -r "$KUBECONFIG" ] || die "no kubeconfig at $KUBECONFIG: make kind-up"
 	"$KUBECTL" --context "$context" get nodes >/dev/null 2>&1 ||
 		die "the kind cluster $cluster does not answer (context $context, $KUBECONFIG): make kind-up"
 }
 
 env_cmd() {
-	setup
+	setup no-cluster
 	echo "PATH=$PATH"
 	echo "KUBECONFIG=$KUBECONFIG"
 	echo "HELM_CACHE_HOME=$HELM_CACHE_HOME HELM_CONFIG_HOME=$HELM_CONFIG_HOME HELM_DATA_HOME=$HELM_DATA_HOME"
 	echo "SKAFFOLD_UPDATE_CHECK=$SKAFFOLD_UPDATE_CHECK"
-	echo "$SKAFFOLD dev ${skaffold_args[*]}"
+	echo "$SKAFFOLD dev ${skaffold_args[*]} ${watch_args[*]} --port-forward=user"
+}
+
+build() {
+	setup no-cluster
+	exec "$SKAFFOLD" build "${skaffold_args[@]}" "$@"
 }
 
 dev() {
 	setup
-	exec "$SKAFFOLD" dev "${skaffold_args[@]}" --port-forward=user "$@"
+	exec "$SKAFFOLD" dev "${skaffold_args[@]}" "${watch_args[@]}" --port-forward=user "$@"
 }
 
 # --- the test --------------------------------------------------------------------------
@@ -231,7 +248,7 @@ test_cmd() {
 	skaffold_log="$state/logs/skaffold-$(date -u +%Y%m%dT%H%M%SZ).log"
 	log "starting skaffold dev -p kind (log: $skaffold_log)"
 	t_start="$(now)"
-	setsid "$SKAFFOLD" dev "${skaffold_args[@]}" --port-forward=off --tail=false >"$skaffold_log" 2>&1 &
+	setsid "$SKAFFOLD" dev "${skaffold_args[@]}" "${watch_args[@]}" --port-forward=off --tail=false >"$skaffold_log" 2>&1 &
 	skaffold_pid=$!
 	local deadline=$((SECONDS + start_timeout))
 	until grep -q 'Watching for changes' "$skaffold_log"; do
@@ -293,7 +310,8 @@ test_cmd() {
 
 case "${1:-}" in
 dev) shift; dev "$@" ;;
+build) shift; build "$@" ;;
 test) test_cmd ;;
 env) env_cmd ;;
-*) echo "usage: $0 dev [skaffold flags]|test|env" >&2; exit 2 ;;
+*) echo "usage: $0 dev [skaffold flags]|build [skaffold flags]|test|env" >&2; exit 2 ;;
 esac
