@@ -128,6 +128,29 @@ env_cmd() {
 	echo "$SKAFFOLD dev ${skaffold_args[*]} ${watch_args[*]} --port-forward=user"
 }
 
+# dependencies builds the images the release runs besides skaffold's artifacts (the
+# development PostgreSQL, broker and busybox of values-kind.yaml: every image the chart
+# renders with the profile's values, less the deployables') with images.sh, and loads
+# them into the nodes (kind skips those already there).
+dependencies() {
+	local deployables ref name refs=()
+	deployables="$(for f in deploy/docker/*.Dockerfile; do basename "$f" .Dockerfile; done)"
+	while read -r ref; do
+		name="${ref%:*}"
+		name="${name##*/}"
+		grep -qx -- "$name" <<<"$deployables" || refs+=("$ref")
+	done < <("$HELM" template "$release" helm/customer-api --namespace "$namespace" \
+		-f helm/customer-api/values-dev.yaml -f helm/customer-api/values-kind.yaml |
+		sed -n 's/^ *image: *"\{0,1\}\([^"]*\)"\{0,1\} *$/\1/p' | sort -u)
+	[ ${#refs[@]} -gt 0 ] || return 0
+	log "the release's other images: ${refs[*]}"
+	for ref in "${refs[@]}"; do
+		name="${ref%:*}"
+		IMAGE="$ref" deploy/images/images.sh build "${name##*/}" >/dev/null
+	done
+	"$KIND" load docker-image --name "$cluster" "${refs[@]}" >&2
+}
+
 build() {
 	setup no-cluster
 	exec "$SKAFFOLD" build "${skaffold_args[@]}" "$@"
@@ -135,6 +158,7 @@ build() {
 
 dev() {
 	setup
+	dependencies
 	exec "$SKAFFOLD" dev "${skaffold_args[@]}" "${watch_args[@]}" --port-forward=user "$@"
 }
 
@@ -241,6 +265,7 @@ test_cmd() {
 	trap on_exit EXIT
 	trap 'exit 130' INT TERM
 
+	dependencies
 	log "checks: skaffold's own reading of the kind profile and its dependencies (deploy/chartcheck)"
 	(cd deploy/chartcheck && SKAFFOLD="$SKAFFOLD" HELM="$HELM" go test -count=1 \
 		-run 'TestSkaffold|TestMatchGlob' .) >&2
