@@ -80,13 +80,18 @@ has() {
 
 build_image="" runtime_image=""
 
+# One Debian root file system serves every local base: debootstrap is the slow part of a
+# cold build (minutes each), so it runs once, with the packages of all the images.
+rootfs_pkgs="ca-certificates,busybox-static,postgresql-15"
+rootfs() { "$here/rootfs.sh" images "$rootfs_pkgs"; }
+
 standins() {
 	if [ "$base" = public ]; then
 		build_image="" runtime_image=""
 		return 0
 	fi
 	local rootfs gover h start ctx
-	rootfs="$("$here/rootfs.sh" golang ca-certificates)"
+	rootfs="$(rootfs)"
 	command -v go >/dev/null || die "go is missing (the Go build image copies the host's toolchain)"
 	gover="$(go env GOVERSION)"
 	gover="${gover#go}"
@@ -192,11 +197,7 @@ build() {
 	postgresql | busybox)
 		file="$root/deploy/docker/dev/$name.Dockerfile"
 		dir="$root/deploy/docker/dev"
-		if [ "$base" = local ]; then
-			local pkg=postgresql-15
-			[ "$name" = busybox ] && pkg=busybox-static
-			args+=(--build-arg BASE_IMAGE="$("$here/rootfs.sh" "$name" "$pkg")")
-		fi
+		[ "$base" = local ] && args+=(--build-arg BASE_IMAGE="$(rootfs)")
 		;;
 	*)
 		if [ "$name" = devbroker ]; then

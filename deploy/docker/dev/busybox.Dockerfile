@@ -6,7 +6,7 @@
 #   docker build -f deploy/docker/dev/busybox.Dockerfile -t customerapi/busybox deploy/docker/dev
 # BASE_IMAGE defaults to Debian's public image (the package is then installed from
 # Debian's archive); deploy/images/images.sh passes a root file system that already holds
-# it (rootfs.sh busybox busybox-static), and builds with no network.
+# it (the one rootfs.sh makes for images.sh), and builds with no network.
 ARG BASE_IMAGE=debian:bookworm-slim
 
 FROM ${BASE_IMAGE} AS busybox

@@ -10,7 +10,7 @@
 #   docker build -f deploy/docker/dev/postgresql.Dockerfile -t customerapi/postgresql deploy/docker/dev
 # BASE_IMAGE defaults to Debian's public image (the packages are then installed from
 # Debian's archive); deploy/images/images.sh passes a root file system that already holds
-# them (rootfs.sh postgresql postgresql-15), and builds with no network.
+# them (the one rootfs.sh makes for images.sh), and builds with no network.
 ARG BASE_IMAGE=debian:bookworm-slim
 
 FROM ${BASE_IMAGE}

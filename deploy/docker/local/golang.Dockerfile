@@ -1,6 +1,6 @@
 # Local stand-in for the public golang:<version>-bookworm image, where no registry is
-# reachable: a Debian bookworm root file system (deploy/images/rootfs.sh golang
-# ca-certificates) with the host's Go toolchain in /usr/local/go. deploy/images/images.sh
+# reachable: a Debian bookworm root file system (deploy/images/rootfs.sh, the one
+# images.sh makes) with the host's Go toolchain in /usr/local/go. deploy/images/images.sh
 # builds it (context: a directory holding `go`, a copy of the toolchain) and tags it
 # customerapi/local-golang:<go version>-bookworm; the services' Dockerfiles use it as
 # BUILD_IMAGE.

@@ -3,7 +3,7 @@
 # certificates, /etc/passwd and /etc/group with root, nobody (65534) and nonroot (65532,
 # home /home/nonroot), /etc/nsswitch.conf, and a world-writable /tmp; user nonroot.
 # deploy/images/images.sh builds it from a root file system holding ca-certificates
-# (rootfs.sh golang ca-certificates) and tags it customerapi/local-static:<hash>; the
+# (the one images.sh makes with rootfs.sh) and tags it customerapi/local-static:<hash>; the
 # services' Dockerfiles use it as RUNTIME_IMAGE.
 ARG ROOTFS_IMAGE=debian:bookworm-slim
 
