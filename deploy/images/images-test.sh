@@ -114,6 +114,7 @@ fi
 log "ok: postgresql: a wrong password is refused"
 # The services' wait-for-postgresql init container (templates/_helpers.tpl): the same image,
 # as the service's user (65532, in no /etc/passwd), creates a missing database.
+# shellcheck disable=SC2016 # the script is the container's, expanded there
 "$docker" run --rm --network "container:$run-postgresql" --read-only --tmpfs /tmp -u 65532:65532 \
 	-e PGHOST=127.0.0.1 -e PGUSER=postgres -e PGPASSWORD="$password" -e DB=added_later \
 	--entrypoint sh "$(ref postgresql)" -c '

@@ -48,7 +48,13 @@ die() { log "$*"; exit 1; }
 case "$base" in local | public) ;; *) die "IMAGES_BASE must be local or public, not $base" ;; esac
 
 # The images: the deployables (one generated Dockerfile each), then the dependencies.
-services() { (cd "$root/deploy/docker" && ls -- *.Dockerfile | sed 's/\.Dockerfile$//' | sort); }
+services() {
+	local f
+	for f in "$root"/deploy/docker/*.Dockerfile; do
+		f="${f##*/}"
+		echo "${f%.Dockerfile}"
+	done | sort
+}
 deps() { printf '%s\n' devbroker postgresql busybox; }
 names() { services; deps; }
 ref_of() {

@@ -40,6 +40,7 @@ if [ ! -s "$PGDATA/PG_VERSION" ]; then
 		case "$f" in
 		*.sh)
 			echo "docker-entrypoint.sh: running $f"
+			# shellcheck source=/dev/null
 			if [ -x "$f" ]; then "$f"; else . "$f"; fi
 			;;
 		*.sql)
