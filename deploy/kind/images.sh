@@ -198,7 +198,8 @@ expect() {
 }
 
 check() {
-	local b name run=("$docker" run --rm --network none)
+	# --pull never: an image missing here must fail the check, not reach for a registry.
+	local b name run=("$docker" run --rm --pull never --network none)
 	# The binaries.
 	for b in kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet; do
 		expect "$b --version" "Kubernetes $K8S_VERSION" "$KUBE_BIN/$b" --version
