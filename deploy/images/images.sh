@@ -191,14 +191,14 @@ revision() {
 }
 
 ctx_dir="" # made once per run, by the first Go image that needs it
+rev="" created=""
 
 # build NAME REF: builds one image.
 build() {
 	local name="$1" ref="$2" start net=() args=() file dir
 	start="$(now)"
 	[ "$base" = local ] && net=(--network none)
-	args=(--build-arg VERSION="${ref##*:}" --build-arg REVISION="$(revision)"
-		--build-arg CREATED="$(git -C "$root" log -1 --format=%cI 2>/dev/null || echo unknown)")
+	args=(--build-arg VERSION="${ref##*:}" --build-arg REVISION="$rev" --build-arg CREATED="$created")
 	case "$name" in
 	postgresql | busybox)
 		file="$root/deploy/docker/dev/$name.Dockerfile"
@@ -253,6 +253,11 @@ main() {
 
 	local total
 	total="$(now)"
+	# One revision for every image of the run (the commit, "-dirty" with uncommitted
+	# changes), and its commit time as the creation time, so an unchanged tree rebuilds
+	# nothing.
+	rev="$(revision)"
+	created="$(git -C "$root" log -1 --format=%cI 2>/dev/null || echo unknown)"
 	standins
 	if [ "$cmd" = standins ]; then
 		[ -n "$build_image" ] && printf '%s\n%s\n' "$build_image" "$runtime_image"
