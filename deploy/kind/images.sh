@@ -225,7 +225,8 @@ check() {
 	spec coredns && expect "image coredns" "CoreDNS-${COREDNS_VERSION#v}" "${run[@]}" "$ref" -version
 	spec pause && expect "image pause" "v$pause_version-" "${run[@]}" "$ref" -v
 	spec kube-router && expect "image kube-router" "$KUBE_ROUTER_VERSION" "${run[@]}" "$ref" --version
-	expect "image kube-router: ipset, ip" "ipset v" "${run[@]}" --entrypoint /bin/sh "$ref" -c 'ipset --version && ip -V'
+	# ipset asks the kernel for its protocol version: that needs NET_ADMIN.
+	expect "image kube-router: ipset, ip" "iproute2" "${run[@]}" --cap-add NET_ADMIN --entrypoint /bin/sh "$ref" -c 'ipset --version && ip -V'
 	spec local-path-provisioner && expect "image local-path-provisioner" "$LOCAL_PATH_VERSION" "${run[@]}" "$ref" --version
 	# shellcheck disable=SC2016 # the helper's shell expands it
 	spec local-path-helper && expect "image local-path-helper" "made and removed" "${run[@]}" "$ref" \
