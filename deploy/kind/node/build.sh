@@ -21,7 +21,7 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
+root="$(cd "$here/../../.." && pwd)"
 docker=/usr/bin/docker
 log() { echo "node/build.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
