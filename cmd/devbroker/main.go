@@ -35,8 +35,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, nil); err != nil {
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, nil)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "devbroker:", err)
 		os.Exit(1)
 	}
