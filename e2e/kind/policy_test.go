@@ -94,8 +94,11 @@ func (c *cluster) selector(kind, name string) (map[string]string, error) {
 		return nil, err
 	}
 	var m map[string]string
-	if err := json.Unmarshal([]byte(out), &m); err != nil || len(m) == 0 {
-		return nil, fmt.Errorf("selector of %s %s: %q: %v", kind, name, out, err)
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		return nil, fmt.Errorf("selector of %s %s: %q: %w", kind, name, out, err)
+	}
+	if len(m) == 0 {
+		return nil, fmt.Errorf("selector of %s %s: no matchLabels", kind, name)
 	}
 	return m, nil
 }
@@ -159,8 +162,11 @@ func (c *cluster) probeImage() (image, pullPolicy string, err error) {
 			Image string `json:"image"`
 		} `json:"tests"`
 	}
-	if err := json.Unmarshal([]byte(out), &v); err != nil || v.Tests.Image == "" {
-		return "", "", fmt.Errorf("the release's tests.image: %v", err)
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		return "", "", fmt.Errorf("the release's values: %w", err)
+	}
+	if v.Tests.Image == "" {
+		return "", "", fmt.Errorf("the release has no tests.image")
 	}
 	return v.Tests.Image, or(v.Image.PullPolicy, "IfNotPresent"), nil
 }
@@ -217,8 +223,11 @@ func (c *cluster) reach(pod, addr string) (bool, string, error) {
 		`timeout 3 wget -q -O /dev/null "http://`+addr+`/healthz" 2>&1; echo "probe-exit=$?"`)
 	out = strings.TrimSpace(out)
 	m := probeExit.FindStringSubmatch(out)
-	if err != nil || m == nil {
-		return false, out, fmt.Errorf("probe %s -> %s could not run: %v (%q)", pod, addr, err, out)
+	if err != nil {
+		return false, out, fmt.Errorf("probe %s -> %s could not run: %w (%q)", pod, addr, err, out)
+	}
+	if m == nil {
+		return false, out, fmt.Errorf("probe %s -> %s printed no exit status: %q", pod, addr, out)
 	}
 	switch {
 	case m[1] == "0", strings.Contains(out, "server returned error"), strings.Contains(out, "error getting response"):

@@ -139,8 +139,11 @@ func (c *cluster) revision() (int, error) {
 	var st struct {
 		Version int `json:"version"`
 	}
-	if err := json.Unmarshal([]byte(out), &st); err != nil || st.Version == 0 {
-		return 0, fmt.Errorf("helm status %s: %q: %v", c.release, out, err)
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		return 0, fmt.Errorf("helm status %s: %q: %w", c.release, out, err)
+	}
+	if st.Version == 0 {
+		return 0, fmt.Errorf("helm status %s: no version in %q", c.release, out)
 	}
 	return st.Version, nil
 }
