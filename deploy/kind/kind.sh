@@ -11,7 +11,9 @@
 #
 # No packet may leave the machine, so:
 # - the nodes sit on an internal Docker network ($KIND_NETWORK, made here before kind runs,
-#   handed to kind with KIND_EXPERIMENTAL_DOCKER_NETWORK): no default route, no NAT;
+#   handed to kind with KIND_EXPERIMENTAL_DOCKER_NETWORK): Docker drops whatever would leave
+#   it, and there is no NAT; one iptables rule (DOCKER-USER) lets the pods' own addresses
+#   pass between the nodes, within the bridge;
 # - CoreDNS answers the cluster's names only (its `forward` to the node's resolver goes);
 #   the nodes' resolver is Docker's embedded DNS, which knows the nodes and, with no route,
 #   sends nothing out;
@@ -85,6 +87,29 @@ ensure_network() {
 	"$docker" network create --driver bridge --internal \
 		--opt com.docker.network.bridge.enable_ip_masquerade=false \
 		--label org.customerapi.kind="$cluster" "$network" >/dev/null
+}
+
+# The network's bridge on the host.
+bridge_name() {
+	local name
+	name="$("$docker" network inspect -f '{{index .Options "com.docker.network.bridge.name"}}' "$network")"
+	[ -n "$name" ] || name="br-$("$docker" network inspect -f '{{.Id}}' "$network" | cut -c1-12)"
+	echo "$name"
+}
+
+# Pods talk across nodes with their own addresses (kube-router routes the pod subnets, no
+# tunnel). The host bridges those frames through iptables (br_netfilter), where Docker's
+# rules for an internal network drop anything whose source or destination is outside the
+# network's subnet, before its own rule that accepts traffic within the bridge. Accept what
+# enters and leaves this one bridge first (DOCKER-USER): it never leaves the machine; what
+# would go out through another interface is still dropped.
+intra_network_rule() { # intra_network_rule -C|-I|-D
+	local br
+	br="$(bridge_name)"
+	iptables -w "$1" DOCKER-USER -i "$br" -o "$br" -m comment --comment "kind $cluster: within $network" -j ACCEPT
+}
+allow_intra_network() {
+	intra_network_rule -C 2>/dev/null || intra_network_rule -I
 }
 
 node_image() {
@@ -176,12 +201,14 @@ up() {
 	log "node image $image ($((SECONDS - t0)) s)"
 	if running "$k"; then
 		log "cluster $cluster runs"
+		allow_intra_network
 	else
 		if "$k" get clusters 2>/dev/null | grep -qx "$cluster"; then
 			log "cluster $cluster exists but its control plane does not run: recreating it"
 			"$k" delete cluster --name "$cluster"
 		fi
 		ensure_network
+		allow_intra_network
 		t0=$SECONDS
 		# kind's own kubeconfig merge goes to a scratch file; ours is written below.
 		"$k" create cluster --name "$cluster" --image "$image" --config deploy/kind/cluster.yaml \
@@ -200,6 +227,7 @@ down() {
 	kind_env
 	"$k" delete cluster --name "$cluster" --kubeconfig "$state/kind-admin.kubeconfig"
 	if "$docker" network inspect "$network" >/dev/null 2>&1; then
+		while intra_network_rule -C 2>/dev/null; do intra_network_rule -D; done
 		"$docker" network rm "$network" >/dev/null
 	fi
 	rm -f "$kubeconfig"
