@@ -18,6 +18,9 @@
 #   where CAP_SYS_RESOURCE is missing: the flag goes, the process gets the node's
 #   capabilities.
 #
+# - kind's network is internal (deploy/kind/kind.sh): no published ports, so kind's question
+#   for the API server's published endpoint gets the control plane's address on it.
+#
 #   docker-wrapper.sh needed     exit 0 when this host needs the wrapper (prints why)
 #   docker-wrapper.sh ARGS...    as docker ARGS...
 set -euo pipefail
@@ -33,11 +36,17 @@ lacks_sys_resource() {
 	(((0x$bnd >> 24 & 1) == 0))
 }
 lacks_modules() { [ ! -d /lib/modules ]; }
+# kind's network (KIND_EXPERIMENTAL_DOCKER_NETWORK) is internal: Docker publishes no ports.
+internal_network() {
+	[ -n "${KIND_EXPERIMENTAL_DOCKER_NETWORK:-}" ] &&
+		[ "$("$real" network inspect -f '{{.Internal}}' "$KIND_EXPERIMENTAL_DOCKER_NETWORK" 2>/dev/null)" = true ]
+}
 
 if [ "${1:-}" = needed ]; then
 	why=()
 	if lacks_sys_resource; then why+=("the capability bounding set lacks CAP_SYS_RESOURCE"); fi
 	if lacks_modules; then why+=("there is no /lib/modules"); fi
+	if internal_network; then why+=("kind's network $KIND_EXPERIMENTAL_DOCKER_NETWORK is internal"); fi
 	[ ${#why[@]} -gt 0 ] || exit 1
 	(IFS=';'; echo "${why[*]}")
 	exit 0
@@ -51,6 +60,23 @@ is_kind_node_run() {
 	done
 	return 1
 }
+
+# kind asks for the API server's published endpoint, first through Docker Desktop's label
+# desktop.docker.io/ports/6443/tcp, then the port mapping; on an internal network there is
+# no mapping (kind create fails at its last step, the kubeconfig). Answer the label's
+# question with the node's address on that network, which the host reaches directly.
+if [ "${1:-}" = inspect ] && [ $# -eq 4 ] && [ "$2" = --format ] &&
+	[[ "$3" =~ desktop\.docker\.io/ports/([0-9]+)/tcp ]]; then
+	port="${BASH_REMATCH[1]}"
+	answer="$("$real" "$@")"
+	if [ -z "$answer" ] && internal_network &&
+		[ -n "$("$real" inspect -f '{{index .Config.Labels "io.x-k8s.kind.cluster"}}' "$4" 2>/dev/null)" ]; then
+		addr="$("$real" inspect -f "{{(index .NetworkSettings.Networks \"$KIND_EXPERIMENTAL_DOCKER_NETWORK\").IPAddress}}" "$4")"
+		[ -n "$addr" ] && answer="$addr:$port"
+	fi
+	echo "$answer"
+	exit 0
+fi
 
 # kind runs every command in a node as `docker exec --privileged` (kind create, kind load):
 # that fails the same way; without the flag the process has the node's own capabilities,

@@ -24,7 +24,8 @@
 #
 # Environment: KIND (the kind binary; default: the components' (.cache/kind/components.env),
 # else `kind` on the PATH), KIND_CLUSTER (customer-api), KIND_NETWORK (customer-api-kind),
-# KIND_NODE_IMAGE (skip the build and use this image), KIND_WAIT (seconds, 300).
+# KIND_NODE_IMAGE (skip the build and use this image), KIND_WAIT (seconds, 300),
+# KIND_KUBECONFIG (.cache/kind/kubeconfig).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -34,7 +35,7 @@ cluster="${KIND_CLUSTER:-customer-api}"
 network="${KIND_NETWORK:-customer-api-kind}"
 wait_s="${KIND_WAIT:-300}"
 state="$root/.cache/kind"
-kubeconfig="$state/kubeconfig"
+kubeconfig="${KIND_KUBECONFIG:-$state/kubeconfig}"
 context="kind-$cluster"
 cp_node="$cluster-control-plane"
 
@@ -195,6 +196,7 @@ up() {
 	start=$SECONDS
 	"$root/deploy/images/dockerd.sh" start
 	k="$(kind_bin)"
+	ensure_network
 	kind_env
 	t0=$SECONDS
 	image="$(node_image)"
@@ -207,12 +209,11 @@ up() {
 			log "cluster $cluster exists but its control plane does not run: recreating it"
 			"$k" delete cluster --name "$cluster"
 		fi
-		ensure_network
 		allow_intra_network
 		t0=$SECONDS
 		# kind's own kubeconfig merge goes to a scratch file; ours is written below.
 		"$k" create cluster --name "$cluster" --image "$image" --config deploy/kind/cluster.yaml \
-			--kubeconfig "$state/kind-admin.kubeconfig" --wait 0s
+			--kubeconfig "$state/kind-admin-$cluster.kubeconfig" --wait 0s
 		log "kind create cluster: $((SECONDS - t0)) s"
 	fi
 	wait_ready
@@ -225,7 +226,7 @@ down() {
 	local k
 	k="$(kind_bin)"
 	kind_env
-	"$k" delete cluster --name "$cluster" --kubeconfig "$state/kind-admin.kubeconfig"
+	"$k" delete cluster --name "$cluster" --kubeconfig "$state/kind-admin-$cluster.kubeconfig"
 	if "$docker" network inspect "$network" >/dev/null 2>&1; then
 		while intra_network_rule -C 2>/dev/null; do intra_network_rule -D; done
 		"$docker" network rm "$network" >/dev/null
