@@ -252,7 +252,10 @@ forward_pid=""
 forward_admin() {
 	stop_forward
 	# a free local port, which kubectl picks and names in its first line
-	k port-forward --address 127.0.0.1 "service/$release-gateway-admin" ":8081" >"$logs/port-forward.log" 2>&1 &
+	# kubectl itself in the background (not through k, whose subshell would keep it alive
+	# after a kill of $!)
+	"$KUBECTL" --namespace "$namespace" port-forward --address 127.0.0.1 "service/$release-gateway-admin" ":8081" \
+		>"$logs/port-forward.log" 2>&1 &
 	forward_pid=$!
 	local i
 	admin_port=""
