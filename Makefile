@@ -89,7 +89,7 @@ HELM_VERSION   := v3.21.4
 # same way); without it a `go install`ed helm assumes v1.20.
 HELM_K8S_MINOR := 36
 HELM           := $(TOOLS_BIN)/helm-$(HELM_VERSION)/helm
-K8S_TEST_DEPS  := helm dockerfile-check
+K8S_TEST_DEPS  := helm dockerfile-check kind-wrapper-check
 export HELM
 
 $(HELM):
@@ -112,6 +112,10 @@ dockerfile-check: ## Parse and check the Dockerfiles with BuildKit's parser (own
 	@out=$$(gofmt -l deploy/dockerfilecheck); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
 	cd deploy/dockerfilecheck && GOWORK=off $(GO) vet ./... && GOWORK=off $(GO) mod tidy -diff >/dev/null
 	cd deploy/dockerfilecheck && GOWORK=off $(GO) test -count=1 ./...
+
+.PHONY: kind-wrapper-check
+kind-wrapper-check: ## Test deploy/kind/docker-wrapper.sh's rewrites of kind's docker calls against a fake docker (no Docker needed)
+	deploy/kind/docker-wrapper_test.sh
 
 .PHONY: chart-boot
 chart-boot: helm deps ## Boot every binary with the exact environment the chart gives its pod (dev values, local PostgreSQL and broker)
