@@ -89,6 +89,9 @@ type SkaffoldDeploy struct {
 	Helm                       *SkaffoldHelm `json:"helm,omitempty"`
 	StatusCheckDeadlineSeconds int           `json:"statusCheckDeadlineSeconds,omitempty"`
 	KubeContext                string        `json:"kubeContext,omitempty"`
+	// TolerateFailuresUntilDeadline keeps the status check waiting through container
+	// exits until the deadline.
+	TolerateFailuresUntilDeadline bool `json:"tolerateFailuresUntilDeadline,omitempty"`
 }
 
 // SkaffoldHelm is the Helm deployer.
