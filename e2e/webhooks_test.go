@@ -49,7 +49,7 @@ type whDelivery struct {
 
 func newWhReceiver(t *testing.T, respond func(n int) int) *whReceiver {
 	rc := &whReceiver{respond: respond}
-	rc.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	rc.Server = faultload.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d := whDelivery{header: r.Header.Clone(), at: time.Now()}
 		d.body, _ = io.ReadAll(r.Body)
 		_ = json.Unmarshal(d.body, &d.parsed)
@@ -63,14 +63,6 @@ func newWhReceiver(t *testing.T, respond func(n int) int) *whReceiver {
 		}
 		w.WriteHeader(status)
 	}))
-	l, err := faultload.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc.Listener.Close()
-	rc.Listener = l
-	rc.Start()
-	t.Cleanup(rc.Close)
 	return rc
 }
 

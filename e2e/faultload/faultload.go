@@ -14,6 +14,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"sync"
 	"testing"
@@ -46,6 +48,20 @@ func Listen() (net.Listener, error) {
 		return nil, fmt.Errorf("receiver listener on %s (%s): %w", host, ReceiverHostEnv, err)
 	}
 	return l, nil
+}
+
+// Serve starts h on a listener of Listen, the address the platform's pods reach, and
+// closes it when the test ends.
+func Serve(t testing.TB, h http.Handler) *httptest.Server {
+	t.Helper()
+	l, err := Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &httptest.Server{Listener: l, Config: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}
+	s.Start()
+	t.Cleanup(s.Close)
+	return s
 }
 
 // Prepare makes what the writers need for the tenant of c: a subscription of receiverURL

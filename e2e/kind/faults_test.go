@@ -25,7 +25,7 @@ type receiver struct {
 func newReceiver(t *testing.T) *receiver {
 	t.Helper()
 	rc := &receiver{}
-	rc.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	rc.Server = faultload.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		var d struct {
 			EventID string         `json:"eventId"`
@@ -39,14 +39,6 @@ func newReceiver(t *testing.T) *receiver {
 		rc.got = append(rc.got, faultload.Delivery{EventID: d.EventID, Payload: d.Payload})
 		rc.mu.Unlock()
 	}))
-	l, err := faultload.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc.Listener.Close()
-	rc.Listener = l
-	rc.Start()
-	t.Cleanup(rc.Close)
 	return rc
 }
 
