@@ -399,9 +399,13 @@ func TestMatchGlob(t *testing.T) {
 // skaffold`; `make test-devloop` sets it) resolves the kind profile to the configuration
 // the checks above read through WithProfile.
 func TestSkaffoldAppliesTheKindProfileAsChecked(t *testing.T) {
+	// The Makefile exports SKAFFOLD, the path make skaffold builds, whether it is built or not.
 	bin := os.Getenv("SKAFFOLD")
 	if bin == "" {
 		t.Skip("SKAFFOLD is not set (make skaffold builds it; make test-devloop sets it)")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Skipf("skaffold is not built yet (make skaffold): %v", err)
 	}
 	r := root(t)
 	k, err := loadSkaffold(t, r).WithProfile(kindProfile)
