@@ -275,10 +275,17 @@ func TestClusterServerSideDryRun(t *testing.T) {
 		values []string
 		set    []string
 	}
+	// values-kind.yaml completes values-dev.yaml (the local images of a kind install):
+	// it is applied over it, as make test-kind and skaffold's kind profile do.
+	over := map[string]string{"values-kind.yaml": devValues}
 	var sets []valueSet
 	for _, f := range files {
 		rel := ChartDir + "/" + filepath.Base(f)
-		sets = append(sets, valueSet{name: filepath.Base(f), values: []string{rel}})
+		name, values := filepath.Base(f), []string{rel}
+		if base, ok := over[name]; ok {
+			name, values = filepath.Base(base)+" + "+name, []string{base, rel}
+		}
+		sets = append(sets, valueSet{name: name, values: values})
 	}
 	sets = append(sets, valueSet{name: "values-production.yaml with chart-made Secrets", values: []string{prodValues}, set: inlineSecrets})
 	ns := k.namespace(t, "dryrun")
