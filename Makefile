@@ -356,11 +356,11 @@ test-cluster: cluster-tools helm $(SKAFFOLD) ## The chart on the local control p
 	deploy/cluster/test.sh
 
 # --------------------------------------------------------------------------------------
-# Real pods (docs/kubernetes.md, "On kind: real pods"): the images built here with no
+# Real pods (docs/kubernetes.md, "Real pods on kind"): the images built here with no
 # registry (deploy/images), the kind cluster's components and node image built from the Go
-# module proxy and Debian's archive (deploy/kind), `make test-kind` (run by .ci/run) and the
-# skaffold dev loop on that cluster.
--include deploy/images/images.mk
+# module proxy and Debian's archive (deploy/kind), `make test-kind` (not yet in .ci/run) and
+# the skaffold dev loop on that cluster.
+include deploy/images/images.mk
 include deploy/kind/kind-tools.mk
 include deploy/kind/kind.mk
 include deploy/kind/test-kind.mk
