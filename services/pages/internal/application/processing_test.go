@@ -416,7 +416,11 @@ func TestABacklogWakesTheOtherWorkerGoroutines(t *testing.T) {
 			now := running.Add(1)
 			for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
 			}
-			time.Sleep(50 * time.Millisecond)
+			// Hold the claim until the three have run at once (at most 5 s): a fixed 50 ms
+			// let one goroutine finish before the third woke on a loaded machine.
+			for deadline := time.Now().Add(5 * time.Second); most.Load() < 3 && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
 			running.Add(-1)
 			return nil
 		}}
