@@ -89,7 +89,7 @@ HELM_VERSION   := v3.21.4
 # same way); without it a `go install`ed helm assumes v1.20.
 HELM_K8S_MINOR := 36
 HELM           := $(TOOLS_BIN)/helm-$(HELM_VERSION)/helm
-K8S_TEST_DEPS  := helm dockerfile-check kind-wrapper-check
+K8S_TEST_DEPS  := helm dockerfile-check kind-wrapper-check shell-check
 export HELM
 
 $(HELM):
@@ -116,6 +116,11 @@ dockerfile-check: ## Parse and check the Dockerfiles with BuildKit's parser (own
 .PHONY: kind-wrapper-check
 kind-wrapper-check: ## Test deploy/kind/docker-wrapper.sh's rewrites of kind's docker calls against a fake docker (no Docker needed)
 	deploy/kind/docker-wrapper_test.sh
+
+.PHONY: shell-check
+shell-check: ## Run shellcheck over the shell scripts of deploy/ and .ci (installs Debian's shellcheck as root when missing)
+	@command -v shellcheck >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq shellcheck >/dev/null; } || { echo "shellcheck is missing: apt-get install shellcheck"; exit 1; }
+	shellcheck -x deploy/*/*.sh deploy/*/*/*.sh .ci/run
 
 .PHONY: chart-boot
 chart-boot: helm deps ## Boot every binary with the exact environment the chart gives its pod (dev values, local PostgreSQL and broker)

@@ -71,7 +71,7 @@ dir="$cache/$name-$hash.tmp"
 cleanup() {
 	# debootstrap may leave /proc or /sys mounted in the target when it fails.
 	for m in proc sys dev/pts dev; do
-		mountpoint -q "$dir/$m" 2>/dev/null && umount -l "$dir/$m" || true
+		if mountpoint -q "$dir/$m" 2>/dev/null; then umount -l "$dir/$m" || true; fi
 	done
 	rm -rf "$dir"
 }

@@ -45,54 +45,21 @@ start_timeout="${DEVLOOP_START_TIMEOUT:-1200}"
 target=gateway/internal/docs/docs.go
 marker='<title>Customer API reference</title>'
 
-log() { echo "devloop: $*" >&2; }
-die() { log "$*"; exit 1; }
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
-
-# newest finds the most recent of the files a glob names (never a .tmp build in progress).
-newest() {
-	local f best=
-	# shellcheck disable=SC2086 # the globs are meant to expand
-	for f in $1; do
-		case "$f" in *.tmp/*) continue ;; esac
-		if [ -x "$f" ] && { [ -z "$best" ] || [ "$f" -nt "$best" ]; }; then best="$f"; fi
-	done
-	[ -n "$best" ] && echo "$best"
-}
-
-tool() {
-	local name="$1" var="$2" glob="$3" found
-	if [ -n "${!var:-}" ]; then
-		[ -x "${!var}" ] || die "$var=${!var} is not an executable"
-		echo "${!var}"
-		return
-	fi
-	if found="$(newest "$glob")"; then
-		echo "$found"
-		return
-	fi
-	command -v "$name" || die "$name is missing: $4 (or set $var)"
-}
+prog=devloop
+# shellcheck source=deploy/kind/lib.sh
+. "$root/deploy/kind/lib.sh"
 
 # setup finds the tools and prepares skaffold's environment: a bin directory first on the
 # PATH with helm, kubectl, kind and docker (skaffold calls them by name), its global config
 # and caches under .cache/devloop. `setup no-cluster` is enough for builds.
 setup() {
-	SKAFFOLD="$(tool skaffold SKAFFOLD "$root/.cache/k8s/skaffold-*/skaffold" "make skaffold")"
-	HELM="$(tool helm HELM "$root/.cache/bin/helm-*/helm" "make helm")"
+	SKAFFOLD="$(tool SKAFFOLD "$root/.cache/k8s/skaffold-*/skaffold" "make skaffold")"
+	HELM="$(tool HELM "$root/.cache/bin/helm-*/helm" "make helm")"
 	export SKAFFOLD HELM
 	[ -x deploy/images/images.sh ] || die "deploy/images/images.sh is missing (make images builds the images skaffold builds one by one)"
 	mkdir -p "$state/bin" "$state/helm"
 	ln -sfn "$HELM" "$state/bin/helm"
-	# `kind load docker-image` runs `docker exec --privileged` in the nodes: on hosts that
-	# cannot grant every capability, the wrapper kind.sh gives kind (deploy/kind).
-	if [ -x deploy/kind/docker-wrapper.sh ] && deploy/kind/docker-wrapper.sh needed >/dev/null; then
-		ln -sfn "$root/deploy/kind/docker-wrapper.sh" "$state/bin/docker"
-	else
-		ln -sfn /usr/bin/docker "$state/bin/docker"
-	fi
-	export PATH="$state/bin:$PATH"
+	docker_on_path "$state/bin"
 	export HELM_CACHE_HOME="$state/helm/cache" HELM_CONFIG_HOME="$state/helm/config" HELM_DATA_HOME="$state/helm/data"
 	export SKAFFOLD_UPDATE_CHECK=false
 	printf 'global:\n  collect-metrics: false\n  update-check: false\n  survey:\n    disable-prompt: true\nkubeContexts: []\n' \
@@ -109,8 +76,8 @@ setup() {
 	# dev's file watching: polling the artifacts' dependencies only.
 	watch_args=(--trigger=polling --watch-poll-interval=500)
 	[ "${1:-}" != no-cluster ] || return 0
-	KIND="$(tool kind KIND "$root/.cache/kind/bin/kind-*/kind" "make kind-up")"
-	KUBECTL="$(tool kubectl KUBECTL "$root/.cache/k8s/kubernetes-*/kubectl $root/.cache/kind/bin/*/kubectl" "make cluster-tools")"
+	KIND="$(tool KIND "$root/.cache/kind/bin/kind-*/kind" "make kind-up")"
+	KUBECTL="$(tool KUBECTL "$root/.cache/k8s/kubernetes-*/kubectl $root/.cache/kind/bin/*/kubectl" "make cluster-tools")"
 	export KIND KUBECTL
 	ln -sfn "$KUBECTL" "$state/bin/kubectl"
 	ln -sfn "$KIND" "$state/bin/kind"

@@ -39,42 +39,20 @@ kubeconfig="${KIND_KUBECONFIG:-$state/kubeconfig}"
 context="kind-$cluster"
 cp_node="$cluster-control-plane"
 
-log() { echo "kind.sh: $*" >&2; }
-die() { log "$*"; exit 1; }
+prog=kind.sh
+# shellcheck source=deploy/kind/lib.sh
+. "$root/deploy/kind/lib.sh"
 
+# kind_bin: $KIND, else the kind make kind-tools recorded (components.env), else the newest built.
 kind_bin() {
-	if [ -n "${KIND:-}" ] && [ -x "$KIND" ]; then
-		echo "$KIND"
-		return
-	fi
-	local found
-	found="$(sed -n 's/^KIND=//p' "$state/components.env" 2>/dev/null || true)"
-	if [ -n "$found" ] && [ -x "$found" ]; then
-		echo "$found"
-		return
-	fi
-	found="$(ls -t "$state"/bin/kind-v0.33.0-*/kind 2>/dev/null | head -n 1 || true)"
-	if [ -n "$found" ]; then
-		echo "$found"
-		return
-	fi
-	command -v kind || die "kind is missing: make kind-tools (deploy/kind/kind-tools.mk) or set KIND"
+	local recorded
+	recorded="$(sed -n 's/^KIND=//p' "$state/components.env" 2>/dev/null || true)"
+	tool KIND "${recorded:-$state/bin/kind-v0.33.0-*/kind} $state/bin/kind-v0.33.0-*/kind" "make kind-tools (deploy/kind/kind-tools.mk)"
 }
 
 # kind runs with the wrapper as `docker` where the host needs it.
 kind_env() {
-	local why
-	if why="$("$root/deploy/kind/docker-wrapper.sh" needed)"; then
-		mkdir -p "$state/wrapper-bin"
-		ln -sfn "$root/deploy/kind/docker-wrapper.sh" "$state/wrapper-bin/docker"
-		log "kind calls deploy/kind/docker-wrapper.sh as docker: $why"
-		export PATH="$state/wrapper-bin:$PATH"
-	else
-		# kind calls `docker`: make it Debian's client (see deploy/images/dockerd.sh).
-		mkdir -p "$state/docker-bin"
-		ln -sfn "$docker" "$state/docker-bin/docker"
-		export PATH="$state/docker-bin:$PATH"
-	fi
+	docker_on_path "$state/docker-bin"
 	export KIND_EXPERIMENTAL_DOCKER_NETWORK="$network"
 }
 

@@ -55,6 +55,7 @@ for n in "${nodes[@]}"; do
 done
 phase "nodes Ready: ${nodes[*]}"
 log "nodes' memory at rest (docker stats):"
+# shellcheck disable=SC2046 # one argument per node id
 "$docker" stats --no-stream --format '  {{.Name}} {{.MemUsage}}' \
 	$("$docker" ps -q --filter "label=io.x-k8s.kind.cluster=$cluster") >&2
 

@@ -58,47 +58,16 @@ logs="$root/.cache/kind-logs"
 work="$root/.cache/kind-test"
 summary="$logs/summary.txt"
 
-log() { echo "test-kind: $*" >&2; }
-die() { log "$*"; exit 1; }
-
-# newest finds the most recent executable a glob names (never a .tmp build in progress).
-newest() {
-	local f
-	# shellcheck disable=SC2086,SC2010 # the glob is meant to expand; the names are ours
-	f="$(ls -t $1 2>/dev/null | grep -v '\.tmp/' | head -n 1 || true)"
-	[ -n "$f" ] && [ -x "$f" ] && echo "$f"
-}
-
-# tool VAR GLOBS HOW: $VAR when it is an executable, else the newest build the globs name
-# in .cache, else the PATH.
-tool() {
-	local var="$1" glob="$2" how="$3" name found
-	name="$(basename "${glob%% *}")"
-	if [ -n "${!var:-}" ] && [ -x "${!var}" ]; then
-		echo "${!var}"
-	elif found="$(newest "$glob")"; then
-		echo "$found"
-	elif found="$(command -v "$name")"; then
-		echo "$found"
-	else
-		die "$name is missing: $how (or set $var)"
-	fi
-}
+prog=test-kind
+# shellcheck source=deploy/kind/lib.sh
+. "$root/deploy/kind/lib.sh"
 
 tools() {
 	HELM="$(tool HELM "$root/.cache/bin/helm-*/helm" "make helm")"
 	KUBECTL="$(tool KUBECTL "$root/.cache/k8s/kubernetes-*/kubectl $root/.cache/kind/bin/*/kubectl" "make cluster-tools")"
 	KIND="$(tool KIND "$root/.cache/kind/bin/kind-*/kind" "make kind-tools")"
 	export HELM KUBECTL KIND
-	# kind runs `docker exec --privileged` in the nodes: on hosts that cannot grant every
-	# capability it calls the wrapper kind.sh gives it (deploy/kind/docker-wrapper.sh).
-	mkdir -p "$work/bin"
-	if deploy/kind/docker-wrapper.sh needed >/dev/null; then
-		ln -sfn "$root/deploy/kind/docker-wrapper.sh" "$work/bin/docker"
-	else
-		ln -sfn "$docker" "$work/bin/docker"
-	fi
-	export PATH="$work/bin:$PATH"
+	docker_on_path "$work/bin"
 }
 
 k() { "$KUBECTL" --namespace "$namespace" "$@"; }

@@ -174,6 +174,7 @@ for ref in $required; do
 done
 [ -z "$missing" ] || die "not in the node's containerd after the import:$missing (imported: $(grep -v '^sha256:' <<<"$imported" | paste -sd' ' -))"
 
+# shellcheck disable=SC2016 # expanded by the node's shell
 in_node sh -c 'kill $(cat /run/containerd/containerd.pid 2>/dev/null || pidof containerd)' || true
 for _ in $(seq 1 40); do
 	in_node sh -c 'pidof containerd >/dev/null' || break
