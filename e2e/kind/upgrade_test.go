@@ -4,14 +4,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 )
 
-// `helm upgrade` that changes every Deployment's pod template rolls real pods: each
-// Deployment gets a new ReplicaSet whose pods (new names) are all Ready; `helm rollback`
-// rolls them again, back to the previous ReplicaSets' templates, all Ready; `helm test`
-// passes after both.
+// `helm upgrade` that rotates a chart-made Secret (secrets.cursorSecret) rolls real pods
+// through the checksum/secret annotation, though no image changed: each Deployment gets a
+// new ReplicaSet whose pods (new names) are all Ready and the Secret holds the new value;
+// `helm rollback` rolls them again, back to the previous ReplicaSets' templates and the old
+// Secret; `helm test` passes after both, and the StatefulSets' pods (PostgreSQL, the
+// broker), which neither changed, are the same pods throughout.
 func TestHelmUpgradeAndRollbackRollRealPods(t *testing.T) {
 	k := env(t)
 	if k.chart == "" {
@@ -29,19 +32,24 @@ func TestHelmUpgradeAndRollbackRollRealPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := k.rollout(t, deps, nil, time.Minute)
+	stateful := k.podUIDs(t, "app.kubernetes.io/component in (postgresql,kafka)")
+	secretBefore := k.secretValue(t, k.release+"-topics", "CURSOR_SECRET")
 
 	began := time.Now()
+	rotated := fmt.Sprintf("kind-rotated-cursor-secret-%d", began.UnixNano())
 	if _, err := k.helm(8*time.Minute, "upgrade", k.release, k.chart, "--reuse-values",
-		"--set-string", fmt.Sprintf("defaults.podAnnotations.kind-upgrade=%d", began.UnixNano()),
-		"--wait", "--timeout", "6m"); err != nil {
+		"--set-string", "secrets.cursorSecret="+rotated, "--wait", "--timeout", "6m"); err != nil {
 		t.Fatal(err)
 	}
 	upgraded := k.rollout(t, deps, before, 3*time.Minute)
 	upgradeTook := time.Since(began)
 	for name, d := range upgraded {
 		if d.hash == before[name].hash {
-			t.Errorf("the upgrade left %s on its ReplicaSet (pod-template-hash %s)", name, d.hash)
+			t.Errorf("a rotated Secret left %s on its ReplicaSet (pod-template-hash %s): checksum/secret did not roll it", name, d.hash)
 		}
+	}
+	if got := k.secretValue(t, k.release+"-topics", "CURSOR_SECRET"); got != rotated {
+		t.Errorf("Secret %s-topics holds CURSOR_SECRET %q after the upgrade, want %q", k.release, got, rotated)
 	}
 	k.helmTest(t)
 
@@ -63,12 +71,18 @@ func TestHelmUpgradeAndRollbackRollRealPods(t *testing.T) {
 	if rev != revBefore+2 {
 		t.Errorf("revision %d after an upgrade and a rollback of revision %d", rev, revBefore)
 	}
+	if got := k.secretValue(t, k.release+"-topics", "CURSOR_SECRET"); got != secretBefore {
+		t.Errorf("Secret %s-topics holds CURSOR_SECRET %q after the rollback, want the old %q", k.release, got, secretBefore)
+	}
+	if after := k.podUIDs(t, "app.kubernetes.io/component in (postgresql,kafka)"); after != stateful {
+		t.Errorf("the StatefulSets' pods were replaced by an upgrade and a rollback that did not change them: %s, then %s", stateful, after)
+	}
 	k.helmTest(t)
 	pods := 0
 	for _, d := range rolledBack {
 		pods += len(d.pods)
 	}
-	line := fmt.Sprintf("UPGRADE %d Deployments (%d pods): helm upgrade rolled every pod in %s, helm rollback to revision %d in %s (revision now %d); helm test passed after each",
+	line := fmt.Sprintf("UPGRADE %d Deployments (%d pods): helm upgrade rotating a Secret rolled every pod in %s, helm rollback to revision %d in %s (revision now %d); helm test passed after each",
 		len(deps), pods, secs(upgradeTook), revBefore, secs(rollbackTook), rev)
 	t.Log(line)
 	fmt.Println(line)
@@ -128,6 +142,43 @@ func (c *cluster) rollout(t *testing.T, deps map[string]int, prev map[string]dep
 		out[name] = deployment{hash: ps[0].Hash, pods: ps}
 	}
 	return out
+}
+
+// podUIDs lists the release's pods that selector (within the release) picks, as sorted
+// name=uid pairs; there must be at least one.
+func (c *cluster) podUIDs(t *testing.T, selector string) string {
+	t.Helper()
+	out, err := c.kubectl(30*time.Second, "get", "pods", "-l", "app.kubernetes.io/instance="+c.release+","+selector,
+		"-o", `jsonpath={range .items[*]}{.metadata.name}={.metadata.uid}{"\n"}{end}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := strings.Fields(out)
+	if len(pods) == 0 {
+		t.Fatalf("no pod of the release matches %s", selector)
+	}
+	sort.Strings(pods)
+	return strings.Join(pods, ",")
+}
+
+// secretValue is one key of a Secret in the release's namespace.
+func (c *cluster) secretValue(t *testing.T, name, key string) string {
+	t.Helper()
+	out, err := c.kubectl(30*time.Second, "get", "secret", name, "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Data map[string][]byte `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("secret %s: %v", name, err)
+	}
+	v, ok := s.Data[key]
+	if !ok {
+		t.Fatalf("secret %s has no %s", name, key)
+	}
+	return string(v)
 }
 
 // revision is the release's current revision.
