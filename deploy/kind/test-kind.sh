@@ -249,7 +249,7 @@ test_env() {
 	env E2E_BASE_URL="$base" E2E_ADMIN_URL="http://127.0.0.1:$admin_port" E2E_ADMIN_TOKEN="$admin_token" \
 		E2E_RECEIVER_HOST="$receiver_host" KIND_NAMESPACE="$namespace" KIND_RELEASE="$release" \
 		KIND_CHART="$root/$chart" KIND_ROLL_TAG="$roll_tag" HELM="$HELM" KUBECTL="$KUBECTL" \
-		GOPROXY=off GOFLAGS=-mod=mod GOTOOLCHAIN=local "$@"
+		E2E_REQUIRE_TS=1 E2E_REQUIRE_CHROMIUM=1 GOPROXY=off GOTOOLCHAIN=local "$@"
 }
 
 e2e() {
@@ -261,7 +261,7 @@ e2e() {
 	pass="$(grep -c '^--- PASS' "$out" || true)"
 	skip="$(grep -c '^--- SKIP' "$out" || true)"
 	fail="$(grep -c '^--- FAIL' "$out" || true)"
-	echo "e2e: $pass passed, $fail failed, $skip skipped (need the local process stack or tools) - $out" | tee -a "$summary"
+	echo "e2e: $pass passed, $fail failed, $skip skipped (they need the local process stack: its PIDs, its broker, killing its processes; e2e/kind holds their cluster counterparts) - $out" | tee -a "$summary"
 	if [ "$status" -ne 0 ]; then
 		grep -B2 -A25 '^--- FAIL' "$out" | head -n 200 >&2 || tail -n 100 "$out" >&2
 		return "$status"
