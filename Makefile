@@ -10,9 +10,10 @@ PKGS      := $(shell $(GO) list -m -f '{{.Path}}/...')
 SERVICES  := $(notdir $(wildcard services/*))
 TEST_FLAGS ?= -count=1 -timeout 25m
 
+##@ Run
 .PHONY: help
 help: ## Show this help
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-22s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk -v color="$$([ -t 1 ] && echo 1)" -f scripts/help.awk $(MAKEFILE_LIST)
 
 .PHONY: deps
 deps: ## Make sure the PostgreSQL server binaries are installed
@@ -27,6 +28,7 @@ build: ## Build the gateway, every service and the local runner into bin/
 run: deps build ## Run the whole system locally (gateway on 127.0.0.1:25001)
 	@BIN_DIR=$(BIN) $(BIN)/devstack
 
+##@ Test
 .PHONY: test
 test: deps lint ## Run every test of every module (unit, integration, end-to-end)
 	$(GO) test $(TEST_FLAGS) $(PKGS)
@@ -69,6 +71,19 @@ golangci-lint: $(GOLANGCI) ## Run golangci-lint (.golangci.yml) over every modul
 	@cd tools/golangci/testdata/services/topics && found=$$(GOWORK=off $(GOLANGCI) run --config $(CURDIR)/.golangci.yml ./... 2>&1 | grep -c '(depguard)$$' || true); \
 	  if [ "$$found" != 3 ]; then echo "the layers' import rules caught $$found of the 3 wrong imports in tools/golangci/testdata (.golangci.yml, depguard)"; exit 1; fi
 
+.PHONY: help-check
+help-check: ## Test make help: the five groups, every documented target once, one column
+	scripts/help_test.sh
+
+.PHONY: shell-check
+shell-check: ## Run shellcheck over the shell scripts of deploy/, scripts/ and .ci (installs Debian's shellcheck as root when missing)
+	@command -v shellcheck >/dev/null || { [ "$$(id -u)" = 0 ] && { apt-get install -y -qq shellcheck || { apt-get update -qq && apt-get install -y -qq shellcheck; }; } >/dev/null; } || { echo "shellcheck is missing: apt-get install shellcheck"; exit 1; }
+	shellcheck -x deploy/*/*.sh deploy/*/*/*.sh scripts/*.sh .ci/run
+
+# Cheap checks of the scripts and of make help itself, in make test.
+test: shell-check help-check
+
+##@ Run
 .PHONY: fmt
 fmt: ## Format every Go file
 	gofmt -w $(MODULES)
@@ -89,7 +104,7 @@ HELM_VERSION   := v3.21.4
 # same way); without it a `go install`ed helm assumes v1.20.
 HELM_K8S_MINOR := 36
 HELM           := $(TOOLS_BIN)/helm-$(HELM_VERSION)/helm
-K8S_TEST_DEPS  := helm dockerfile-check kind-wrapper-check shell-check
+K8S_TEST_DEPS  := helm dockerfile-check kind-wrapper-check
 export HELM
 
 $(HELM):
@@ -100,6 +115,7 @@ $(HELM):
 		-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$(HELM_K8S_MINOR)" \
 		helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
+##@ Kubernetes
 .PHONY: helm
 helm: $(HELM) ## Install helm into .cache/bin with go install (when missing)
 
@@ -116,11 +132,6 @@ dockerfile-check: ## Parse and check the Dockerfiles with BuildKit's parser (own
 .PHONY: kind-wrapper-check
 kind-wrapper-check: ## Test deploy/kind/docker-wrapper.sh's rewrites of kind's docker calls against a fake docker (no Docker needed)
 	deploy/kind/docker-wrapper_test.sh
-
-.PHONY: shell-check
-shell-check: ## Run shellcheck over the shell scripts of deploy/ and .ci (installs Debian's shellcheck as root when missing)
-	@command -v shellcheck >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq shellcheck >/dev/null; } || { echo "shellcheck is missing: apt-get install shellcheck"; exit 1; }
-	shellcheck -x deploy/*/*.sh deploy/*/*/*.sh .ci/run
 
 .PHONY: chart-boot
 chart-boot: helm deps ## Boot every binary with the exact environment the chart gives its pod (dev values, local PostgreSQL and broker)
@@ -154,6 +165,7 @@ $(OASDIFF):
 	@mkdir -p $(dir $@)
 	GOBIN=$(dir $@) GOWORK=off $(GO) install github.com/oasdiff/oasdiff@$(OASDIFF_VERSION)
 
+##@ API and clients
 .PHONY: api-lint
 api-lint: $(APILINT_STAMP) ## Lint api/openapi.yaml with redocly and spectral (pinned in tools/apilint; errors fail)
 	cd $(APILINT_DIR) && $(APILINT_ENV) node_modules/.bin/redocly lint --config redocly.yaml ../../api/openapi.yaml
@@ -227,6 +239,7 @@ docs-assets: $(DOCS_STAMP) ## Copy the pinned Redoc bundle into the gateway (emb
 docs-assets-check: $(DOCS_STAMP) ## Fail if the embedded Redoc bundle is not the one tools/docs pins
 	@cmp -s $(REDOC_DIST)/redoc.standalone.js $(DOCS_ASSETS)/redoc.standalone.js || { echo "$(DOCS_ASSETS) differs from tools/docs: run make docs-assets"; exit 1; }
 
+##@ Test
 .PHONY: chromium
 chromium: ## Make sure Debian's chromium is installed (the /docs rendering test)
 	@scripts/ensure-chromium.sh
@@ -256,6 +269,7 @@ $(HELM_DOCS):
 	@mkdir -p $(dir $@)
 	GOBIN=$(dir $@) GOWORK=off $(GO) install github.com/norwoodj/helm-docs/cmd/helm-docs@$(HELM_DOCS_VERSION)
 
+##@ Operations
 .PHONY: ops-deps
 ops-deps: ## Make sure prometheus, promtool and redis-server are installed (Debian packages, as root)
 	@scripts/ensure-ops-tools.sh
@@ -334,6 +348,7 @@ $(SKAFFOLD):
 $(CLUSTERCERTS): tools/k8s/cmd/clustercerts/main.go tools/k8s/go.mod
 	cd tools/k8s && GOWORK=off $(GO) build -o $@ ./cmd/clustercerts
 
+##@ Kubernetes
 .PHONY: cluster-tools
 cluster-tools: $(KUBE_BIN) $(ETCD) $(KWOK) $(CLUSTERCERTS) ## Build the control plane, kubectl, etcd and kwok into .cache/k8s (when missing)
 

@@ -16,6 +16,7 @@ IMAGE_TAG   ?= dev
 DEPS_TAG    ?= dev
 IMAGES_ENV   = IMAGES_BASE=$(IMAGES_BASE) IMAGE_TAG=$(IMAGE_TAG) DEPS_TAG=$(DEPS_TAG)
 
+##@ Kubernetes
 .PHONY: images images-test images-list
 images: ## Build every image the chart needs, here, offline (docker started when needed; IMAGES_BASE=public for the public base images)
 	$(IMAGES_ENV) nice -n 10 deploy/images/images.sh all

@@ -7,6 +7,7 @@
 #   make test-devloop   the loop's test: change the gateway's /docs title, see the new
 #                       answer over HTTP, revert, see the old one; prints the times
 
+##@ Kubernetes
 .PHONY: dev
 dev: $(SKAFFOLD) helm ## skaffold dev -p kind against the kind cluster (make kind-up first): images built offline, loaded, deployed into customer-api-dev, gateway on 127.0.0.1:25001
 	SKAFFOLD=$(SKAFFOLD) HELM=$(HELM) deploy/kind/devloop.sh dev

@@ -100,6 +100,7 @@ $(PAUSE):
 KIND_COMPONENT_BINS := $(KIND) $(CONTAINERD_BIN)/containerd $(CRICTL) $(KIND_ETCD) $(COREDNS) $(KUBE_ROUTER) \
 	$(LOCAL_PATH_PROVISIONER) $(PAUSE) $(KUBE_BIN)
 
+##@ Kubernetes
 .PHONY: kind-component-bins
 kind-component-bins: $(KIND_COMPONENT_BINS) ## Build kind, containerd and the kind cluster's component binaries into .cache/kind/bin (when missing)
 

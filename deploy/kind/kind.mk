@@ -5,6 +5,7 @@
 #   export KUBECONFIG=$(CURDIR)/.cache/kind/kubeconfig   (or: eval "$(deploy/kind/kind.sh env)")
 KIND_KUBECONFIG := $(CURDIR)/.cache/kind/kubeconfig
 
+##@ Kubernetes
 .PHONY: kind-node
 kind-node: kind-components ## Build the kind node image (cached by its inputs' hash)
 	deploy/kind/kind.sh node

@@ -5,6 +5,7 @@
 # build inside a capture that must see 0 packets on the host's outward interface.
 # Include from the Makefile after deploy/kind/kind.mk, deploy/kind/kind-tools.mk and
 # deploy/images/images.mk. Logs and the summary: .cache/kind-logs.
+##@ Kubernetes
 .PHONY: test-kind
 test-kind: kind-up helm $(KUBE_BIN) ts-client chromium ## Platform on the kind cluster: images, chart, e2e, faults, policy, upgrade/rollback, memory (0 packets out)
 	KUBECTL=$(KUBE_BIN)/kubectl deploy/kind/test-kind.sh
