@@ -81,6 +81,33 @@ func TestGoClient(t *testing.T) {
 		t.Fatalf("a missing page: %#v", err)
 	}
 
+	// A key that does not exist, and a real key sent as a bearer token (the most common
+	// first guess): each 401 says why.
+	for _, tc := range []struct {
+		key, bearer string
+		want        customerapi.UnauthorizedDetailsReason
+	}{
+		{key: "capi_" + strings.Repeat("0", 40), want: customerapi.UnknownKey},
+		{bearer: newKey(t, nil), want: customerapi.WrongHeader},
+	} {
+		opts := []customerapi.Option{customerapi.WithRetries(0, 0)}
+		if tc.bearer != "" {
+			opts = append(opts, customerapi.WithRequestEditor(func(_ context.Context, r *http.Request) error {
+				r.Header.Del("x-api-key")
+				r.Header.Set("Authorization", "Bearer "+tc.bearer)
+				return nil
+			}))
+		}
+		bad, err := customerapi.New(sys.base, tc.key, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = bad.ListTopicsWithResponse(ctx, nil)
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != 401 || apiErr.UnauthorizedReason() != tc.want {
+			t.Errorf("a 401's reason: %v (reason %q), want %s", err, apiErr.UnauthorizedReason(), tc.want)
+		}
+	}
+
 	t.Run("test event verified by the example receiver", func(t *testing.T) { goReceiverTest(t, c) })
 }
 

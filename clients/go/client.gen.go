@@ -208,6 +208,15 @@ const (
 	TopicEntryContentInTypeUrl      TopicEntryContentInType = "url"
 )
 
+// Defines values for UnauthorizedDetailsReason.
+const (
+	ConflictingKeys UnauthorizedDetailsReason = "conflicting_keys"
+	MalformedKey    UnauthorizedDetailsReason = "malformed_key"
+	MissingKey      UnauthorizedDetailsReason = "missing_key"
+	UnknownKey      UnauthorizedDetailsReason = "unknown_key"
+	WrongHeader     UnauthorizedDetailsReason = "wrong_header"
+)
+
 // Defines values for ValidationDetailField.
 const (
 	Body  ValidationDetailField = "body"
@@ -755,7 +764,7 @@ type ErrorEnvelope struct {
 	// Detail Human-readable explanation of this occurrence; not for parsing.
 	Detail string `json:"detail"`
 
-	// Details Structured details: for VALIDATION_ERROR the list of invalid parts, for RATE_LIMITED the limit's state; absent otherwise.
+	// Details Structured details: for VALIDATION_ERROR the list of invalid parts, for RATE_LIMITED the limit's state, for UNAUTHORIZED the reason (`UnauthorizedDetails`); absent otherwise.
 	Details *ErrorEnvelope_Details `json:"details,omitempty"`
 
 	// RequestId The request's ID, equal to the X-Request-Id response header; quote it when reporting a problem.
@@ -777,10 +786,10 @@ type ErrorEnvelopeCode string
 // ErrorEnvelopeDetails0 defines model for .
 type ErrorEnvelopeDetails0 = []ValidationDetail
 
-// ErrorEnvelopeDetails2 Other structured details (e.g. failing readiness checks).
-type ErrorEnvelopeDetails2 map[string]string
+// ErrorEnvelopeDetails3 Other structured details (e.g. failing readiness checks).
+type ErrorEnvelopeDetails3 map[string]string
 
-// ErrorEnvelope_Details Structured details: for VALIDATION_ERROR the list of invalid parts, for RATE_LIMITED the limit's state; absent otherwise.
+// ErrorEnvelope_Details Structured details: for VALIDATION_ERROR the list of invalid parts, for RATE_LIMITED the limit's state, for UNAUTHORIZED the reason (`UnauthorizedDetails`); absent otherwise.
 type ErrorEnvelope_Details struct {
 	union json.RawMessage
 }
@@ -1762,6 +1771,28 @@ type TopicUpdate struct {
 	Title     *string `json:"title,omitempty"`
 }
 
+// UnauthorizedDetails Why a request was not authenticated. It never tells whether a key exists.
+type UnauthorizedDetails struct {
+	// Hint What to change, in words; not for parsing.
+	Hint string `json:"hint"`
+
+	// Reason `missing_key`: no `x-api-key` header. `wrong_header`: no `x-api-key`, but an
+	// `Authorization` header or a query parameter that looks like a key (the key goes in
+	// `x-api-key`). `malformed_key`: the value does not have a key's shape (`capi_` and 40
+	// letters and digits; look for quotes, white space or a truncated copy).
+	// `unknown_key`: a well-formed key that is unknown or revoked. `conflicting_keys`:
+	// several `x-api-key` headers that differ. New reasons may be added within `/v0`.
+	Reason UnauthorizedDetailsReason `json:"reason"`
+}
+
+// UnauthorizedDetailsReason `missing_key`: no `x-api-key` header. `wrong_header`: no `x-api-key`, but an
+// `Authorization` header or a query parameter that looks like a key (the key goes in
+// `x-api-key`). `malformed_key`: the value does not have a key's shape (`capi_` and 40
+// letters and digits; look for quotes, white space or a truncated copy).
+// `unknown_key`: a well-formed key that is unknown or revoked. `conflicting_keys`:
+// several `x-api-key` headers that differ. New reasons may be added within `/v0`.
+type UnauthorizedDetailsReason string
+
 // ValidationDetail defines model for ValidationDetail.
 type ValidationDetail struct {
 	// Field Which part of the request is invalid.
@@ -2369,22 +2400,48 @@ func (t *ErrorEnvelope_Details) MergeRateLimitDetails(v RateLimitDetails) error 
 	return err
 }
 
-// AsErrorEnvelopeDetails2 returns the union data inside the ErrorEnvelope_Details as a ErrorEnvelopeDetails2
-func (t ErrorEnvelope_Details) AsErrorEnvelopeDetails2() (ErrorEnvelopeDetails2, error) {
-	var body ErrorEnvelopeDetails2
+// AsUnauthorizedDetails returns the union data inside the ErrorEnvelope_Details as a UnauthorizedDetails
+func (t ErrorEnvelope_Details) AsUnauthorizedDetails() (UnauthorizedDetails, error) {
+	var body UnauthorizedDetails
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromErrorEnvelopeDetails2 overwrites any union data inside the ErrorEnvelope_Details as the provided ErrorEnvelopeDetails2
-func (t *ErrorEnvelope_Details) FromErrorEnvelopeDetails2(v ErrorEnvelopeDetails2) error {
+// FromUnauthorizedDetails overwrites any union data inside the ErrorEnvelope_Details as the provided UnauthorizedDetails
+func (t *ErrorEnvelope_Details) FromUnauthorizedDetails(v UnauthorizedDetails) error {
 	b, err := json.Marshal(v)
 	t.union = b
 	return err
 }
 
-// MergeErrorEnvelopeDetails2 performs a merge with any union data inside the ErrorEnvelope_Details, using the provided ErrorEnvelopeDetails2
-func (t *ErrorEnvelope_Details) MergeErrorEnvelopeDetails2(v ErrorEnvelopeDetails2) error {
+// MergeUnauthorizedDetails performs a merge with any union data inside the ErrorEnvelope_Details, using the provided UnauthorizedDetails
+func (t *ErrorEnvelope_Details) MergeUnauthorizedDetails(v UnauthorizedDetails) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsErrorEnvelopeDetails3 returns the union data inside the ErrorEnvelope_Details as a ErrorEnvelopeDetails3
+func (t ErrorEnvelope_Details) AsErrorEnvelopeDetails3() (ErrorEnvelopeDetails3, error) {
+	var body ErrorEnvelopeDetails3
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromErrorEnvelopeDetails3 overwrites any union data inside the ErrorEnvelope_Details as the provided ErrorEnvelopeDetails3
+func (t *ErrorEnvelope_Details) FromErrorEnvelopeDetails3(v ErrorEnvelopeDetails3) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeErrorEnvelopeDetails3 performs a merge with any union data inside the ErrorEnvelope_Details, using the provided ErrorEnvelopeDetails3
+func (t *ErrorEnvelope_Details) MergeErrorEnvelopeDetails3(v ErrorEnvelopeDetails3) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err

@@ -58,6 +58,16 @@ func (e *Error) ValidationIssues() []ValidationDetail {
 	return d
 }
 
+// UnauthorizedReason is details.reason of a 401 (missing_key, wrong_header, malformed_key,
+// unknown_key, conflicting_keys; empty for any other error or a 401 without one).
+func (e *Error) UnauthorizedReason() UnauthorizedDetailsReason {
+	var d UnauthorizedDetails
+	if e.Code != "UNAUTHORIZED" || json.Unmarshal(e.Details, &d) != nil {
+		return ""
+	}
+	return d.Reason
+}
+
 // IsNotFound reports whether err is a 404 answer.
 func IsNotFound(err error) bool {
 	var e *Error

@@ -71,6 +71,42 @@ func TestAPIKeyRetriesAndTypedErrors(t *testing.T) {
 	}
 }
 
+// A 401 tells its reason (details.reason) through Error.UnauthorizedReason; other errors,
+// and a 401 without details, have none.
+func TestUnauthorizedReason(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.Header.Get("x-api-key") {
+		case "wrong":
+			w.WriteHeader(401)
+			_, _ = io.WriteString(w, `{"type":"http://x/errors/unauthorized","title":"Unauthorized","status":401,"code":"UNAUTHORIZED",`+
+				`"detail":"authentication is required","requestId":"req_2","details":{"reason":"unknown_key","hint":"use a key issued for your tenant"}}`)
+		case "bare":
+			w.WriteHeader(401)
+			_, _ = io.WriteString(w, `{"type":"http://x/errors/unauthorized","title":"Unauthorized","status":401,"code":"UNAUTHORIZED",`+
+				`"detail":"authentication is required","requestId":"req_3"}`)
+		default:
+			w.WriteHeader(404)
+			_, _ = io.WriteString(w, envelope404)
+		}
+	}))
+	defer srv.Close()
+	for key, want := range map[string]customerapi.UnauthorizedDetailsReason{"wrong": customerapi.UnknownKey, "bare": "", "k": ""} {
+		c, err := customerapi.New(srv.URL, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.GetPageWithResponse(context.Background(), "page_1")
+		var apiErr *customerapi.Error
+		if !errors.As(err, &apiErr) {
+			t.Fatalf("key %q: %v is not an *Error", key, err)
+		}
+		if got := apiErr.UnauthorizedReason(); got != want {
+			t.Errorf("key %q: UnauthorizedReason() = %q, want %q", key, got, want)
+		}
+	}
+}
+
 func TestRetryAfterIsHonouredAndBounded(t *testing.T) {
 	var calls, after atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -37,6 +37,8 @@ export type Ok<O> = O extends { responses: infer R }
 type InitArg<I> = {} extends I ? [init?: I] : [init: I];
 
 export type ErrorEnvelope = components["schemas"]["ErrorEnvelope"];
+/** Why a 401 was answered: missing_key, wrong_header, malformed_key, unknown_key, conflicting_keys. */
+export type UnauthorizedReason = components["schemas"]["UnauthorizedDetails"]["reason"];
 
 /** An answer that is not 2xx, with the API's error envelope. */
 export class APIError extends Error {
@@ -50,6 +52,14 @@ export class APIError extends Error {
   readonly details: ErrorEnvelope["details"] | undefined;
   /** The raw body (when it was not an envelope, e.g. from a proxy in between). */
   readonly body: string;
+
+  /** details.reason of a 401 (undefined for any other error, or a 401 without one). */
+  get unauthorizedReason(): UnauthorizedReason | undefined {
+    const d = this.details as { reason?: unknown } | undefined;
+    return this.code === "UNAUTHORIZED" && d && typeof d === "object" && !Array.isArray(d) && typeof d.reason === "string"
+      ? (d.reason as UnauthorizedReason)
+      : undefined;
+  }
 
   constructor(status: number, body: string, requestId: string | null) {
     let env: Partial<ErrorEnvelope> = {};

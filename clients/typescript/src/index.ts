@@ -1,5 +1,5 @@
 export { APIError, CustomerAPI, paginate, retryAfterMs } from "./client.js";
-export type { ClientOptions, ErrorEnvelope, ListPage, Method, Ok, Operation, PathsWith, RequestInit } from "./client.js";
+export type { ClientOptions, ErrorEnvelope, ListPage, Method, Ok, Operation, PathsWith, RequestInit, UnauthorizedReason } from "./client.js";
 export type { components, operations, paths } from "./schema.gen.js";
 
 /** The schemas of the document by name, e.g. Schema<"Page">. */

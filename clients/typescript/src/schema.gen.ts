@@ -1112,10 +1112,31 @@ export interface components {
             title: string;
             /** @description `{base_url}/errors/<code in lower case>`. The URL answers without a key: a short page for browsers, the problem description as JSON for `Accept: application/json`. The reference is at `{base_url}/docs`. */
             type: string;
-            /** @description Structured details: for VALIDATION_ERROR the list of invalid parts, for RATE_LIMITED the limit's state; absent otherwise. */
-            details?: components["schemas"]["ValidationDetail"][] | components["schemas"]["RateLimitDetails"] | {
+            /** @description Structured details: for VALIDATION_ERROR the list of invalid parts, for RATE_LIMITED the limit's state, for UNAUTHORIZED the reason (`UnauthorizedDetails`); absent otherwise. */
+            details?: components["schemas"]["ValidationDetail"][] | components["schemas"]["RateLimitDetails"] | components["schemas"]["UnauthorizedDetails"] | {
                 [key: string]: string;
             };
+        };
+        /**
+         * @description Why a request was not authenticated. It never tells whether a key exists.
+         * @example {
+         *       "reason": "unknown_key",
+         *       "hint": "this key is unknown or revoked: use a key issued for your tenant"
+         *     }
+         */
+        UnauthorizedDetails: {
+            /**
+             * @description `missing_key`: no `x-api-key` header. `wrong_header`: no `x-api-key`, but an
+             *     `Authorization` header or a query parameter that looks like a key (the key goes in
+             *     `x-api-key`). `malformed_key`: the value does not have a key's shape (`capi_` and 40
+             *     letters and digits; look for quotes, white space or a truncated copy).
+             *     `unknown_key`: a well-formed key that is unknown or revoked. `conflicting_keys`:
+             *     several `x-api-key` headers that differ. New reasons may be added within `/v0`.
+             * @enum {string}
+             */
+            reason: "missing_key" | "wrong_header" | "malformed_key" | "unknown_key" | "conflicting_keys";
+            /** @description What to change, in words; not for parsing. */
+            hint: string;
         };
         /**
          * @example {
@@ -4044,7 +4065,10 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description No valid credentials (UNAUTHORIZED). */
+        /**
+         * @description No valid credentials (UNAUTHORIZED). `detail` is always `authentication is required`;
+         *     `details` is an `UnauthorizedDetails`: `reason` says why, `hint` what to change.
+         */
         Unauthorized: {
             headers: {
                 /** @description Request correlation ID; equals `requestId` of an error envelope. */
@@ -4062,6 +4086,20 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "code": "UNAUTHORIZED",
+                 *       "detail": "authentication is required",
+                 *       "requestId": "req_01kjzdxq11fmnaajjgg5n81c9d",
+                 *       "status": 401,
+                 *       "title": "Unauthorized",
+                 *       "type": "https://api.example.com/errors/unauthorized",
+                 *       "details": {
+                 *         "reason": "wrong_header",
+                 *         "hint": "send your API key in the x-api-key header: Authorization and query parameters are not read"
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };

@@ -172,34 +172,67 @@ func code(t *testing.T, r *apitest.Response) string {
 	return c
 }
 
+// Every 401 reads "authentication is required" (the spec's detail), and says why in
+// details.reason, with a hint, without telling which keys exist: an unknown key and a
+// revoked one read the same.
 func TestAuthentication(t *testing.T) {
 	up := echo(t)
 	g := start(t, pgtest.NewDatabase(t), map[string]string{"topics": up.URL})
 	_, key := g.newKey(t, map[string]any{"tenantIds": []string{"acme"}})
 	_, multi := g.newKey(t, map[string]any{"tenantIds": []string{"acme", "globex"}})
+	revokedID, revoked := g.newKey(t, map[string]any{"tenantIds": []string{"acme"}})
+	if r := g.adminClient(t).Do("DELETE", "/admin/v0/keys/"+revokedID, nil); r.Status != 204 {
+		t.Fatalf("revoke: %s", r)
+	}
 
 	for name, tc := range map[string]struct {
 		key    string
+		header [2]string // another header the request carries
+		query  string
 		status int
 		code   string
+		reason string
 	}{
-		"missing key":       {"", 401, "UNAUTHORIZED"},
-		"unknown key":       {"capi_" + strings.Repeat("x", 40), 401, "UNAUTHORIZED"},
-		"malformed key":     {"hello", 401, "UNAUTHORIZED"},
-		"multi-tenant key":  {multi, 403, "FORBIDDEN"},
-		"single-tenant key": {key, 200, ""},
+		"missing key":   {status: 401, code: "UNAUTHORIZED", reason: "missing_key"},
+		"unknown key":   {key: "capi_" + strings.Repeat("x", 40), status: 401, code: "UNAUTHORIZED", reason: "unknown_key"},
+		"revoked key":   {key: revoked, status: 401, code: "UNAUTHORIZED", reason: "unknown_key"},
+		"malformed key": {key: "hello", status: 401, code: "UNAUTHORIZED", reason: "malformed_key"},
+		"key in quotes": {key: `"` + key + `"`, status: 401, code: "UNAUTHORIZED", reason: "malformed_key"},
+		"key as Authorization: Bearer": {header: [2]string{"Authorization", "Bearer " + key}, status: 401, code: "UNAUTHORIZED",
+			reason: "wrong_header"},
+		"key as Authorization alone": {header: [2]string{"Authorization", key}, status: 401, code: "UNAUTHORIZED", reason: "wrong_header"},
+		"key in the query":           {query: "?api_key=" + key, status: 401, code: "UNAUTHORIZED", reason: "wrong_header"},
+		"a key's value in the query": {query: "?k=" + key, status: 401, code: "UNAUTHORIZED", reason: "wrong_header"},
+		"an unrelated query":         {query: "?limit=5", status: 401, code: "UNAUTHORIZED", reason: "missing_key"},
+		"Bearer beside a valid key":  {key: key, header: [2]string{"Authorization", "Bearer x"}, status: 200},
+		"multi-tenant key":           {key: multi, status: 403, code: "FORBIDDEN"},
+		"single-tenant key":          {key: key, status: 200},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := g.client(t, tc.key)
+			if tc.header[0] != "" {
+				c = c.With(tc.header[0], tc.header[1])
+			}
 			if tc.status == 200 {
 				c.Contract = nil // the echo upstream is not the real topics service
 			}
-			resp := c.Do("GET", "/v0/topics", nil)
+			resp := c.Do("GET", "/v0/topics"+tc.query, nil)
 			if resp.Status != tc.status || code(t, resp) != tc.code {
 				t.Fatalf("got %s", resp)
 			}
-			if tc.status == 401 && resp.Map()["detail"] != "authentication is required" {
-				t.Fatalf("detail = %v", resp.Map()["detail"])
+			if tc.status != 401 {
+				return
+			}
+			m := resp.Map()
+			details, _ := m["details"].(map[string]any)
+			if m["detail"] != "authentication is required" {
+				t.Errorf("detail = %v, want the spec's \"authentication is required\"", m["detail"])
+			}
+			if details["reason"] != tc.reason {
+				t.Errorf("details.reason = %v, want %s", details["reason"], tc.reason)
+			}
+			if hint, _ := details["hint"].(string); hint == "" || strings.Contains(hint, key) {
+				t.Errorf("details.hint = %q: want a hint that repeats no key", hint)
 			}
 		})
 	}

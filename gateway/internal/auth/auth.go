@@ -3,8 +3,10 @@
 package auth
 
 import (
+	"bytes"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -43,17 +45,11 @@ func (m *Middleware) Handler() fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		presented, ok := apiKey(c)
 		if !ok {
-			m.Refusals.Inc(observe.ConflictingKeys)
-			return apierror.Unauthorized()
+			return m.refuse(observe.ConflictingKeys)
 		}
 		key := m.Cache.LookupBytes(presented)
 		if key == nil {
-			if len(presented) == 0 {
-				m.Refusals.Inc(observe.MissingKey)
-			} else {
-				m.Refusals.Inc(observe.UnknownKey)
-			}
-			return apierror.Unauthorized()
+			return m.refuse(unauthenticated(c, presented))
 		}
 		tenantID := ""
 		if len(key.TenantIDs) == 1 {
@@ -85,6 +81,55 @@ func (m *Middleware) Handler() fiber.Handler {
 		setHeaders(c, p, d)
 		return err
 	}
+}
+
+// hints say what to change for each reason of a 401, without telling which keys exist.
+var hints = map[observe.Reason]string{
+	observe.MissingKey:      "send your API key in the x-api-key header",
+	observe.WrongHeader:     "send your API key in the x-api-key header: Authorization and query parameters are not read",
+	observe.MalformedKey:    "an API key is capi_ followed by 40 letters and digits: check for quotes, white space or a truncated copy",
+	observe.UnknownKey:      "this key is unknown or revoked: use a key issued for your tenant",
+	observe.ConflictingKeys: "send one x-api-key header: the request carries several that differ",
+}
+
+// refuse counts the refusal and answers the spec's 401, with details.reason (the
+// machine-readable reason: missing_key, wrong_header, malformed_key, unknown_key,
+// conflicting_keys) and details.hint.
+func (m *Middleware) refuse(reason observe.Reason) error {
+	m.Refusals.Inc(reason)
+	e := apierror.Unauthorized()
+	e.Details = map[string]any{"reason": reason.Name(), "hint": hints[reason]}
+	return e
+}
+
+// unauthenticated tells why a request with no usable key was refused.
+func unauthenticated(c *fiber.Ctx, presented []byte) observe.Reason {
+	switch {
+	case len(presented) > 0 && keys.WellFormed(string(presented)):
+		return observe.UnknownKey
+	case len(presented) > 0:
+		return observe.MalformedKey
+	case len(c.Request().Header.Peek(fiber.HeaderAuthorization)) > 0 || credentialsInQuery(c):
+		return observe.WrongHeader
+	default:
+		return observe.MissingKey
+	}
+}
+
+// credentialsInQuery reports a query parameter that looks like a misplaced key: one named
+// like a key, or any value with a key's prefix.
+func credentialsInQuery(c *fiber.Ctx) bool {
+	found := false
+	c.Request().URI().QueryArgs().VisitAll(func(k, v []byte) {
+		switch strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(string(k))) {
+		case "apikey", "xapikey", "key", "token", "accesstoken":
+			found = true
+		}
+		if bytes.HasPrefix(v, []byte(keys.Prefix)) {
+			found = true
+		}
+	})
+	return found
 }
 
 // apiKey returns the key the request presents. A key sent in several x-api-key headers

@@ -260,6 +260,8 @@ type Reason int
 // The reasons of gateway_refusals_total, with the status each answers.
 const (
 	MissingKey         Reason = iota // 401: no x-api-key
+	WrongHeader                      // 401: no x-api-key, but credentials in Authorization or the query
+	MalformedKey                     // 401: an x-api-key without the shape of a key
 	UnknownKey                       // 401: a key the gateway does not know (wrong, or revoked)
 	ConflictingKeys                  // 401: several x-api-key headers that disagree
 	MultiTenantKey                   // 403: a key of several tenants
@@ -274,6 +276,8 @@ var reasons = [numReasons]struct {
 	code, name string
 }{
 	MissingKey:         {"401", "missing_key"},
+	WrongHeader:        {"401", "wrong_header"},
+	MalformedKey:       {"401", "malformed_key"},
 	UnknownKey:         {"401", "unknown_key"},
 	ConflictingKeys:    {"401", "conflicting_keys"},
 	MultiTenantKey:     {"403", "multi_tenant_key"},
@@ -301,6 +305,14 @@ func NewRefusals(reg prometheus.Registerer) *Refusals {
 		r.counters[i] = vec.WithLabelValues(rs.code, rs.name)
 	}
 	return r
+}
+
+// Name is the reason as gateway_refusals_total's label and a 401's details.reason name it.
+func (reason Reason) Name() string {
+	if reason < 0 || reason >= numReasons {
+		return ""
+	}
+	return reasons[reason].name
 }
 
 // Inc counts one refusal.

@@ -81,3 +81,23 @@ export function typeChecks(api: CustomerAPI): void {
   // @ts-expect-error POST is not an operation of this path
   void api.post("/v0/pages/{page_id}", { path: { page_id: "p" } });
 }
+
+test("a 401 tells its reason; other errors have none", async () => {
+  const envelope = (details?: unknown) => ({
+    type: "http://api.test/errors/unauthorized", title: "Unauthorized", status: 401, code: "UNAUTHORIZED",
+    detail: "authentication is required", requestId: "req_1", ...(details ? { details } : {}),
+  });
+  const { fetch } = fakeFetch([
+    () => json(401, envelope({ reason: "wrong_header", hint: "send your API key in the x-api-key header" })),
+    () => json(401, envelope()),
+    () => json(404, { code: "NOT_FOUND", detail: "page not found", requestId: "req_2", status: 404 }),
+  ]);
+  const api = new CustomerAPI({ baseUrl: "http://api.test/", apiKey: "k1", fetch });
+  for (const want of ["wrong_header", undefined, undefined]) {
+    await assert.rejects(api.get("/v0/topics"), (err: unknown) => {
+      assert.ok(err instanceof APIError);
+      assert.equal(err.unauthorizedReason, want);
+      return true;
+    });
+  }
+});
