@@ -1,5 +1,8 @@
 package customerapi
 
+// iterators.gen.go: an <Operation>All iterator for every list operation of the document.
+//go:generate env GOWORK=off go run -C internal/itergen .
+
 import (
 	"context"
 	"iter"
@@ -10,7 +13,12 @@ import (
 type PageFunc[T any] func(ctx context.Context, cursor *string) (items []T, next *string, err error)
 
 // All walks a list across nextCursor, yielding each item once; it stops at the first
-// error, which it yields with a zero item.
+// error, which it yields with a zero item. Every list operation of the API has a
+// generated iterator built on it (iterators.gen.go), so a list is one line:
+//
+//	for p, err := range c.ListPagesAll(ctx, &customerapi.ListPagesParams{Limit: &n}) { … }
+//
+// All remains for custom use, e.g. a fetch that records each page or changes a filter:
 //
 //	for p, err := range customerapi.All(ctx, func(ctx context.Context, cursor *string) ([]customerapi.Page, *string, error) {
 //		r, err := c.ListPagesWithResponse(ctx, &customerapi.ListPagesParams{Cursor: cursor})
