@@ -24,10 +24,14 @@
 #              the FAULT lines)
 #   5 policy   e2e/kind: a pod without the gateway's labels cannot reach a service's port
 #              (kube-router enforces NetworkPolicies)
-#   6 upgrade  e2e/kind: `helm upgrade` and `helm rollback` roll every Deployment's pods
+#   6 upgrade  e2e/kind: `helm upgrade` rotating a chart-made Secret rolls every
+#              Deployment's pods (checksum/secret), `helm rollback` rolls them back; the
+#              StatefulSets' pods stay the same
 #   7 memory   the nodes' memory (docker stats, the node containers' cgroups, `free` in the
 #              nodes and on the host), and the peak sampled during phases 2-6: must be
 #              under $KIND_MEMORY_BOUND_GIB (24) GiB
+#   8 uninstall `helm uninstall` leaves only the PersistentVolumeClaims, found by the
+#              release's label as docs/kubernetes.md says, then deleted with that label
 # Each phase prints its duration; on a failure, the pods' states, logs and the events go
 # to .cache/kind-logs. The summary (phase times, FAULT/POLICY/UPGRADE lines, memory, the
 # capture's count) is printed at the end and kept in .cache/kind-logs/summary.txt.
@@ -37,8 +41,8 @@
 # (customer-api-kind), KIND_NODEPORT (31580: the gateway's NodePort), E2E_RUN (go test
 # -run of the e2e phase), KIND_SKIP_IMAGES=1 (the images are built and loaded already),
 # KIND_MEMORY_BOUND_GIB (24), KIND_PHASES (the phases to run, default every one: "images
-# chart e2e faults policy upgrade memory"; a rerun on the installed release may leave out
-# images and chart).
+# chart e2e faults policy upgrade memory uninstall"; a rerun on the installed release may
+# leave out images and chart, and leaves out uninstall to keep it).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -363,6 +367,24 @@ memory() {
 }
 
 capture_on=""
+# uninstall removes the release: what stays is exactly its PersistentVolumeClaims (Helm
+# never deletes a StatefulSet's claims), which the release's label finds and deletes.
+uninstall() {
+	local sel="app.kubernetes.io/instance=$release" claims left after
+	claims="$(k get pvc -l "$sel" -o name | sort)"
+	[ -n "$claims" ] || die "the release has no PersistentVolumeClaim labelled $sel"
+	h uninstall "$release" --wait --timeout 5m
+	left="$(k get deployments,statefulsets,services,configmaps,secrets,serviceaccounts,networkpolicies,poddisruptionbudgets,roles,rolebindings \
+		-l "$sel" -o name 2>/dev/null || true)"
+	[ -z "$left" ] || die "left after helm uninstall: $(echo "$left" | paste -sd' ')"
+	after="$(k get pvc -l "$sel" -o name | sort)"
+	[ "$after" = "$claims" ] || die "PersistentVolumeClaims before helm uninstall: $claims; after: $after"
+	k delete pvc -l "$sel" --wait --timeout 2m >/dev/null
+	[ -z "$(k get pvc -l "$sel" -o name)" ] || die "PersistentVolumeClaims labelled $sel remain after deleting them by label"
+	echo "UNINSTALL helm uninstall left only $(echo "$claims" | wc -l) PersistentVolumeClaims ($(echo "$claims" | sed 's|.*/||' | paste -sd' ')), deleted by the label $sel" |
+		tee -a "$summary"
+}
+
 finish() {
 	local status=$?
 	stop_forward
@@ -388,7 +410,7 @@ finish() {
 }
 
 # wanted NAME: whether $KIND_PHASES (default: every phase) names the phase.
-wanted() { [[ " ${KIND_PHASES:-images chart e2e faults policy upgrade memory} " == *" $1 "* ]]; }
+wanted() { [[ " ${KIND_PHASES:-images chart e2e faults policy upgrade memory uninstall} " == *" $1 "* ]]; }
 
 all() {
 	trap finish EXIT
@@ -403,7 +425,7 @@ all() {
 	capture_on=1
 	local t0=$SECONDS name
 	start_sampler
-	for name in chart e2e faults policy upgrade memory; do
+	for name in chart e2e faults policy upgrade memory uninstall; do
 		if wanted "$name"; then
 			phase "$name" "$name"
 		elif [ "$name" != memory ]; then
