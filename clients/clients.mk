@@ -1,0 +1,31 @@
+# The clients' targets for use from other projects (docs/clients.md, "Using the clients
+# from your own project"). Included by the Makefile after its clients section, whose
+# GO, TS_DIR and TS_STAMP it uses.
+#
+# clients-iterators: clients/go/iterators.gen.go, an <Operation>All iterator for every
+# list operation of api/openapi.yaml, written by clients/go/internal/itergen (its own
+# module, so it runs with GOWORK=off) from the document and client.gen.go: run it after
+# oapi-codegen. clients/go's TestIteratorsAreUpToDate fails when the file is stale.
+# ts-pack: the TypeScript client compiled and packed by npm into
+# clients/typescript/dist/customerapi-client-<version>.tgz, the file another project
+# installs with `npm install /path/to/customerapi-client-<version>.tgz`.
+
+ITERGEN_DIR := clients/go/internal/itergen
+TS_VERSION   = $(shell sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' $(TS_DIR)/package.json)
+TS_TARBALL   = $(TS_DIR)/dist/customerapi-client-$(TS_VERSION).tgz
+# What the tarball must hold: the compiled entry points of both exports and their types.
+TS_PACKED   := package.json dist/src/index.js dist/src/index.d.ts dist/src/client.js dist/src/webhooks.js dist/src/webhooks.d.ts
+
+##@ API and clients
+.PHONY: clients-iterators
+clients-iterators: ## Regenerate the Go client's list iterators (clients/go/iterators.gen.go)
+	cd $(ITERGEN_DIR) && GOWORK=off $(GO) test -count=1 . && GOWORK=off $(GO) run .
+
+.PHONY: ts-pack
+ts-pack: $(TS_STAMP) ## Build the TypeScript client and npm pack it into clients/typescript/dist/*.tgz
+	cd $(TS_DIR) && rm -rf dist && node_modules/.bin/tsc -p tsconfig.json
+	cd $(TS_DIR) && npm pack --offline --ignore-scripts --pack-destination dist --loglevel=error >/dev/null
+	@files="$$(tar tzf $(TS_TARBALL))" || exit 1; \
+	  for f in $(TS_PACKED); do grep -qx "package/$$f" <<<"$$files" || { echo "$(TS_TARBALL) lacks $$f"; exit 1; }; done; \
+	  if grep -q '^package/dist/test/' <<<"$$files"; then echo "$(TS_TARBALL) carries the tests"; exit 1; fi
+	@echo "$(TS_TARBALL): npm install $(CURDIR)/$(TS_TARBALL)"
