@@ -101,6 +101,8 @@ type Job struct {
 	PreviousSecret *string
 	// Active is false when the subscription was deactivated after the delivery was made.
 	Active bool
+	// Test is true for the delivery of a test event (Store.RecordTestDelivery).
+	Test bool
 }
 
 // claimSQL leases due deliveries in turns across tenants (deficit round robin). $1 bounds
@@ -241,14 +243,14 @@ WITH RECURSIVE ring (tenant_id, earliest, kind, wrapped, pos, steps, ki) AS (
 	  AND d.status = 'pending' AND d.next_attempt_at <= now()
 	  AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= now())
 	RETURNING d.tenant_id, d.delivery_id, d.subscription_id, d.event_id, d.ordering_key, d.seq, d.body,
-		d.next_attempt_at, d.retry_step, d.attempt_count, d.lease_token
+		d.next_attempt_at, d.retry_step, d.attempt_count, d.lease_token, d.test
 )
 SELECT false AS summary, c.*, s.url, s.secret, CASE WHEN s.previous_secret_until > now() THEN s.previous_secret END, s.active,
 	'' AS after, 0 AS visited, false AS more, 0 AS wanted,
 	NULL::text[] AS probed, NULL::timestamptz[] AS probed_earliest
 FROM claimed c JOIN subscriptions s ON s.tenant_id = c.tenant_id AND s.subscription_id = c.subscription_id
 UNION ALL
-SELECT true, '', '', '', '', '', 0, NULL, now(), 0, 0, 0, '', '', NULL, false,
+SELECT true, '', '', '', '', '', 0, NULL, now(), 0, 0, 0, false, '', '', NULL, false,
 	coalesce(CASE WHEN (SELECT count(*) FROM picked) >= $1
 		THEN (SELECT tenant_id FROM picked ORDER BY turn DESC, pos DESC LIMIT 1)
 		ELSE (SELECT tenant_id FROM ring WHERE kind = 'found' ORDER BY steps DESC LIMIT 1) END, $5),
@@ -375,7 +377,7 @@ func claim(ctx context.Context, q querier, req ClaimRequest) (Claimed, error) {
 			earlier []*time.Time
 		)
 		if err := rows.Scan(&summary, &j.TenantID, &j.DeliveryID, &j.SubscriptionID, &j.EventID, &j.OrderingKey, &j.Seq,
-			&j.Body, &j.DueAt, &j.RetryStep, &j.AttemptNo, &j.LeaseToken, &j.URL, &j.Secret, &j.PreviousSecret, &j.Active,
+			&j.Body, &j.DueAt, &j.RetryStep, &j.AttemptNo, &j.LeaseToken, &j.Test, &j.URL, &j.Secret, &j.PreviousSecret, &j.Active,
 			&after, &v, &more, &w, &probed, &earlier); err != nil {
 			return Claimed{}, fmt.Errorf("claim deliveries: %w", err)
 		}

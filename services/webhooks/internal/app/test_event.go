@@ -14,8 +14,9 @@ import (
 // ErrUnknownEventType reports a test event type the document has no payload for.
 var ErrUnknownEventType = errors.New("unknown event type")
 
-// SendTestEvent queues a new event of eventType, whose payload is the document's example,
-// for one subscription; the delivery engine sends it like any other.
+// SendTestEvent queues a new event of eventType for one subscription, whose payload is
+// the document's example with fake IDs (testevent.Payload) and whose body says "test":
+// true; the delivery engine sends it like any other, with the X-Webhook-Test header.
 func (s *Service) SendTestEvent(ctx context.Context, tenantID, subscriptionID, eventType string) (domain.Delivery, error) {
 	payload, ok, err := testevent.Payload(eventType)
 	if err != nil {
@@ -25,7 +26,7 @@ func (s *Service) SendTestEvent(ctx context.Context, tenantID, subscriptionID, e
 		return domain.Delivery{}, fmt.Errorf("%w %q", ErrUnknownEventType, eventType)
 	}
 	evt := events.Envelope{ID: ids.New("evt"), Type: eventType, TenantID: tenantID, OccurredAt: s.Clock.Now(), Payload: payload}
-	body, err := domain.NewBody(evt)
+	body, err := domain.NewTestBody(evt)
 	if err != nil {
 		return domain.Delivery{}, err
 	}

@@ -4,31 +4,44 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/customerapi/platform/api"
+	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/services/webhooks/internal/application"
 )
 
 // docExample returns the example of a schema of the OpenAPI document, as JSON.
-func docExample(t *testing.T, schema string) any {
+func docExample(t *testing.T, schema string) map[string]any {
 	t.Helper()
 	doc, err := openapi3.NewLoader().LoadFromData(api.Spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(doc.Components.Schemas[schema].Value.Example)
-	var v any
+	var v map[string]any
 	_ = json.Unmarshal(b, &v)
 	return v
 }
 
+// withFakeIDs returns the example with each of its IDs (fields named …Id holding a
+// TypeID) replaced by the fake ID of its kind: the prefix and 26 zeros.
+func withFakeIDs(example map[string]any) map[string]any {
+	for k, v := range example {
+		if s, ok := v.(string); ok && strings.HasSuffix(k, "Id") && strings.Contains(s, "_") {
+			example[k] = s[:strings.LastIndexByte(s, '_')] + "_00000000000000000000000000"
+		}
+	}
+	return example
+}
+
 // A test event of the chosen type goes through the normal path: a delivery of this
-// subscription only, signed with its secret, whose payload is the document's example,
-// listed with its attempt.
+// subscription only, signed with its secret, whose payload is the document's example
+// with fake IDs, listed with its attempt.
 func TestTestEventIsDeliveredSignedWithTheDocumentsExample(t *testing.T) {
 	s := start(t, nil, application.Options{})
 	c := client(t, s, "acme")
@@ -57,8 +70,8 @@ func TestTestEventIsDeliveredSignedWithTheDocumentsExample(t *testing.T) {
 	if body.EventID != d["eventId"] || got.header.Get("webhook-id") != d["eventId"] {
 		t.Fatalf("eventId %q, webhook-id %q, want %v", body.EventID, got.header.Get("webhook-id"), d["eventId"])
 	}
-	if want := docExample(t, "PageVersionPublishedEventPayload"); !reflect.DeepEqual(body.Payload, want) {
-		t.Fatalf("payload %v\nwant the document's example %v", body.Payload, want)
+	if want := withFakeIDs(docExample(t, "PageVersionPublishedEventPayload")); !reflect.DeepEqual(body.Payload, want) {
+		t.Fatalf("payload %v\nwant the document's example with fake IDs %v", body.Payload, want)
 	}
 	eventually(t, 10*time.Second, "the listed test delivery to succeed", func() bool {
 		ds := deliveries(t, c, subID)
@@ -74,6 +87,56 @@ func TestTestEventIsDeliveredSignedWithTheDocumentsExample(t *testing.T) {
 	d2 := mustStatus(t, c.Do("POST", "/v0/webhook_subscriptions/"+subID+"/test", map[string]any{"eventType": "form.submitted"}), 202)
 	if d2["eventId"] == d["eventId"] || d2["deliveryId"] == d["deliveryId"] {
 		t.Fatalf("a second test event reused IDs: %v %v", d, d2)
+	}
+}
+
+// A receiver can tell a test delivery from a real one without guessing: every attempt of
+// a test event, a manual retry included, carries the header X-Webhook-Test: true and its
+// signed body "test": true; a real event's delivery to the same subscription has neither.
+func TestTestDeliveriesAreMarkedAndRealOnesAreNot(t *testing.T) {
+	s := start(t, nil, application.Options{})
+	c := client(t, s, "acme")
+	rc := newReceiver(t, nil)
+	subID, secret := subscribe(t, c, rc.URL+"/hook", nil)
+	marker := func(r received) (header []string, field any, signed bool) {
+		var body map[string]any
+		if err := json.Unmarshal(r.body, &body); err != nil {
+			t.Fatal(err)
+		}
+		field, present := body["test"]
+		if !present {
+			field = "absent"
+		}
+		return r.header.Values("X-Webhook-Test"), field, verifyStandard(secret, r.header, r.body)
+	}
+
+	d := mustStatus(t, c.Do("POST", "/v0/webhook_subscriptions/"+subID+"/test", map[string]any{"eventType": "form.submitted"}), 202)
+	realEvt := event(t, "acme", events.TypeFormSubmitted, "formsub_1")
+	publish(t, s.Broker, realEvt)
+	eventually(t, 20*time.Second, "the test and the real delivery", func() bool { return rc.count() == 2 })
+	byEvent := map[string]received{}
+	for _, r := range rc.all() {
+		var b struct {
+			EventID string `json:"eventId"`
+		}
+		_ = json.Unmarshal(r.body, &b)
+		byEvent[b.EventID] = r
+	}
+	if h, f, ok := marker(byEvent[d["eventId"].(string)]); fmt.Sprint(h) != "[true]" || f != true || !ok {
+		t.Fatalf("test delivery: X-Webhook-Test %v, body test %v, signed %v; want [true], true, true", h, f, ok)
+	}
+	if h, f, ok := marker(byEvent[realEvt.ID]); len(h) != 0 || f != "absent" || !ok {
+		t.Fatalf("real delivery: X-Webhook-Test %v, body test %v, signed %v; want no header and no field", h, f, ok)
+	}
+
+	// The marker is the delivery's, not the first attempt's: a manual retry keeps it.
+	eventually(t, 10*time.Second, "the test delivery to succeed", func() bool {
+		return mustStatus(t, c.Do("GET", "/v0/webhook_subscriptions/"+subID+"/deliveries/"+d["deliveryId"].(string), nil), 200)["status"] == "succeeded"
+	})
+	mustStatus(t, c.Do("POST", "/v0/webhook_subscriptions/"+subID+"/deliveries/"+d["deliveryId"].(string)+"/retry", nil), 202)
+	eventually(t, 20*time.Second, "the retried test delivery", func() bool { return rc.count() == 3 })
+	if h, f, _ := marker(rc.all()[2]); fmt.Sprint(h) != "[true]" || f != true {
+		t.Fatalf("retried test delivery: X-Webhook-Test %v, body test %v; want [true], true", h, f)
 	}
 }
 

@@ -154,6 +154,9 @@ func (s *Sender) send(ctx context.Context, job adapters.Job) (domain.Attempt, Ou
 	req.Header = make(http.Header, 10)
 	req.Header["Content-Type"] = []string{"application/json"}
 	req.Header["User-Agent"] = []string{UserAgent}
+	if job.Test {
+		req.Header[domain.TestHeader] = []string{"true"}
+	}
 	signing.Sign(req.Header, keys, job.EventID, job.Body, start)
 	resp, err := s.client.Do(req)
 	if err != nil {

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/customerapi/platform/services/webhooks/internal/adapters"
+	"github.com/customerapi/platform/services/webhooks/internal/domain"
 	"github.com/customerapi/platform/services/webhooks/internal/signing"
 	"github.com/customerapi/platform/services/webhooks/internal/ssrf"
 )
@@ -146,6 +148,29 @@ func TestParseRetryAfter(t *testing.T) {
 	} {
 		if got := parseRetryAfter(v, now); got != want {
 			t.Errorf("%q: %s, want %s", v, got, want)
+		}
+	}
+}
+
+// The attempt of a test event's delivery (Job.Test) carries X-Webhook-Test: true; any
+// other attempt has no such header.
+func TestSendMarksTestDeliveriesOnly(t *testing.T) {
+	got := make(chan []string, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Values(domain.TestHeader)
+	}))
+	defer srv.Close()
+	s := newSender(time.Second)
+	defer s.Close()
+	for _, test := range []bool{true, false} {
+		j := job(t, srv.URL)
+		j.Test = test
+		if _, out := s.Send(context.Background(), j); !out.Success {
+			t.Fatalf("attempt (test %v): %+v", test, out)
+		}
+		h := <-got
+		if want := map[bool]string{true: "[true]", false: "[]"}[test]; fmt.Sprint(h) != want {
+			t.Errorf("Job.Test %v: X-Webhook-Test %v; want %s", test, h, want)
 		}
 	}
 }

@@ -78,26 +78,39 @@ func ReasonFailing(d time.Duration, since time.Time) string {
 	return "every delivery attempt failed for " + d.String() + " (since " + since.UTC().Format(time.RFC3339) + ")"
 }
 
-// Body is what a delivery sends: the event's time and ID, and its payload unchanged.
+// Body is what a delivery sends: the event's time and ID, whether it is a test event,
+// and its payload unchanged.
 type Body struct {
-	Timestamp string          `json:"timestamp"`
-	EventID   string          `json:"eventId"`
-	Payload   json.RawMessage `json:"payload"`
+	Timestamp string `json:"timestamp"`
+	EventID   string `json:"eventId"`
+	// Test is true in the body of a test event (POST …/test) and left out of every other.
+	Test    bool            `json:"test,omitempty"`
+	Payload json.RawMessage `json:"payload"`
 }
+
+// TestHeader is the request header that marks every attempt of a test event's delivery,
+// with the value "true"; real deliveries do not carry it. Unlike the body's "test"
+// field, it is not covered by the signatures.
+const TestHeader = "X-Webhook-Test"
 
 // ErrBadPayload reports an event whose payload breaks the event contract.
 var ErrBadPayload = errors.New("event payload is not a JSON object whose type is the event's type")
 
 // NewBody renders the body of every delivery of an event. The payload must be a JSON
 // object whose "type" is the event's type: receivers rely on it.
-func NewBody(e events.Envelope) ([]byte, error) {
+func NewBody(e events.Envelope) ([]byte, error) { return newBody(e, false) }
+
+// NewTestBody renders the body of a test event: NewBody's, with "test": true.
+func NewTestBody(e events.Envelope) ([]byte, error) { return newBody(e, true) }
+
+func newBody(e events.Envelope, test bool) ([]byte, error) {
 	var head struct {
 		Type *string `json:"type"`
 	}
 	if err := json.Unmarshal(e.Payload, &head); err != nil || head.Type == nil || *head.Type != e.Type {
 		return nil, fmt.Errorf("%w (event %s)", ErrBadPayload, e.ID)
 	}
-	b, err := json.Marshal(Body{Timestamp: timestamp.Format(e.OccurredAt), EventID: e.ID, Payload: e.Payload})
+	b, err := json.Marshal(Body{Timestamp: timestamp.Format(e.OccurredAt), EventID: e.ID, Test: test, Payload: e.Payload})
 	if err != nil {
 		return nil, fmt.Errorf("render body of event %s: %w", e.ID, err)
 	}

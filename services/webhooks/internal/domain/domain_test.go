@@ -3,6 +3,7 @@ package domain
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,5 +94,26 @@ func TestNewBody(t *testing.T) {
 		if _, err := NewBody(e); !errors.Is(err, ErrBadPayload) {
 			t.Errorf("payload %s: %v", p, err)
 		}
+		if _, err := NewTestBody(e); !errors.Is(err, ErrBadPayload) {
+			t.Errorf("test event, payload %s: %v", p, err)
+		}
+	}
+}
+
+// A test event's body says so in a field of its own, signed with the rest; a real
+// event's body has no such field.
+func TestNewTestBodyIsMarked(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 678901234, time.UTC)
+	e := events.Envelope{ID: "evt_1", Type: events.TypeFormEnriched, OccurredAt: at,
+		Payload: json.RawMessage(`{"type":"form.enriched"}`)}
+	b, err := NewTestBody(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != `{"timestamp":"2026-01-02T03:04:05.678Z","eventId":"evt_1","test":true,"payload":{"type":"form.enriched"}}` {
+		t.Fatalf("test event body %s; want \"test\":true after eventId", b)
+	}
+	if b, _ := NewBody(e); strings.Contains(string(b), `"test"`) {
+		t.Fatalf("a real event's body %s carries the test marker", b)
 	}
 }

@@ -1,6 +1,7 @@
 // Package testevent makes the payloads of test events from the OpenAPI document: the
 // example of each event type's payload schema, found through the discriminator of
-// WebhookEvent, so a test event has exactly the shape the document promises.
+// WebhookEvent, so a test event has exactly the shape the document promises, with every
+// ID replaced by a fake one (FakeID) that names no object of any tenant.
 package testevent
 
 import (
@@ -31,7 +32,11 @@ var examples = sync.OnceValues(func() (map[string]json.RawMessage, error) {
 		if s == nil || s.Value.Example == nil {
 			return nil, fmt.Errorf("event type %s: schema %s has no example", typ, name)
 		}
-		b, err := json.Marshal(s.Value.Example)
+		example, ok := s.Value.Example.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("event type %s: the example of schema %s is not an object", typ, name)
+		}
+		b, err := json.Marshal(fakeIDs(example))
 		if err != nil {
 			return nil, fmt.Errorf("event type %s: %w", typ, err)
 		}
@@ -39,6 +44,38 @@ var examples = sync.OnceValues(func() (map[string]json.RawMessage, error) {
 	}
 	return out, nil
 })
+
+// FakeSuffix is the suffix of every ID in a test event: 26 zeros, the nil UUID as a
+// TypeID, which ids.New never makes (its IDs are UUIDv7s, whose time is never zero).
+const FakeSuffix = "00000000000000000000000000"
+
+// FakeID returns the fake ID of a test event with the prefix of id: the prefix, an
+// underscore and FakeSuffix (page_01khjz… becomes page_00000000000000000000000000).
+func FakeID(id string) string {
+	return id[:strings.LastIndexByte(id, '_')+1] + FakeSuffix
+}
+
+// IsIDField reports whether a payload's field holds an ID that a test event fakes: a
+// field whose name ends in "Id" and whose value is a TypeID (a prefix and an underscore).
+func IsIDField(name string, value any) bool {
+	s, ok := value.(string)
+	return ok && strings.HasSuffix(name, "Id") && strings.Contains(s, "_")
+}
+
+// fakeIDs returns a copy of payload whose ID fields (IsIDField), in nested objects too,
+// hold FakeID.
+func fakeIDs(payload map[string]any) map[string]any {
+	out := make(map[string]any, len(payload))
+	for k, v := range payload {
+		if IsIDField(k, v) {
+			v = FakeID(v.(string))
+		} else if m, ok := v.(map[string]any); ok {
+			v = fakeIDs(m)
+		}
+		out[k] = v
+	}
+	return out
+}
 
 // Types lists the event types that have a test payload.
 func Types() ([]string, error) {
@@ -53,7 +90,8 @@ func Types() ([]string, error) {
 	return types, nil
 }
 
-// Payload returns the example payload of an event type; ok is false for an unknown type.
+// Payload returns the test payload of an event type, its schema's example with fake IDs
+// (FakeID); ok is false for an unknown type.
 func Payload(eventType string) (payload json.RawMessage, ok bool, err error) {
 	m, err := examples()
 	if err != nil {

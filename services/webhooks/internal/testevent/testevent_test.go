@@ -2,12 +2,15 @@ package testevent_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/customerapi/platform/api"
+	"github.com/customerapi/platform/libs/ids"
 	"github.com/customerapi/platform/services/webhooks/internal/testevent"
 )
 
@@ -39,5 +42,45 @@ func TestEveryEventTypeOfTheDocumentHasAnExamplePayload(t *testing.T) {
 	}
 	if _, ok, _ := testevent.Payload("page.deleted"); ok {
 		t.Error("an event type outside the document has a payload")
+	}
+}
+
+// A test event points at no real object: each ID of its payload is the fake ID of its
+// kind (prefix_ and 26 zeros, a valid TypeID that ids.New never makes), and every other
+// field is the document's example unchanged.
+func TestTestPayloadsAreTheExamplesWithFakeIDs(t *testing.T) {
+	doc, err := openapi3.NewLoader().LoadFromData(api.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapping := doc.Components.Schemas["WebhookEvent"].Value.Properties["payload"].Value.Discriminator.Mapping
+	for typ, ref := range mapping {
+		b, _ := json.Marshal(doc.Components.Schemas[strings.TrimPrefix(ref.Ref, "#/components/schemas/")].Value.Example)
+		var example, got map[string]any
+		_ = json.Unmarshal(b, &example)
+		p, _, err := testevent.Payload(typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(p, &got); err != nil {
+			t.Fatal(err)
+		}
+		faked := 0
+		for k, v := range example {
+			if !testevent.IsIDField(k, v) {
+				if !reflect.DeepEqual(got[k], v) {
+					t.Errorf("%s: field %s = %v; want the example's %v", typ, k, got[k], v)
+				}
+				continue
+			}
+			faked++
+			prefix := v.(string)[:strings.LastIndexByte(v.(string), '_')]
+			if want := prefix + "_00000000000000000000000000"; got[k] != want || !ids.Valid(prefix, want) {
+				t.Errorf("%s: ID field %s = %v; want the fake ID %s (a valid TypeID)", typ, k, got[k], want)
+			}
+		}
+		if faked == 0 || len(got) != len(example) {
+			t.Errorf("%s: %d IDs faked in %v; want every ID of the example %v faked and no field added", typ, faked, got, example)
+		}
 	}
 }
