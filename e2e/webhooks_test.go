@@ -138,6 +138,17 @@ func whVerify(t *testing.T, secret string, d whDelivery) {
 	}
 }
 
+// whReal fails the test unless d is marked as a real delivery: no X-Webhook-Test header
+// and no "test" field in the body (test events carry both).
+func whReal(t *testing.T, d whDelivery) {
+	t.Helper()
+	var body map[string]any
+	_ = json.Unmarshal(d.body, &body)
+	if _, marked := body["test"]; marked || len(d.header.Values("X-Webhook-Test")) != 0 {
+		t.Fatalf("a real delivery is marked as a test: X-Webhook-Test %v, body %s", d.header.Values("X-Webhook-Test"), d.body)
+	}
+}
+
 // whTenant issues a key for a fresh tenant and returns the tenant and a client.
 func whTenant(t *testing.T) (string, *apitest.Client) {
 	tenant := fmt.Sprintf("wh%d", time.Now().UnixNano())
@@ -252,6 +263,7 @@ func TestWebhookDeliveryOfPublicEvents(t *testing.T) {
 	var types []string
 	for i, d := range versions.all() {
 		whVerify(t, versionSecret, d)
+		whReal(t, d)
 		if d.parsed.EventID != evts[i].ID {
 			t.Fatalf("delivery %d is %s, want %s (in order)", i, d.parsed.EventID, evts[i].ID)
 		}
@@ -275,6 +287,41 @@ func TestWebhookDeliveryOfPublicEvents(t *testing.T) {
 	}
 	if f := foreign.all()[0]; f.parsed.EventID != evts[3].ID {
 		t.Fatalf("the other tenant got %s", f.parsed.EventID)
+	}
+}
+
+// A test event sent through the gateway reaches the receiver marked as a test, on every
+// attempt: the header X-Webhook-Test: true and, signed with the body, "test": true; its
+// payload's IDs are fake (prefix and 26 zeros) and name nothing of the tenant's.
+func TestWebhookTestEventIsMarkedAsATest(t *testing.T) {
+	_, c := whTenant(t)
+	rc := newWhReceiver(t, func(n int) int {
+		if n == 1 {
+			return 503 // the retry must be marked too
+		}
+		return 204
+	})
+	id, secret := whSubscribe(t, c, map[string]any{"url": rc.URL, "events": []string{"form.enriched"}})
+	sent := must(t, c.Do("POST", "/v0/webhook_subscriptions/"+id+"/test", map[string]any{"eventType": "form.submitted"}), 202)
+	whWait(t, 60*time.Second, "the test event and its retry", func() bool { return len(rc.all()) >= 2 })
+	for i, d := range rc.all()[:2] {
+		whVerify(t, secret, d)
+		var body struct {
+			Test any `json:"test"`
+		}
+		_ = json.Unmarshal(d.body, &body)
+		if d.parsed.EventID != sent["eventId"] || d.header.Get("X-Webhook-Test") != "true" || body.Test != true {
+			t.Fatalf("attempt %d of the test event: X-Webhook-Test %q, body %s; want the header true and \"test\":true",
+				i+1, d.header.Get("X-Webhook-Test"), d.body)
+		}
+		for _, field := range []string{"pageId", "audienceId", "audienceSessionId", "formSubmissionId"} {
+			if v, _ := d.parsed.Payload[field].(string); !strings.HasSuffix(v, "_00000000000000000000000000") {
+				t.Fatalf("attempt %d: %s = %q; want a fake ID (prefix and 26 zeros)", i+1, field, v)
+			}
+		}
+	}
+	if page := c.Do("GET", "/v0/pages/"+rc.all()[0].parsed.Payload["pageId"].(string), nil); page.Status != 404 && page.Status != 503 {
+		t.Fatalf("the test event's pageId names something: %s", page)
 	}
 }
 
@@ -380,6 +427,7 @@ func TestWebhookVersionEventsOfANewAudience(t *testing.T) {
 	var types []string
 	for _, d := range got {
 		whVerify(t, secret, d)
+		whReal(t, d)
 		types = append(types, d.parsed.Payload["type"].(string))
 		if d.parsed.Payload["type"] != "page.version.created" && d.parsed.Payload["audienceId"] != audienceID {
 			t.Fatalf("payload %v is not about audience %s", d.parsed.Payload, audienceID)
