@@ -152,14 +152,14 @@ func TestQuickstart(t *testing.T) {
 			t.Fatalf("expected %q from both first calls", want)
 		}
 	}
-	// Each receiver verified its test event.
+	// Each receiver verified its test event, and saw from the signed body that it is one.
 	verified := map[string]bool{}
 	whWait(t, 30*time.Second, "both receivers to verify their test event", func() bool {
 		entries, _ := os.ReadDir(logs)
 		for _, e := range entries {
 			b, _ := os.ReadFile(filepath.Join(logs, e.Name()))
 			for _, typ := range []string{"form.submitted", "page.version.published"} {
-				if regexp.MustCompile(`(?m)^verified evt_[0-9a-z]{26} ` + regexp.QuoteMeta(typ) + `$`).Match(b) {
+				if regexp.MustCompile(`(?m)^verified evt_[0-9a-z]{26} ` + regexp.QuoteMeta(typ) + ` \(test\)$`).Match(b) {
 					verified[typ] = true
 				}
 			}
