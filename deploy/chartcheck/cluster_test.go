@@ -9,8 +9,10 @@ package chartcheck
 // accepts every object strictly (its own validation, defaulting, admission with the
 // restricted Pod Security level), that helm's install, test, upgrade, rollback and
 // uninstall work against it, and that the controllers turn the chart's objects into
-// scheduled, Ready pods. kwok runs no container: the processes themselves are proven by
-// `make chart-boot` and `make test`'s e2e suite, not here.
+// scheduled, Ready pods. kwok runs no container: what needs one (the development values'
+// release with real pods, its upgrades, rollback and uninstall) is `make test-kind`'s;
+// here are the production values, which cannot run on this machine's kind cluster (their
+// PostgreSQL and Kafka are external), the strict dry runs and the refusals.
 
 import (
 	"bytes"
@@ -408,52 +410,6 @@ func checksumsOf(r rollout) map[string]string {
 	return out
 }
 
-// staticVolumes creates a PersistentVolume for each claim the release's StatefulSets will
-// make (the cluster has no provisioner), bound ahead to that claim; deleted at the end.
-func (k *kube) staticVolumes(t *testing.T, ns string, m *Manifest) []string {
-	t.Helper()
-	var claims []string
-	var docs []string
-	for _, s := range m.StatefulSets() {
-		replicas := int32(1)
-		if s.Spec.Replicas != nil {
-			replicas = *s.Spec.Replicas
-		}
-		for _, tmpl := range s.Spec.VolumeClaimTemplates {
-			for i := int32(0); i < replicas; i++ {
-				claim := fmt.Sprintf("%s-%s-%d", tmpl.Name, s.Name, i)
-				claims = append(claims, claim)
-				pv := fmt.Sprintf("%s-%s", ns, claim)
-				docs = append(docs, fmt.Sprintf(`apiVersion: v1
-kind: PersistentVolume
-metadata:
-  name: %s
-spec:
-  capacity: {storage: %s}
-  accessModes: [ReadWriteOnce]
-  persistentVolumeReclaimPolicy: Retain
-  storageClassName: ""
-  hostPath: {path: /var/lib/kwok-volumes/%s}
-  claimRef: {namespace: %s, name: %s}
-`, pv, tmpl.Spec.Resources.Requests.Storage().String(), pv, ns, claim))
-				t.Cleanup(func() {
-					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-					defer cancel()
-					_, _ = k.run(ctx, nil, k.kubectl, "delete", "pv", pv, "--wait=false")
-				})
-			}
-		}
-	}
-	if len(docs) > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if _, err := k.run(ctx, []byte(strings.Join(docs, "---\n")), k.kubectl, "create", "-f", "-"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return claims
-}
-
 // helmTest runs `helm test` and expects its pod to have succeeded.
 func (k *kube) helmTest(t *testing.T, ns string) {
 	t.Helper()
@@ -508,137 +464,6 @@ func (k *kube) uninstall(t *testing.T, ns string, keep []string) {
 			t.Errorf("%s should stay after helm uninstall (docs/kubernetes.md says so): %v", id, err)
 		}
 	}
-}
-
-// TestClusterDevelopmentLifecycle installs the development values (in-chart PostgreSQL and
-// Kafka on static volumes, chart-made Secrets), waits, runs `helm test`, upgrades to a new
-// image tag, then to a changed Secret (the checksum annotation must roll every pod),
-// rolls back to the first revision and uninstalls: only the StatefulSets' claims stay.
-func TestClusterDevelopmentLifecycle(t *testing.T) {
-	t.Parallel()
-	k := cluster(t)
-	ns := k.namespace(t, "dev")
-	values := []string{"-f", devValues}
-	m, err := Helm{Bin: k.helm, Root: k.root}.Template(release, ns, []string{devValues})
-	if err != nil {
-		t.Fatal(err)
-	}
-	claims := k.staticVolumes(t, ns, m)
-
-	install := append([]string{"install", release, ChartDir, "-n", ns, "--wait", "--timeout", "3m"}, values...)
-	if out, err := k.h(4*time.Minute, install...); err != nil {
-		t.Fatalf("helm install (development values): %v\n%s", err, out)
-	}
-	for _, c := range claims {
-		var pvc corev1.PersistentVolumeClaim
-		k.get(t, &pvc, "-n", ns, "pvc", c)
-		if pvc.Status.Phase != corev1.ClaimBound {
-			t.Errorf("PersistentVolumeClaim %s is %s, want Bound", c, pvc.Status.Phase)
-		}
-	}
-	var sts appsv1.StatefulSetList
-	k.get(t, &sts, "-n", ns, "statefulsets")
-	for _, s := range sts.Items {
-		if s.Status.ReadyReplicas != *s.Spec.Replicas {
-			t.Errorf("StatefulSet %s: %d of %d replicas ready after helm install --wait", s.Name, s.Status.ReadyReplicas, *s.Spec.Replicas)
-		}
-	}
-	first := k.readRollout(t, ns, m)
-	expectPods(t, "revision 1", first, "0.1.0", nil)
-	t.Logf("revision 1 installed and rolled out in %s", ns)
-	var statefulPods corev1.PodList
-	k.get(t, &statefulPods, "-n", ns, "pods", "-l", ComponentLabel+" in (postgresql,kafka)")
-	k.helmTest(t, ns)
-
-	// Revision 2: a new image tag rolls every Deployment, and nothing else.
-	upgrade := func(set ...string) {
-		t.Helper()
-		args := append([]string{"upgrade", release, ChartDir, "-n", ns, "--wait", "--timeout", "3m"}, values...)
-		for _, s := range set {
-			args = append(args, "--set", s)
-		}
-		if out, err := k.h(4*time.Minute, args...); err != nil {
-			t.Fatalf("helm upgrade %v: %v\n%s", set, err, out)
-		}
-	}
-	upgrade("image.tag=0.1.1")
-	second := k.readRollout(t, ns, m)
-	rolled(t, "a new image tag", first, second)
-	expectPods(t, "revision 2 (image.tag=0.1.1)", second, "0.1.1", checksumsOf(first))
-	t.Logf("revision 2 (image.tag=0.1.1) rolled out")
-
-	// Revision 3: a changed secret in the chart-made Secrets rolls every pod through the
-	// checksum/secret annotation, though no image changed.
-	upgrade("image.tag=0.1.1", "secrets.cursorSecret=dev-cursor-secret-rotated-0123")
-	third := k.readRollout(t, ns, m)
-	rolled(t, "a changed Secret (checksum/secret)", second, third)
-	for comp, sum := range checksumsOf(third) {
-		if sum == checksumsOf(second)[comp] {
-			t.Errorf("a changed secrets.cursorSecret left the checksum/secret of %s as it was", comp)
-		}
-	}
-	expectPods(t, "revision 3", third, "0.1.1", nil)
-	t.Logf("revision 3 (secrets.cursorSecret changed) rolled out through checksum/secret")
-	var secret corev1.Secret
-	k.get(t, &secret, "-n", ns, "secret", release+"-topics")
-	if string(secret.Data["CURSOR_SECRET"]) != "dev-cursor-secret-rotated-0123" {
-		t.Errorf("Secret %s-topics holds CURSOR_SECRET %q after the upgrade", release, secret.Data["CURSOR_SECRET"])
-	}
-
-	// Revision 4: back to revision 1: its image, its Secrets, its checksums.
-	if out, err := k.h(4*time.Minute, "rollback", release, "1", "-n", ns, "--wait", "--timeout", "3m"); err != nil {
-		t.Fatalf("helm rollback: %v\n%s", err, out)
-	}
-	fourth := k.readRollout(t, ns, m)
-	rolled(t, "the rollback", third, fourth)
-	expectPods(t, "revision 4 (rollback to 1)", fourth, "0.1.0", checksumsOf(first))
-	k.get(t, &secret, "-n", ns, "secret", release+"-topics")
-	if string(secret.Data["CURSOR_SECRET"]) != "dev-cursor-secret-0123456789" {
-		t.Errorf("Secret %s-topics holds CURSOR_SECRET %q after the rollback, want revision 1's", release, secret.Data["CURSOR_SECRET"])
-	}
-	// The StatefulSets were never touched: the same pods all along.
-	var statefulAfter corev1.PodList
-	k.get(t, &statefulAfter, "-n", ns, "pods", "-l", ComponentLabel+" in (postgresql,kafka)")
-	if uids(statefulPods) != uids(statefulAfter) {
-		t.Errorf("the PostgreSQL and Kafka pods were replaced by upgrades that did not change them: %s then %s", uids(statefulPods), uids(statefulAfter))
-	}
-	hist, err := k.h(time.Minute, "history", release, "-n", ns, "-o", "json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var revs []struct {
-		Revision int    `json:"revision"`
-		Status   string `json:"status"`
-	}
-	if err := json.Unmarshal([]byte(hist), &revs); err != nil {
-		t.Fatal(err)
-	}
-	if len(revs) != 4 || revs[3].Status != "deployed" {
-		t.Errorf("helm history: %s, want 4 revisions, the last deployed", hist)
-	}
-
-	t.Logf("revision 4 (rollback to 1) rolled out")
-
-	// docs/kubernetes.md tells how to delete the claims that stay, by the release's label.
-	var keep []string
-	for _, c := range claims {
-		keep = append(keep, "PersistentVolumeClaim/"+c)
-	}
-	byLabel := strings.Fields(k.kc(t, "-n", ns, "get", "pvc", "-l", "app.kubernetes.io/instance="+release, "-o", "name"))
-	if len(byLabel) != len(claims) {
-		t.Errorf("PersistentVolumeClaims labelled app.kubernetes.io/instance=%s: %v, want %v", release, byLabel, claims)
-	}
-	k.uninstall(t, ns, keep)
-	t.Logf("uninstalled: only %v left", keep)
-}
-
-func uids(l corev1.PodList) string {
-	var out []string
-	for _, p := range l.Items {
-		out = append(out, p.Name+"="+string(p.UID))
-	}
-	sort.Strings(out)
-	return strings.Join(out, ",")
 }
 
 // TestClusterProductionLifecycle installs the production values (existing Secrets made
