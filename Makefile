@@ -207,9 +207,12 @@ clients: $(TS_STAMP) ## Regenerate the clients from api/openapi.yaml
 	cd $(TS_DIR) && $(APILINT_ENV) npm run --silent generate
 	$(MAKE) --no-print-directory clients-iterators
 
-.PHONY: ts-client
-ts-client: $(TS_STAMP) $(RECEIVER_STAMP) ## Build the TypeScript client (tsc --strict) and run its unit tests
+.PHONY: ts-build
+ts-build: $(TS_STAMP) $(RECEIVER_STAMP) ## Build the TypeScript client (tsc --strict) and the example receiver's packages, quietly (the quickstart's step)
 	cd $(TS_DIR) && rm -rf dist && node_modules/.bin/tsc -p tsconfig.json
+
+.PHONY: ts-client
+ts-client: ts-build ## Build the TypeScript client and run its unit tests
 	cd $(TS_DIR) && node --test dist/test/unit/
 
 .PHONY: clients-check

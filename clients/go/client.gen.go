@@ -231,6 +231,11 @@ const (
 	WebhookDeliveryStatusSucceeded WebhookDeliveryStatus = "succeeded"
 )
 
+// Defines values for WebhookEventTest.
+const (
+	WebhookEventTestTrue WebhookEventTest = true
+)
+
 // Defines values for WebhookEventType.
 const (
 	WebhookEventTypeFormEnriched         WebhookEventType = "form.enriched"
@@ -266,10 +271,10 @@ const (
 
 // Defines values for ListPersonLogsParamsIncludeDeleted.
 const (
-	False ListPersonLogsParamsIncludeDeleted = "false"
-	N0    ListPersonLogsParamsIncludeDeleted = "0"
-	N1    ListPersonLogsParamsIncludeDeleted = "1"
-	True  ListPersonLogsParamsIncludeDeleted = "true"
+	ListPersonLogsParamsIncludeDeletedFalse ListPersonLogsParamsIncludeDeleted = "false"
+	ListPersonLogsParamsIncludeDeletedN0    ListPersonLogsParamsIncludeDeleted = "0"
+	ListPersonLogsParamsIncludeDeletedN1    ListPersonLogsParamsIncludeDeleted = "1"
+	ListPersonLogsParamsIncludeDeletedTrue  ListPersonLogsParamsIncludeDeleted = "true"
 )
 
 // Defines values for ListWebhookDeliveriesParamsStatus.
@@ -1891,6 +1896,9 @@ type WebhookEvent struct {
 	// Payload The event's data; `type` says which of the shapes it has.
 	Payload WebhookEvent_Payload `json:"payload"`
 
+	// Test Present, and true, only in the body of a test event (`sendWebhookTestEvent`), whose IDs point at no real object; signed with the rest of the body. Real events have no `test` field.
+	Test *WebhookEventTest `json:"test,omitempty"`
+
 	// Timestamp UTC RFC 3339 with millisecond precision and a trailing Z.
 	Timestamp Timestamp `json:"timestamp"`
 }
@@ -1899,6 +1907,9 @@ type WebhookEvent struct {
 type WebhookEvent_Payload struct {
 	union json.RawMessage
 }
+
+// WebhookEventTest Present, and true, only in the body of a test event (`sendWebhookTestEvent`), whose IDs point at no real object; signed with the rest of the body. Real events have no `test` field.
+type WebhookEventTest bool
 
 // WebhookEventType defines model for WebhookEventType.
 type WebhookEventType string

@@ -1038,10 +1038,15 @@ export interface paths {
          * @description Records a delivery of a new event of `eventType` for this subscription only and sends
          *     it through the normal delivery path: signed with the subscription's secret(s), retried
          *     on failure, listed in its deliveries. The payload is the example of the event type's
-         *     schema in this document (`*EventPayload`); `eventId` is new and the body's
-         *     `timestamp` is now, so a receiver can be checked before real traffic. Any of the six
-         *     types may be sent, listed by the subscription or not. 409 when the subscription is
-         *     not active.
+         *     schema in this document (`*EventPayload`) with fake IDs: each ID field (`pageId`,
+         *     `audienceId`, `formSubmissionId`, …) holds its prefix and 26 zeros, such as
+         *     `page_00000000000000000000000000`, an ID the platform never gives an object.
+         *     `eventId` is new and the body's `timestamp` is now, so a receiver can be checked
+         *     before real traffic. Every attempt is marked as a test, so a receiver can leave it
+         *     out of its real work: the request header `X-Webhook-Test: true` and, signed with
+         *     the rest of the body, `"test": true` next to `eventId` (real deliveries have
+         *     neither). Any of the six types may be sent, listed by the subscription or not. 409
+         *     when the subscription is not active.
          */
         post: operations["sendWebhookTestEvent"];
         delete?: never;
@@ -3792,6 +3797,11 @@ export interface components {
             timestamp: components["schemas"]["Timestamp"];
             /** @description Unique per event; deduplicate on it. */
             eventId: string;
+            /**
+             * @description Present, and true, only in the body of a test event (`sendWebhookTestEvent`), whose IDs point at no real object; signed with the rest of the body. Real events have no `test` field.
+             * @enum {boolean}
+             */
+            test?: true;
             /** @description The event's data; `type` says which of the shapes it has. */
             payload: components["schemas"]["PageVersionCreatedEventPayload"] | components["schemas"]["PageVersionProcessedEventPayload"] | components["schemas"]["PageVersionPublishedEventPayload"] | components["schemas"]["FormSubmittedEventPayload"] | components["schemas"]["FormEnrichedEventPayload"] | components["schemas"]["FormEnrichmentFailedEventPayload"];
         };
