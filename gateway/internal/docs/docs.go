@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"regexp"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -110,8 +111,8 @@ type ErrorType struct {
 // means and what to do.
 var ErrorTypes = []ErrorType{
 	{apierror.CodeUnauthorized, 401, "Unauthorized",
-		"The request has no x-api-key header, or its key is unknown or revoked.",
-		"Send a valid key in the x-api-key header; ask an administrator for a new key if yours was revoked."},
+		"The request has no `x-api-key` header, or its key is malformed, unknown or revoked. `details.reason` says which (`missing_key`, `wrong_header`, `malformed_key`, `unknown_key`, `conflicting_keys`) and `details.hint` what to change.",
+		"Send a valid key in the `x-api-key` header (not `Authorization`); ask an administrator for a new key if yours was revoked."},
 	{apierror.CodeForbidden, 403, "Forbidden",
 		"The key is valid but may not make this request (for example a key issued for several tenants).",
 		"Use a key issued for exactly one tenant."},
@@ -137,7 +138,15 @@ var ErrorTypes = []ErrorType{
 
 type errorPage struct{ html, json []byte }
 
-var pageTemplate = template.Must(template.New("error").Parse(`<!DOCTYPE html>
+// inlineCode renders a description's Markdown code spans (`details`) as <code>, the rest
+// escaped: the descriptions are written once, as Markdown, for the JSON and the page.
+func inlineCode(s string) template.HTML {
+	return template.HTML(codeSpan.ReplaceAllString(template.HTMLEscapeString(s), "<code>$1</code>")) //nolint:gosec // escaped first; only <code> is added
+}
+
+var codeSpan = regexp.MustCompile("`([^`]+)`")
+
+var pageTemplate = template.Must(template.New("error").Funcs(template.FuncMap{"md": inlineCode}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{.Code}} — Customer API errors</title>
@@ -145,8 +154,8 @@ var pageTemplate = template.Must(template.New("error").Parse(`<!DOCTYPE html>
 </head>
 <body>
 <h1><code>{{.Code}}</code> ({{.Status}} {{.Title}})</h1>
-<p>{{.Description}}</p>
-<p><strong>What to do:</strong> {{.Action}}</p>
+<p>{{md .Description}}</p>
+<p><strong>What to do:</strong> {{md .Action}}</p>
 <p>Every error answer carries <code>requestId</code> (also the <code>X-Request-Id</code> header): quote it when reporting a problem. See the <a href="/docs">API reference</a>.</p>
 </body>
 </html>

@@ -79,6 +79,12 @@ func TestErrorTypePages(t *testing.T) {
 		if status != 200 || !strings.HasPrefix(ct, "text/html") || !strings.Contains(body, "<code>"+string(e.Code)+"</code>") {
 			t.Fatalf("%s (browser): %d %s\n%s", slug, status, ct, body)
 		}
+		if strings.Contains(body, "`") {
+			t.Errorf("%s (browser): the page shows Markdown backticks instead of <code>:\n%s", slug, body)
+		}
+		if strings.Contains(e.Description, "`details`") && !strings.Contains(body, "<code>details</code>") {
+			t.Errorf("%s (browser): `details` is not rendered as <code>details</code>", slug)
+		}
 		status, ct, body = get(t, app, "/errors/"+slug, "application/json")
 		var p map[string]any
 		if status != 200 || ct != "application/problem+json" || json.Unmarshal([]byte(body), &p) != nil ||
