@@ -70,13 +70,22 @@ type keyView struct {
 	RateLimit *rateLimitBody `json:"rateLimit"`
 	CreatedAt string         `json:"createdAt"`
 	RevokedAt *string        `json:"revokedAt"`
+	// Warnings say what the key cannot do as issued (absent when nothing).
+	Warnings []string `json:"warnings,omitempty"`
 }
+
+// multiTenantWarning is the warning of a key with several tenant IDs, which the API
+// refuses with 403 on every request: it cannot tell which tenant a call is for.
+const multiTenantWarning = "this key names more than one tenant: every API request with it is refused with 403; issue one key per tenant"
 
 func view(k keys.Key) keyView {
 	v := keyView{KeyID: k.ID, Prefix: k.Prefix, Name: k.Name, TenantIDs: k.TenantIDs,
 		CreatedAt: timestamp.Format(k.CreatedAt), RevokedAt: timestamp.FormatPtr(k.RevokedAt)}
 	if k.RateLimit != nil {
 		v.RateLimit = &rateLimitBody{Limit: int64(k.RateLimit.Limit), WindowMs: k.RateLimit.Window.Milliseconds()}
+	}
+	if len(k.TenantIDs) > 1 {
+		v.Warnings = []string{multiTenantWarning}
 	}
 	return v
 }

@@ -477,6 +477,18 @@ func TestAdminAPI(t *testing.T) {
 	if strings.Contains(string(r.Body), key) {
 		t.Fatal("plaintext key shown after creation")
 	}
+	if m["warnings"] != nil {
+		t.Errorf("a single-tenant key carries warnings: %s", r)
+	}
+	// A key of several tenants is refused with 403 on every request: the answer that
+	// issues it says so, and so does every read of it.
+	multi := c.Do("POST", "/admin/v0/keys", map[string]any{"tenantIds": []string{"acme", "globex"}})
+	if w, _ := multi.Map()["warnings"].([]any); multi.Status != 201 || len(w) != 1 || !strings.Contains(fmt.Sprint(w[0]), "403") {
+		t.Fatalf("a multi-tenant key is issued without a warning that it cannot be used: %s", multi)
+	}
+	if r := c.Do("GET", "/admin/v0/keys/"+multi.Map()["keyId"].(string), nil); r.Map()["warnings"] == nil {
+		t.Errorf("reading a multi-tenant key shows no warning: %s", r)
+	}
 	if r := c.Do("GET", "/admin/v0/keys?limit=1", nil); r.Status != 200 || len(r.Map()["items"].([]any)) != 1 {
 		t.Fatalf("list: %s", r)
 	}
