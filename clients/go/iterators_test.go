@@ -92,13 +92,16 @@ func TestGeneratedIteratorWalksEveryPage(t *testing.T) {
 	}
 	// The caller's params are not changed by the walk, so the same params walk again.
 	p := params(nil)
-	for range api.ListAudienceVersionsAll(ctx, "page_1", "aud_1", p) {
+	for _, err := range api.ListAudienceVersionsAll(ctx, "page_1", "aud_1", p) {
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	if p.Cursor != nil {
 		t.Fatalf("the iterator changed the caller's params (Cursor %q)", *p.Cursor)
 	}
 
-	srv, queries = versionsServer(t)
+	srv, _ = versionsServer(t)
 	api, _ = customerapi.New(srv.URL, "k", customerapi.WithRetries(0, 0))
 	if ids, err := walk(api, ptr("b")); err != nil || strings.Join(ids, ",") != "v3,v4,v5" {
 		t.Fatalf("from cursor b: walked %v, %v; want v3,v4,v5 (params.Cursor is where the walk starts)", ids, err)
@@ -115,7 +118,10 @@ func TestGeneratedIteratorWalksEveryPage(t *testing.T) {
 
 	srv, queries = versionsServer(t)
 	api, _ = customerapi.New(srv.URL, "k", customerapi.WithRetries(0, 0))
-	for range api.ListAudienceVersionsAll(ctx, "page_1", "aud_1", params(nil)) {
+	for _, err := range api.ListAudienceVersionsAll(ctx, "page_1", "aud_1", params(nil)) {
+		if err != nil {
+			t.Fatal(err)
+		}
 		break
 	}
 	if got := queries(); len(got) != 1 {

@@ -400,16 +400,6 @@ func expectPods(t *testing.T, why string, r rollout, tag string, checksums map[s
 	}
 }
 
-func checksumsOf(r rollout) map[string]string {
-	out := map[string]string{}
-	for comp, pods := range r.pods {
-		for _, p := range pods {
-			out[comp] = p.checksum
-		}
-	}
-	return out
-}
-
 // helmTest runs `helm test` and expects its pod to have succeeded.
 func (k *kube) helmTest(t *testing.T, ns string) {
 	t.Helper()

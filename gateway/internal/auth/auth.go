@@ -119,17 +119,16 @@ func unauthenticated(c *fiber.Ctx, presented []byte) observe.Reason {
 // credentialsInQuery reports a query parameter that looks like a misplaced key: one named
 // like a key, or any value with a key's prefix.
 func credentialsInQuery(c *fiber.Ctx) bool {
-	found := false
-	c.Request().URI().QueryArgs().VisitAll(func(k, v []byte) {
+	for k, v := range c.Request().URI().QueryArgs().All() {
 		switch strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(string(k))) {
 		case "apikey", "xapikey", "key", "token", "accesstoken":
-			found = true
+			return true
 		}
 		if bytes.HasPrefix(v, []byte(keys.Prefix)) {
-			found = true
+			return true
 		}
-	})
-	return found
+	}
+	return false
 }
 
 // apiKey returns the key the request presents. A key sent in several x-api-key headers
