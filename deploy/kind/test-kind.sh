@@ -375,7 +375,7 @@ uninstall() {
 	[ -n "$claims" ] || die "the release has no PersistentVolumeClaim labelled $sel"
 	h uninstall "$release" --wait --timeout 5m
 	left="$(k get deployments,statefulsets,services,configmaps,secrets,serviceaccounts,networkpolicies,poddisruptionbudgets,roles,rolebindings \
-		-l "$sel" -o name 2>/dev/null || true)"
+		-l "$sel" -o name)" # an error fails the phase: an empty answer must mean nothing is left
 	[ -z "$left" ] || die "left after helm uninstall: $(echo "$left" | paste -sd' ')"
 	after="$(k get pvc -l "$sel" -o name | sort)"
 	[ "$after" = "$claims" ] || die "PersistentVolumeClaims before helm uninstall: $claims; after: $after"

@@ -116,11 +116,15 @@ func unauthenticated(c *fiber.Ctx, presented []byte) observe.Reason {
 	}
 }
 
+// keyNameSeparators are dropped from a query parameter's name before it is compared
+// (api_key, api-key and apiKey read the same); built once, not per refused request.
+var keyNameSeparators = strings.NewReplacer("-", "", "_", "")
+
 // credentialsInQuery reports a query parameter that looks like a misplaced key: one named
 // like a key, or any value with a key's prefix.
 func credentialsInQuery(c *fiber.Ctx) bool {
 	for k, v := range c.Request().URI().QueryArgs().All() {
-		switch strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(string(k))) {
+		switch strings.ToLower(keyNameSeparators.Replace(string(k))) {
 		case "apikey", "xapikey", "key", "token", "accesstoken":
 			return true
 		}
