@@ -22,8 +22,7 @@ clients-iterators: ## Regenerate the Go client's list iterators (clients/go/iter
 	cd $(ITERGEN_DIR) && GOWORK=off $(GO) test -count=1 . && GOWORK=off $(GO) run .
 
 .PHONY: ts-pack
-ts-pack: $(TS_STAMP) ## Build the TypeScript client and npm pack it into clients/typescript/dist/*.tgz
-	cd $(TS_DIR) && rm -rf dist && node_modules/.bin/tsc -p tsconfig.json
+ts-pack: ts-build ## Build the TypeScript client and npm pack it into clients/typescript/dist/*.tgz
 	cd $(TS_DIR) && npm pack --offline --ignore-scripts --pack-destination dist --loglevel=error >/dev/null
 	@files="$$(tar tzf $(TS_TARBALL))" || exit 1; \
 	  for f in $(TS_PACKED); do grep -qx "package/$$f" <<<"$$files" || { echo "$(TS_TARBALL) lacks $$f"; exit 1; }; done; \
