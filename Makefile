@@ -205,7 +205,7 @@ $(RECEIVER_STAMP): $(RECEIVER_NODE)/package.json $(RECEIVER_NODE)/package-lock.j
 clients: $(TS_STAMP) ## Regenerate the clients from api/openapi.yaml
 	cd clients/go && GOWORK=off $(GO) run $(OAPI_CODEGEN) -config oapi-codegen.yaml ../../api/openapi.yaml
 	cd $(TS_DIR) && $(APILINT_ENV) npm run --silent generate
-	$(MAKE) --no-print-directory clients-iterators
+	$(MAKE) --no-print-directory clients-extras
 
 .PHONY: ts-build
 ts-build: $(TS_STAMP) $(RECEIVER_STAMP) ## Build the TypeScript client (tsc --strict) and the example receiver's packages, quietly (the quickstart's step)
@@ -217,10 +217,10 @@ ts-client: ts-build ## Build the TypeScript client and run its unit tests
 
 .PHONY: clients-check
 clients-check: clients ## Regenerate the clients and fail if the committed code differs
-	@git diff --exit-code --stat -- clients/ || { echo "the generated clients differ from api/openapi.yaml: run make clients and commit"; exit 1; }
-	@test -z "$$(git status --porcelain --untracked-files=all -- clients/)" || { git status --short -- clients/; echo "untracked generated files: run make clients and commit"; exit 1; }
+	@git diff --exit-code --stat -- clients/ api/codesamples.json || { echo "the generated clients differ from api/openapi.yaml: run make clients and commit"; exit 1; }
+	@test -z "$$(git status --porcelain --untracked-files=all -- clients/ api/codesamples.json)" || { git status --short -- clients/ api/codesamples.json; echo "untracked generated files: run make clients and commit"; exit 1; }
 
-# make clients-iterators, make ts-pack (the clients from another project: docs/clients.md).
+# make clients-extras, make ts-pack (the clients from another project: docs/clients.md).
 include clients/clients.mk
 
 test: clients-check docs-assets-check chromium ts-client

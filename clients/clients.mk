@@ -2,24 +2,27 @@
 # from your own project"). Included by the Makefile after its clients section, whose
 # GO, TS_DIR and TS_STAMP it uses.
 #
-# clients-iterators: clients/go/iterators.gen.go, an <Operation>All iterator for every
-# list operation of api/openapi.yaml, written by clients/go/internal/itergen (its own
-# module, so it runs with GOWORK=off) from the document and client.gen.go: run it after
-# oapi-codegen. clients/go's TestIteratorsAreUpToDate fails when the file is stale.
+# clients-extras: what clients/go/internal/clientgen (its own module, so it runs with
+# GOWORK=off) writes from the document and client.gen.go, so run it after oapi-codegen:
+# clients/go/iterators.gen.go (an <Operation>All iterator for every list operation) and
+# the reference's code samples, api/codesamples.json (served in x-codeSamples), with the
+# files that compile them, clients/go/examples_gen_test.go and
+# clients/typescript/test/samples/samples.gen.ts. clients/go's TestGeneratedFilesAreUpToDate
+# fails when one of them is stale.
 # ts-pack: the TypeScript client compiled and packed by npm into
 # clients/typescript/dist/customerapi-client-<version>.tgz, the file another project
 # installs with `npm install /path/to/customerapi-client-<version>.tgz`.
 
-ITERGEN_DIR := clients/go/internal/itergen
+CLIENTGEN_DIR := clients/go/internal/clientgen
 TS_VERSION   = $(shell sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' $(TS_DIR)/package.json)
 TS_TARBALL   = $(TS_DIR)/dist/customerapi-client-$(TS_VERSION).tgz
 # What the tarball must hold: the compiled entry points of both exports and their types.
 TS_PACKED   := package.json dist/src/index.js dist/src/index.d.ts dist/src/client.js dist/src/webhooks.js dist/src/webhooks.d.ts
 
 ##@ API and clients
-.PHONY: clients-iterators
-clients-iterators: ## Regenerate the Go client's list iterators (clients/go/iterators.gen.go)
-	cd $(ITERGEN_DIR) && GOWORK=off $(GO) test -count=1 . && GOWORK=off $(GO) run .
+.PHONY: clients-extras
+clients-extras: ## Regenerate the Go client's list iterators and the reference's code samples (after make clients' generators)
+	cd $(CLIENTGEN_DIR) && GOWORK=off $(GO) test -count=1 . && GOWORK=off $(GO) run .
 
 .PHONY: ts-pack
 ts-pack: ts-build ## Build the TypeScript client and npm pack it into clients/typescript/dist/*.tgz

@@ -141,6 +141,17 @@ func TestDocsRenderEveryOperationInChromium(t *testing.T) {
 		t.Fatalf("the rendered reference shows %d operations of %d; missing %v", len(seen), len(want), missing)
 	}
 	t.Logf("the rendered reference shows all %d operations", len(want))
+	// Each operation's request samples: a curl, a Go and a TypeScript tab (x-codeSamples,
+	// added by the gateway to the document it serves).
+	tabs := map[string]int{}
+	for _, m := range regexp.MustCompile(`role="tab"[^>]*>(curl|Go|TypeScript)<`).FindAllStringSubmatch(dom, -1) {
+		tabs[m[1]]++
+	}
+	for _, label := range []string{"curl", "Go", "TypeScript"} {
+		if tabs[label] != len(want) {
+			t.Errorf("the rendered reference has %d %s sample tabs for %d operations", tabs[label], label, len(want))
+		}
+	}
 
 	dir := os.Getenv("E2E_ARTIFACTS")
 	if dir == "" {

@@ -59,8 +59,11 @@ func TestErrorsAndRequestIDs(t *testing.T) {
 		t.Fatalf("404: %s", r)
 	}
 	must(t, c.Do("GET", "/v0/unknown", nil), 404)
-	if r := c.Do("PUT", "/v0/topics", map[string]any{}); r.Status != 405 {
-		t.Fatalf("PUT /v0/topics: %s", r)
+	// A method the path does not have: 405 with its own code (not NOT_FOUND, which read
+	// as "the resource is missing"), in the envelope, with its error page.
+	if r := c.Do("PUT", "/v0/topics", map[string]any{}); r.Status != 405 || r.Map()["code"] != "METHOD_NOT_ALLOWED" ||
+		!strings.HasSuffix(fmt.Sprint(r.Map()["type"]), "/errors/method_not_allowed") {
+		t.Fatalf("PUT /v0/topics: want 405 METHOD_NOT_ALLOWED, got %s", r)
 	}
 	if r := c.Do("POST", "/v0/topics", nil); r.Status != 400 {
 		t.Fatalf("POST without body: %s", r)

@@ -222,3 +222,6 @@ func readError(res *http.Response) error {
 	e.Details = bytes.TrimSpace(e.Details)
 	return e
 }
+
+// Ptr returns a pointer to v, for the optional fields of request bodies.
+func Ptr[T any](v T) *T { return &v }

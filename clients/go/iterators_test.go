@@ -148,7 +148,7 @@ func TestEveryListOperationHasAnIterator(t *testing.T) {
 		lists++
 		all, ok := api.MethodByName(name + "All")
 		if !ok {
-			t.Errorf("%s lists with a cursor but %sAll is missing: run make clients-iterators", m.Name, name)
+			t.Errorf("%s lists with a cursor but %sAll is missing: run make clients-extras", m.Name, name)
 			continue
 		}
 		// iter.Seq2[V, error] is func(yield func(V, error) bool).
@@ -188,28 +188,41 @@ func listItem(fn reflect.Type) (reflect.Type, bool) {
 	return nil, false
 }
 
-// iterators.gen.go is what internal/itergen makes of api/openapi.yaml and client.gen.go
-// now: regenerated into a temporary folder, it must be byte for byte the committed file.
-func TestIteratorsAreUpToDate(t *testing.T) {
+// What internal/clientgen writes (the iterators, the code samples and the files that
+// compile them) is what it makes of api/openapi.yaml and client.gen.go now: regenerated
+// into a temporary folder, each file must be byte for byte the committed one.
+func TestGeneratedFilesAreUpToDate(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("the staleness check runs the generator with go: %v", err)
 	}
-	out := filepath.Join(t.TempDir(), "iterators.gen.go")
-	cmd := exec.Command(goBin, "run", "-C", "internal/itergen", ".", "-out", out)
+	dir := t.TempDir()
+	files := map[string]string{ // flag: committed file
+		"out":        "iterators.gen.go",
+		"samples":    "../../api/codesamples.json",
+		"go-samples": "examples_gen_test.go",
+		"ts-samples": "../typescript/test/samples/samples.gen.ts",
+	}
+	args := []string{"run", "-C", "internal/clientgen", "."}
+	for flag := range files {
+		args = append(args, "-"+flag, filepath.Join(dir, flag))
+	}
+	cmd := exec.Command(goBin, args...)
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("run the generator (internal/itergen): %v\n%s", err, msg)
+		t.Fatalf("run the generator (internal/clientgen): %v\n%s", err, msg)
 	}
-	fresh, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	committed, err := os.ReadFile("iterators.gen.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(fresh, committed) {
-		t.Fatalf("iterators.gen.go is stale: it differs from what api/openapi.yaml generates; run make clients-iterators (or go generate ./clients/go) and commit it")
+	for flag, path := range files {
+		fresh, err := os.ReadFile(filepath.Join(dir, flag))
+		if err != nil {
+			t.Fatal(err)
+		}
+		committed, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(fresh, committed) {
+			t.Errorf("%s is stale: it differs from what api/openapi.yaml generates; run make clients-extras (or go generate ./clients/go) and commit it", path)
+		}
 	}
 }

@@ -1,7 +1,7 @@
 package customerapi
 
 // iterators.gen.go: an <Operation>All iterator for every list operation of the document.
-//go:generate env GOWORK=off go run -C internal/itergen .
+//go:generate env GOWORK=off go run -C internal/clientgen .
 
 import (
 	"context"

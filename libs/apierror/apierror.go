@@ -8,10 +8,11 @@ import (
 	"strings"
 )
 
-// Code is one of the error codes of the specification.
+// Code is one of the error codes of the specification, or METHOD_NOT_ALLOWED.
 type Code string
 
-// The error codes of the specification.
+// The error codes of the specification, and METHOD_NOT_ALLOWED, which the platform adds
+// for 405 (docs/api.md).
 const (
 	CodeUnauthorized       Code = "UNAUTHORIZED"
 	CodeForbidden          Code = "FORBIDDEN"
@@ -21,6 +22,7 @@ const (
 	CodeRateLimited        Code = "RATE_LIMITED"
 	CodeInternal           Code = "INTERNAL"
 	CodeServiceUnavailable Code = "SERVICE_UNAVAILABLE"
+	CodeMethodNotAllowed   Code = "METHOD_NOT_ALLOWED"
 )
 
 // Request parts named by FieldIssues.Field.

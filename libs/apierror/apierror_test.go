@@ -19,7 +19,7 @@ func TestFromMapsEveryFailure(t *testing.T) {
 		"api error":          {Conflict("x"), 409, CodeConflict},
 		"wrapped api error":  {fmt.Errorf("ctx: %w", NotFound("x")), 404, CodeNotFound},
 		"fiber 404":          {fiber.ErrNotFound, 404, CodeNotFound},
-		"fiber 405":          {fiber.ErrMethodNotAllowed, 405, CodeNotFound},
+		"fiber 405":          {fiber.ErrMethodNotAllowed, 405, CodeMethodNotAllowed},
 		"fiber 413":          {fiber.ErrRequestEntityTooLarge, 400, CodeValidation},
 		"fiber 400":          {fiber.NewError(400, "bad"), 400, CodeValidation},
 		"fiber 431":          {fiber.ErrRequestHeaderFieldsTooLarge, 431, CodeValidation},

@@ -99,9 +99,7 @@ func fromFiber(fe *fiber.Error) *Error {
 	case fiber.StatusNotFound:
 		return NotFound("no such route")
 	case fiber.StatusMethodNotAllowed:
-		// The spec's code set has no METHOD_NOT_ALLOWED; the status says 405 and the code
-		// NOT_FOUND says that no operation exists for this method at this path.
-		return New(fiber.StatusMethodNotAllowed, CodeNotFound, "method not allowed on this path")
+		return New(fiber.StatusMethodNotAllowed, CodeMethodNotAllowed, "method not allowed on this path")
 	case fiber.StatusRequestEntityTooLarge:
 		return Validation(FieldBody, Issue{Code: "too_big", Path: []any{},
 			Message: "request body exceeds the limit of 1 MiB"})

@@ -77,7 +77,7 @@ func TestErrorsUseTheEnvelope(t *testing.T) {
 		code                     apierror.Code
 	}{
 		{"unknown route", "GET", "/nope", "", 404, apierror.CodeNotFound},
-		{"method not allowed", "DELETE", "/conflict", "", 405, apierror.CodeNotFound},
+		{"method not allowed", "DELETE", "/conflict", "", 405, apierror.CodeMethodNotAllowed},
 		{"panic", "GET", "/panic", "", 500, apierror.CodeInternal},
 		{"plain error", "GET", "/plain-error", "", 500, apierror.CodeInternal},
 		{"api error", "GET", "/conflict", "", 409, apierror.CodeConflict},

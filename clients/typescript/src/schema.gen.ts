@@ -2968,13 +2968,20 @@ export interface components {
             path: string;
             /** @description Absent or null means the fallback subdomain. */
             tenantDomainId?: string | null;
-            /** @description An audience target names audienceId (pageId optional, must be its page); a page or page_routing target names pageId only. */
-            target: {
-                /** @enum {string} */
-                targetType: "audience" | "page" | "page_routing";
-                audienceId?: string;
-                pageId?: string;
-            };
+            target: components["schemas"]["PageLinkTargetIn"];
+        };
+        /**
+         * @description An audience target names audienceId (pageId optional, must be its page); a page or page_routing target names pageId only.
+         * @example {
+         *       "targetType": "audience",
+         *       "audienceId": "audience_01khjznaqjed7b4278hzkqbjse"
+         *     }
+         */
+        PageLinkTargetIn: {
+            /** @enum {string} */
+            targetType: "audience" | "page" | "page_routing";
+            audienceId?: string;
+            pageId?: string;
         };
         /**
          * @example {
@@ -4033,107 +4040,6 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The request body declares a Content-Encoding other than identity (VALIDATION_ERROR). Compressed request bodies are never inflated; send them uncompressed. The answer carries `Accept-Encoding: identity`. */
-        UnsupportedEncoding: {
-            headers: {
-                /** @description Request correlation ID; equals `requestId` of an error envelope. */
-                "X-Request-Id": string;
-                /** @description Requests allowed in one window (burst size). */
-                "RateLimit-Limit"?: number;
-                /** @description Requests still allowed right now. */
-                "RateLimit-Remaining"?: number;
-                /** @description Seconds until the allowance is whole again. */
-                "RateLimit-Reset"?: number;
-                /** @description IETF draft structured policy, e.g. `"default";q=100;w=1`. */
-                "RateLimit-Policy"?: string;
-                /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
-                RateLimit?: string;
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
-            };
-        };
-        /** @description The request line and headers exceed 4 KiB in all (VALIDATION_ERROR); answered before routing. */
-        HeadersTooLarge: {
-            headers: {
-                /** @description Request correlation ID; equals `requestId` of an error envelope. */
-                "X-Request-Id": string;
-                /** @description Requests allowed in one window (burst size). */
-                "RateLimit-Limit"?: number;
-                /** @description Requests still allowed right now. */
-                "RateLimit-Remaining"?: number;
-                /** @description Seconds until the allowance is whole again. */
-                "RateLimit-Reset"?: number;
-                /** @description IETF draft structured policy, e.g. `"default";q=100;w=1`. */
-                "RateLimit-Policy"?: string;
-                /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
-                RateLimit?: string;
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
-            };
-        };
-        /**
-         * @description No valid credentials (UNAUTHORIZED). `detail` is always `authentication is required`;
-         *     `details` is an `UnauthorizedDetails`: `reason` says why, `hint` what to change.
-         */
-        Unauthorized: {
-            headers: {
-                /** @description Request correlation ID; equals `requestId` of an error envelope. */
-                "X-Request-Id": string;
-                /** @description Requests allowed in one window (burst size). */
-                "RateLimit-Limit"?: number;
-                /** @description Requests still allowed right now. */
-                "RateLimit-Remaining"?: number;
-                /** @description Seconds until the allowance is whole again. */
-                "RateLimit-Reset"?: number;
-                /** @description IETF draft structured policy, e.g. `"default";q=100;w=1`. */
-                "RateLimit-Policy"?: string;
-                /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
-                RateLimit?: string;
-                [name: string]: unknown;
-            };
-            content: {
-                /**
-                 * @example {
-                 *       "code": "UNAUTHORIZED",
-                 *       "detail": "authentication is required",
-                 *       "requestId": "req_01kjzdxq11fmnaajjgg5n81c9d",
-                 *       "status": 401,
-                 *       "title": "Unauthorized",
-                 *       "type": "https://api.example.com/errors/unauthorized",
-                 *       "details": {
-                 *         "reason": "wrong_header",
-                 *         "hint": "send your API key in the x-api-key header: Authorization and query parameters are not read"
-                 *       }
-                 *     }
-                 */
-                "application/json": components["schemas"]["ErrorEnvelope"];
-            };
-        };
-        /** @description No access to the tenant or operation, or a multi-tenant key (FORBIDDEN). */
-        Forbidden: {
-            headers: {
-                /** @description Request correlation ID; equals `requestId` of an error envelope. */
-                "X-Request-Id": string;
-                /** @description Requests allowed in one window (burst size). */
-                "RateLimit-Limit"?: number;
-                /** @description Requests still allowed right now. */
-                "RateLimit-Remaining"?: number;
-                /** @description Seconds until the allowance is whole again. */
-                "RateLimit-Reset"?: number;
-                /** @description IETF draft structured policy, e.g. `"default";q=100;w=1`. */
-                "RateLimit-Policy"?: string;
-                /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
-                RateLimit?: string;
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
-            };
-        };
         /** @description Missing, not under the stated parent, or not visible to the tenant (NOT_FOUND). */
         NotFound: {
             headers: {
@@ -4176,61 +4082,54 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The key's rate limit is exhausted (RATE_LIMITED). */
-        RateLimited: {
+        /**
+         * @description Any other error, in the error envelope; `code` and the status say which
+         *     (every type has a page at its `type` URL):
+         *
+         *     - **401 UNAUTHORIZED**: no valid credentials. `detail` is always
+         *       `authentication is required`; `details` is an `UnauthorizedDetails` whose
+         *       `reason` says why and `hint` what to change. Not on operations without a key.
+         *     - **403 FORBIDDEN**: no access to the tenant or the operation, or a key issued for
+         *       several tenants; a download link that was tampered with or has expired.
+         *     - **415 VALIDATION_ERROR**: the body declares a `Content-Encoding` other than
+         *       identity. Compressed bodies are never inflated; the answer carries
+         *       `Accept-Encoding: identity`.
+         *     - **429 RATE_LIMITED**: the key's rate limit is exhausted; `details` and the
+         *       `RateLimit-*` headers give the limit, and `Retry-After` when to come back.
+         *     - **431 VALIDATION_ERROR**: the request line and headers exceed 4 KiB in all,
+         *       answered before routing.
+         *     - **500 INTERNAL**: an unexpected server error.
+         *     - **503 SERVICE_UNAVAILABLE**: a service is down, not ready or too slow; retry
+         *       after `Retry-After` seconds (a write that was not acknowledged was not done, but
+         *       read docs/api.md before retrying one blindly).
+         */
+        OtherErrors: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                /** @description Seconds to wait before retrying (429 and 503). */
+                "Retry-After"?: number;
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 RateLimit: components["headers"]["RateLimit"];
-                "Retry-After": components["headers"]["Retry-After"];
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
-            };
-        };
-        /** @description Unexpected server error (INTERNAL). */
-        Internal: {
-            headers: {
-                /** @description Request correlation ID; equals `requestId` of an error envelope. */
-                "X-Request-Id": string;
-                /** @description Requests allowed in one window (burst size). */
-                "RateLimit-Limit"?: number;
-                /** @description Requests still allowed right now. */
-                "RateLimit-Remaining"?: number;
-                /** @description Seconds until the allowance is whole again. */
-                "RateLimit-Reset"?: number;
-                /** @description IETF draft structured policy, e.g. `"default";q=100;w=1`. */
-                "RateLimit-Policy"?: string;
-                /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
-                RateLimit?: string;
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
-            };
-        };
-        /** @description A service is down, not ready or too slow (SERVICE_UNAVAILABLE). */
-        Unavailable: {
-            headers: {
-                /** @description Request correlation ID; equals `requestId` of an error envelope. */
-                "X-Request-Id": string;
-                /** @description Requests allowed in one window (burst size). */
-                "RateLimit-Limit"?: number;
-                /** @description Requests still allowed right now. */
-                "RateLimit-Remaining"?: number;
-                /** @description Seconds until the allowance is whole again. */
-                "RateLimit-Reset"?: number;
-                /** @description IETF draft structured policy, e.g. `"default";q=100;w=1`. */
-                "RateLimit-Policy"?: string;
-                /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
-                RateLimit?: string;
-                [name: string]: unknown;
-            };
-            content: {
+                /**
+                 * @example {
+                 *       "code": "UNAUTHORIZED",
+                 *       "detail": "authentication is required",
+                 *       "requestId": "req_01kjzdxq11fmnaajjgg5n81c9d",
+                 *       "status": 401,
+                 *       "title": "Unauthorized",
+                 *       "type": "https://api.example.com/errors/unauthorized",
+                 *       "details": {
+                 *         "reason": "wrong_header",
+                 *         "hint": "send your API key in the x-api-key header: Authorization and query parameters are not read"
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
@@ -4284,9 +4183,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            415: components["responses"]["UnsupportedEncoding"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     listTopics: {
@@ -4325,13 +4222,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     createTopic: {
@@ -4369,13 +4260,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     getTopic: {
@@ -4411,14 +4296,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     deleteTopic: {
@@ -4452,14 +4331,8 @@ export interface operations {
                 content?: never;
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     updateTopic: {
@@ -4499,14 +4372,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     listTopicEntries: {
@@ -4547,14 +4414,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     createTopicEntry: {
@@ -4594,15 +4455,9 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     getTopicEntry: {
@@ -4639,14 +4494,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     deleteTopicEntry: {
@@ -4681,14 +4530,8 @@ export interface operations {
                 content?: never;
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     updateTopicEntry: {
@@ -4729,15 +4572,9 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     listPages: {
@@ -4776,13 +4613,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     createPage: {
@@ -4820,13 +4651,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     getPage: {
@@ -4862,14 +4687,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     deletePage: {
@@ -4903,14 +4722,8 @@ export interface operations {
                 content?: never;
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     updatePage: {
@@ -4950,14 +4763,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     publishPage: {
@@ -4997,15 +4804,9 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     archivePage: {
@@ -5045,14 +4846,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     restorePage: {
@@ -5092,15 +4887,9 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     listAudiences: {
@@ -5141,14 +4930,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     createAudience: {
@@ -5188,15 +4971,9 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     getAudience: {
@@ -5233,14 +5010,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     updateAudience: {
@@ -5281,15 +5052,9 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     archiveAudience: {
@@ -5330,14 +5095,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     listAudienceVersions: {
@@ -5381,14 +5140,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     createAudienceVersion: {
@@ -5450,15 +5203,9 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     getAudienceMessages: {
@@ -5495,14 +5242,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     addAudienceMessage: {
@@ -5543,15 +5284,9 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     listAudienceSessions: {
@@ -5597,14 +5332,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     recordAudienceSession: {
@@ -5665,15 +5394,9 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     getAudienceSession: {
@@ -5710,14 +5433,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     createPageLink: {
@@ -5755,15 +5472,9 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     searchPageLinks: {
@@ -5808,13 +5519,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     getPageLink: {
@@ -5850,14 +5555,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     deletePageLink: {
@@ -5891,14 +5590,8 @@ export interface operations {
                 content?: never;
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     createPerson: {
@@ -5936,13 +5629,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     searchPersons: {
@@ -5983,13 +5670,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     getPerson: {
@@ -6025,14 +5706,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     deletePerson: {
@@ -6066,14 +5741,8 @@ export interface operations {
                 content?: never;
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     updatePerson: {
@@ -6113,14 +5782,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     listPersonLogs: {
@@ -6163,14 +5826,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     createPersonLog: {
@@ -6231,15 +5888,9 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     getPersonLog: {
@@ -6276,14 +5927,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     deletePersonLog: {
@@ -6318,14 +5963,8 @@ export interface operations {
                 content?: never;
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     listAccounts: {
@@ -6366,13 +6005,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     createAccount: {
@@ -6410,14 +6043,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     getAccount: {
@@ -6454,14 +6081,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     listAccountLogs: {
@@ -6505,14 +6126,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     createAccountLog: {
@@ -6574,15 +6189,9 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     getAccountLog: {
@@ -6620,14 +6229,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     deleteAccountLog: {
@@ -6663,14 +6266,8 @@ export interface operations {
                 content?: never;
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     listAssets: {
@@ -6713,13 +6310,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     uploadAsset: {
@@ -6757,13 +6348,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     listTrashedAssets: {
@@ -6806,13 +6391,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     getAsset: {
@@ -6848,14 +6427,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     deleteAsset: {
@@ -6889,14 +6462,8 @@ export interface operations {
                 content?: never;
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     trashAsset: {
@@ -6936,15 +6503,9 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     restoreAsset: {
@@ -6984,15 +6545,9 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     downloadAssetFile: {
@@ -7052,9 +6607,7 @@ export interface operations {
                 content?: never;
             };
             400: components["responses"]["BadRequest"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
             /** @description The range lies outside the file (VALIDATION_ERROR); Content-Range gives the size. */
             416: {
                 headers: {
@@ -7067,9 +6620,7 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyDownloads"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     headAssetFile: {
@@ -7129,9 +6680,7 @@ export interface operations {
                 content?: never;
             };
             400: components["responses"]["BadRequest"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
             /** @description The range lies outside the file (VALIDATION_ERROR); Content-Range gives the size. */
             416: {
                 headers: {
@@ -7144,9 +6693,7 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyDownloads"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     listWebhookSubscriptions: {
@@ -7185,13 +6732,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     createWebhookSubscription: {
@@ -7229,14 +6770,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     getWebhookSubscription: {
@@ -7272,14 +6807,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     deleteWebhookSubscription: {
@@ -7313,14 +6842,8 @@ export interface operations {
                 content?: never;
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     updateWebhookSubscription: {
@@ -7360,14 +6883,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     rotateWebhookSecret: {
@@ -7407,14 +6924,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     listWebhookDeliveries: {
@@ -7457,14 +6968,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     getWebhookDelivery: {
@@ -7501,14 +7006,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     retryWebhookDelivery: {
@@ -7549,15 +7048,9 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
     sendWebhookTestEvent: {
@@ -7610,15 +7103,9 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
-            415: components["responses"]["UnsupportedEncoding"];
-            429: components["responses"]["RateLimited"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherErrors"];
         };
     };
 }

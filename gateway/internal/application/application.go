@@ -18,6 +18,7 @@ import (
 
 	"github.com/customerapi/platform/api"
 	"github.com/customerapi/platform/gateway/internal/admin"
+	"github.com/customerapi/platform/gateway/internal/docs"
 	"github.com/customerapi/platform/gateway/internal/keys"
 	"github.com/customerapi/platform/gateway/internal/observe"
 	"github.com/customerapi/platform/gateway/internal/proxy"
@@ -255,7 +256,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 		// Required: a cache that has not loaded for too long may accept revoked keys.
 		server.Check{Name: "keys", Fn: func(context.Context) error { return cache.Fresh(maxStale) }})
 
-	openapiJSON, routes, err := openAPI()
+	openapiJSON, routes, err := openAPI(cfg.PublicBaseURL)
 	if err != nil {
 		return fail(err)
 	}
@@ -298,12 +299,16 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 // Close releases the database pool and the Redis client.
 func (a *Application) Close() { a.opened.Close() }
 
-// openAPI renders the embedded OpenAPI document as JSON, validating it on the way, and
-// lists its paths with the service that serves each, for the request metrics.
-func openAPI() ([]byte, []observe.Route, error) {
+// openAPI renders the embedded OpenAPI document as JSON, validating it on the way and
+// adding the code samples (calling baseURL), and lists its paths with the service that
+// serves each, for the request metrics.
+func openAPI(baseURL string) ([]byte, []observe.Route, error) {
 	doc, err := openapi3.NewLoader().LoadFromData(api.Spec)
 	if err != nil {
 		return nil, nil, fmt.Errorf("openapi: %w", err)
+	}
+	if err := docs.AddCodeSamples(doc, api.CodeSamples, api.SampleBaseURL, baseURL); err != nil {
+		return nil, nil, err
 	}
 	b, err := json.Marshal(doc)
 	if err != nil {

@@ -134,6 +134,9 @@ var ErrorTypes = []ErrorType{
 	{apierror.CodeServiceUnavailable, 503, "Service Unavailable",
 		"A service behind the gateway is down, not ready or too slow to answer.",
 		"Retry after a short wait (honour Retry-After when present); a write may or may not have happened, so read before repeating it."},
+	{apierror.CodeMethodNotAllowed, 405, "Method Not Allowed",
+		"The path exists but has no operation for this HTTP method (for example `PUT` on a topic, which is updated with `PATCH`).",
+		"Use one of the path's operations: the reference at `/docs` lists them."},
 }
 
 type errorPage struct{ html, json []byte }

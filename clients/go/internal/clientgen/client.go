@@ -26,7 +26,7 @@ var reserved = map[string]bool{"c": true, "ctx": true, "params": true, "reqEdito
 
 // client is the generated client's declarations: its types and ClientWithResponses' methods.
 type client struct {
-	types   map[string]ast.Expr
+	specs   map[string]*ast.TypeSpec // the declared types by name
 	methods map[string]*ast.FuncType // by lower-case name
 	names   map[string]string        // lower-case name to the declared name
 }
@@ -37,13 +37,13 @@ func parseClient(src []byte) (*client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse the generated client: %w", err)
 	}
-	c := &client{types: map[string]ast.Expr{}, methods: map[string]*ast.FuncType{}, names: map[string]string{}}
+	c := &client{specs: map[string]*ast.TypeSpec{}, methods: map[string]*ast.FuncType{}, names: map[string]string{}}
 	for _, d := range f.Decls {
 		switch d := d.(type) {
 		case *ast.GenDecl:
 			for _, s := range d.Specs {
 				if ts, ok := s.(*ast.TypeSpec); ok {
-					c.types[ts.Name.Name] = ts.Type
+					c.specs[ts.Name.Name] = ts
 				}
 			}
 		case *ast.FuncDecl:
@@ -136,11 +136,11 @@ func (c *client) structOf(e ast.Expr) (*ast.StructType, bool) {
 		case *ast.StarExpr:
 			e = t.X
 		case *ast.Ident:
-			next, ok := c.types[t.Name]
+			spec, ok := c.specs[t.Name]
 			if !ok {
 				return nil, false
 			}
-			e = next
+			e = spec.Type
 		case *ast.StructType:
 			return t, true
 		default:
