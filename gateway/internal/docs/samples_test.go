@@ -44,7 +44,7 @@ func TestEveryOperationHasCodeSamples(t *testing.T) {
 
 	// Samples that do not match the document are refused: the generated file is stale.
 	for name, samples := range map[string]string{
-		"an operation without samples": `{}`,
+		"an operation without samples":    `{}`,
 		"samples of an unknown operation": strings.Replace(string(api.CodeSamples), "{", `{"noSuchOperation": [],`, 1),
 		"not JSON":                        `[`,
 	} {

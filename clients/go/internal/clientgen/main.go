@@ -103,6 +103,7 @@ func generateAllSamples(doc, clientSrc []byte) ([]operation, samples, error) {
 	s, err := generateSamples(ops, c)
 	return ops, s, err
 }
+
 // generate returns the gofmt'ed source of the iterators and how many there are.
 func generate(doc, clientSrc []byte) ([]byte, int, error) {
 	ops, err := listOps(doc)

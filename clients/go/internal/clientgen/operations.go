@@ -12,16 +12,16 @@ import (
 
 // operation is what the code samples need of one operation of the document.
 type operation struct {
-	ID      string // createTopic
-	Method  string // POST
-	Path    string // /v0/topics/{topic_id}
-	Secured bool   // sends x-api-key
-	PathParams   []param
-	Query   []param // the required query parameters
-	JSON    any     // the JSON body's example (nil: no JSON body)
-	Form    []formField
-	Result  string // the 2xx JSON answer's schema name (Topic), "" for no JSON answer
-	List    bool   // pages with a cursor (the Go client has an <Op>All iterator)
+	ID         string      // createTopic
+	Method     string      // POST
+	Path       string      // /v0/topics/{topic_id}
+	Secured    bool        // sends x-api-key
+	PathParams []param     // in the order of the path
+	Query      []param     // the required query parameters
+	JSON       any         // the JSON body's example (nil: no JSON body)
+	Form       []formField // the parts of a multipart body
+	Result     string      // the 2xx JSON answer's schema name (Topic), "" for no JSON answer
+	List       bool        // pages with a cursor (the Go client has an <Op>All iterator)
 }
 
 // param is a parameter with the example value the samples send.
