@@ -100,12 +100,13 @@ func runChromium(t *testing.T, bin, url string, flags ...string) string {
 		"--disable-features=OptimizationHints,AutofillServerCommunication,Translate,MediaRouter",
 		"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE " + u.Hostname(),
 		"--user-data-dir=" + t.TempDir(), "--virtual-time-budget=30000"}, flags...)
-	cmd := exec.CommandContext(ctx, bin, append(args, url)...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	out, stderr, err := runIsolated(ctx, t.TempDir(), u.Hostname(), port, append(append([]string{bin}, args...), url))
 	if err != nil {
-		t.Fatalf("chromium %v: %v\n%s", flags, err, stderr.String())
+		t.Fatalf("chromium %v: %v\n%s", flags, err, stderr)
 	}
 	return string(out)
 }
@@ -170,4 +171,21 @@ func TestDocsRenderEveryOperationInChromium(t *testing.T) {
 		t.Fatalf("screenshot %s: %v", shot, err)
 	}
 	t.Logf("screenshot: %s", shot)
+}
+
+// Every error type's page renders in a browser with its Markdown turned into HTML: code
+// spans as <code>, no backtick left.
+func TestErrorPagesRenderInChromium(t *testing.T) {
+	bin := chromium(t)
+	doc, err := openapi3.NewLoader().LoadFromData(apispec.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range doc.Components.Schemas["ErrorEnvelope"].Value.Properties["code"].Value.Enum {
+		code := c.(string)
+		dom := runChromium(t, bin, sys.base+"/errors/"+strings.ToLower(code), "--dump-dom")
+		if !strings.Contains(dom, "<code>"+code+"</code>") || strings.Contains(dom, "`") {
+			t.Errorf("/errors/%s does not render as HTML (a <code> span, no backtick):\n%s", strings.ToLower(code), dom)
+		}
+	}
 }

@@ -23,7 +23,12 @@ var sys struct {
 	contract                *apitest.Contract
 }
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
+func TestMain(m *testing.M) {
+	if job := os.Getenv(netnsEnv); job != "" { // this binary as the browser's namespace side
+		os.Exit(netnsMain(job))
+	}
+	os.Exit(run(m))
+}
 
 func run(m *testing.M) int {
 	c, err := apitest.Load()
