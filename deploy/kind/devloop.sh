@@ -290,9 +290,22 @@ test_cmd() {
 	rebuilt="$(built_since "$offset")"
 	log "new answer after $t_new s; rebuilt: ${rebuilt:-none}; gateway pods: $pods_before-> $pods_after"
 	[[ " $rebuilt " == *" customerapi/gateway "* ]] || die "skaffold did not rebuild customerapi/gateway (built: $rebuilt)"
-	local p
+	# The new answer comes from a new pod; the old one may still be listed, terminating,
+	# and must be gone within a minute (the Deployment rolled, nothing kept the old image).
+	local p new=
 	for p in $pods_after; do
-		[[ " $pods_before " != *" $p "* ]] || die "gateway pod $p predates the change, yet answers the new title"
+		[[ " $pods_before " == *" $p "* ]] || new="$new $p"
+	done
+	[ -n "$new" ] || die "no new gateway pod answers the new title (pods: $pods_after)"
+	local deadline=$((SECONDS + 60)) old
+	while :; do
+		old=
+		for p in $(gateway_pods); do
+			[[ " $pods_before " != *" $p "* ]] || old="$old $p"
+		done
+		[ -n "$old" ] || break
+		[ "$SECONDS" -lt "$deadline" ] || die "the old gateway pod(s)$old still run a minute after the new answer"
+		sleep 1
 	done
 
 	# The revert, and the old answer back.
