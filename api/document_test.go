@@ -212,3 +212,42 @@ func TestDocumentValidatesWithExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Every POST takes an Idempotency-Key, may answer 409 (a retry in flight, the key reused)
+// and marks a replayed success with Idempotent-Replayed (docs/api.md, "Idempotent
+// retries"); no other method takes the header.
+func TestEveryPOSTIsIdempotent(t *testing.T) {
+	doc := loadDoc(t)
+	n := 0
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			takes := false
+			for _, p := range op.Parameters {
+				if p.Value.In == "header" && p.Value.Name == "Idempotency-Key" {
+					takes = true
+				}
+			}
+			if method != "POST" {
+				if takes {
+					t.Errorf("%s %s takes Idempotency-Key: only POSTs do", method, path)
+				}
+				continue
+			}
+			n++
+			if !takes {
+				t.Errorf("POST %s does not take Idempotency-Key", path)
+			}
+			if op.Responses.Value("409") == nil {
+				t.Errorf("POST %s does not declare 409 (a retry in flight, a reused key)", path)
+			}
+			for code, r := range op.Responses.Map() {
+				if strings.HasPrefix(code, "2") && r.Value.Headers["Idempotent-Replayed"] == nil {
+					t.Errorf("POST %s: %s does not declare Idempotent-Replayed", path, code)
+				}
+			}
+		}
+	}
+	if n < 20 {
+		t.Fatalf("only %d POSTs found", n)
+	}
+}

@@ -34,19 +34,19 @@ func TestGoClient(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	page, err := c.CreatePageWithResponse(ctx, customerapi.PageCreate{Name: "Client e2e", Title: "Pricing", PageType: "inbound"})
+	page, err := c.CreatePageWithResponse(ctx, nil, customerapi.PageCreate{Name: "Client e2e", Title: "Pricing", PageType: "inbound"})
 	if err != nil || page.JSON201 == nil {
 		t.Fatalf("create page: %v", err)
 	}
 	pageID := page.JSON201.PageId
-	aud, err := c.CreateAudienceWithResponse(ctx, pageID, customerapi.AudienceCreate{})
+	aud, err := c.CreateAudienceWithResponse(ctx, pageID, nil, customerapi.AudienceCreate{})
 	if err != nil || aud.JSON201 == nil || aud.JSON201.PageId != pageID {
 		t.Fatalf("create audience: %v", err)
 	}
 
 	want := map[string]bool{pageID: true}
 	for i := range 4 {
-		p, err := c.CreatePageWithResponse(ctx, customerapi.PageCreate{Name: fmt.Sprintf("page %d", i), Title: "T", PageType: "inbound"})
+		p, err := c.CreatePageWithResponse(ctx, nil, customerapi.PageCreate{Name: fmt.Sprintf("page %d", i), Title: "T", PageType: "inbound"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +132,7 @@ func goReceiverTest(t *testing.T, c *customerapi.API) {
 	addr := l.Addr().String()
 	l.Close()
 	url := "http://" + addr + "/webhook"
-	sub, err := c.CreateWebhookSubscriptionWithResponse(ctx, customerapi.WebhookSubscriptionCreate{Url: url,
+	sub, err := c.CreateWebhookSubscriptionWithResponse(ctx, nil, customerapi.WebhookSubscriptionCreate{Url: url,
 		Events: &customerapi.WebhookEventTypes{"form.submitted"}})
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +140,7 @@ func goReceiverTest(t *testing.T, c *customerapi.API) {
 	secret := sub.JSON201.SigningSecret
 	rc := startReceiver(t, bin, []string{"WEBHOOK_SECRET=" + secret, "ADDR=" + addr}, "listening on")
 
-	sent, err := c.SendWebhookTestEventWithResponse(ctx, sub.JSON201.SubscriptionId, customerapi.WebhookTestEventRequest{EventType: "form.submitted"})
+	sent, err := c.SendWebhookTestEventWithResponse(ctx, sub.JSON201.SubscriptionId, nil, customerapi.WebhookTestEventRequest{EventType: "form.submitted"})
 	if err != nil {
 		t.Fatal(err)
 	}

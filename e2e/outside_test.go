@@ -47,7 +47,7 @@ func main() {
 		os.Exit(1)
 	}
 	for i := range 3 {
-		r, err := api.CreateTopicWithResponse(ctx, customerapi.TopicCreate{Title: fmt.Sprintf("Outside %d", i)})
+		r, err := api.CreateTopicWithResponse(ctx, nil, customerapi.TopicCreate{Title: fmt.Sprintf("Outside %d", i)})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "create a topic:", err)
 			os.Exit(1)

@@ -81,6 +81,7 @@ const (
 	CONFLICT           ErrorEnvelopeCode = "CONFLICT"
 	FORBIDDEN          ErrorEnvelopeCode = "FORBIDDEN"
 	INTERNAL           ErrorEnvelopeCode = "INTERNAL"
+	METHODNOTALLOWED   ErrorEnvelopeCode = "METHOD_NOT_ALLOWED"
 	NOTFOUND           ErrorEnvelopeCode = "NOT_FOUND"
 	RATELIMITED        ErrorEnvelopeCode = "RATE_LIMITED"
 	SERVICEUNAVAILABLE ErrorEnvelopeCode = "SERVICE_UNAVAILABLE"
@@ -219,9 +220,10 @@ const (
 
 // Defines values for ValidationDetailField.
 const (
-	Body  ValidationDetailField = "body"
-	Path  ValidationDetailField = "path"
-	Query ValidationDetailField = "query"
+	Body   ValidationDetailField = "body"
+	Header ValidationDetailField = "header"
+	Path   ValidationDetailField = "path"
+	Query  ValidationDetailField = "query"
 )
 
 // Defines values for WebhookDeliveryStatus.
@@ -763,7 +765,7 @@ type Count = int
 
 // ErrorEnvelope defines model for ErrorEnvelope.
 type ErrorEnvelope struct {
-	// Code Machine-readable error class; the HTTP status tells the rest (405 and 431 carry NOT_FOUND and VALIDATION_ERROR).
+	// Code Machine-readable error class; the HTTP status tells the rest (415 and 431 carry VALIDATION_ERROR). The specification's eight codes, and METHOD_NOT_ALLOWED for a 405: a method the path does not have. A client must treat a code it does not know by its status: more may come.
 	Code ErrorEnvelopeCode `json:"code"`
 
 	// Detail Human-readable explanation of this occurrence; not for parsing.
@@ -785,7 +787,7 @@ type ErrorEnvelope struct {
 	Type string `json:"type"`
 }
 
-// ErrorEnvelopeCode Machine-readable error class; the HTTP status tells the rest (405 and 431 carry NOT_FOUND and VALIDATION_ERROR).
+// ErrorEnvelopeCode Machine-readable error class; the HTTP status tells the rest (415 and 431 carry VALIDATION_ERROR). The specification's eight codes, and METHOD_NOT_ALLOWED for a 405: a method the path does not have. A client must treat a code it does not know by its status: more may come.
 type ErrorEnvelopeCode string
 
 // ErrorEnvelopeDetails0 defines model for .
@@ -2015,6 +2017,9 @@ type WebhookTestEventRequest struct {
 // Cursor defines model for Cursor.
 type Cursor = string
 
+// IdempotencyKey defines model for IdempotencyKey.
+type IdempotencyKey = string
+
 // Limit defines model for Limit.
 type Limit = int
 
@@ -2054,6 +2059,12 @@ type ListAccountsParams struct {
 // ListAccountsParamsIncludeEmptyOnly defines parameters for ListAccounts.
 type ListAccountsParamsIncludeEmptyOnly string
 
+// CreateAccountParams defines parameters for CreateAccount.
+type CreateAccountParams struct {
+	// IdempotencyKey Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListAccountLogsParams defines parameters for ListAccountLogs.
 type ListAccountLogsParams struct {
 	// IncludeDeleted `true` (or `1`) also lists soft-deleted entries; `false`, `0` or absent does not.
@@ -2068,6 +2079,12 @@ type ListAccountLogsParams struct {
 
 // ListAccountLogsParamsIncludeDeleted defines parameters for ListAccountLogs.
 type ListAccountLogsParamsIncludeDeleted string
+
+// CreateAccountLogParams defines parameters for CreateAccountLog.
+type CreateAccountLogParams struct {
+	// IdempotencyKey Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
 
 // DownloadAssetFileParams defines parameters for DownloadAssetFile.
 type DownloadAssetFileParams struct {
@@ -2100,6 +2117,12 @@ type ListAssetsParams struct {
 	Query *string `form:"query,omitempty" json:"query,omitempty"`
 }
 
+// UploadAssetParams defines parameters for UploadAsset.
+type UploadAssetParams struct {
+	// IdempotencyKey Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListTrashedAssetsParams defines parameters for ListTrashedAssets.
 type ListTrashedAssetsParams struct {
 	// Limit Page size, 1 to 100 (default 20). Anything else is a 400.
@@ -2118,8 +2141,26 @@ type ListTrashedAssetsParams struct {
 // RestoreAssetJSONBody defines parameters for RestoreAsset.
 type RestoreAssetJSONBody = map[string]interface{}
 
+// RestoreAssetParams defines parameters for RestoreAsset.
+type RestoreAssetParams struct {
+	// IdempotencyKey Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // TrashAssetJSONBody defines parameters for TrashAsset.
 type TrashAssetJSONBody = map[string]interface{}
+
+// TrashAssetParams defines parameters for TrashAsset.
+type TrashAssetParams struct {
+	// IdempotencyKey Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CreatePageLinkParams defines parameters for CreatePageLink.
+type CreatePageLinkParams struct {
+	// IdempotencyKey Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
 
 // SearchPageLinksParams defines parameters for SearchPageLinks.
 type SearchPageLinksParams struct {
@@ -2151,6 +2192,18 @@ type ListPagesParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// CreatePageParams defines parameters for CreatePage.
+type CreatePageParams struct {
+	// IdempotencyKey Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ArchivePageParams defines parameters for ArchivePage.
+type ArchivePageParams struct {
+	// IdempotencyKey Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListAudienceSessionsParams defines parameters for ListAudienceSessions.
 type ListAudienceSessionsParams struct {
 	// StartDate Sessions started at or after this RFC 3339 date-time.
@@ -2167,6 +2220,12 @@ type ListAudienceSessionsParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// RecordAudienceSessionParams defines parameters for RecordAudienceSession.
+type RecordAudienceSessionParams struct {
+	// IdempotencyKey Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListAudiencesParams defines parameters for ListAudiences.
 type ListAudiencesParams struct {
 	// Limit Page size, 1 to 100 (default 20). Anything else is a 400.
@@ -2174,6 +2233,24 @@ type ListAudiencesParams struct {
 
 	// Cursor Opaque cursor from a previous page's `nextCursor`. It only works for the same list, filters and tenant; anything else is a 400.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateAudienceParams defines parameters for CreateAudience.
+type CreateAudienceParams struct {
+	// IdempotencyKey Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ArchiveAudienceParams defines parameters for ArchiveAudience.
+type ArchiveAudienceParams struct {
+	// IdempotencyKey Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// AddAudienceMessageParams defines parameters for AddAudienceMessage.
+type AddAudienceMessageParams struct {
+	// IdempotencyKey Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // ListAudienceVersionsParams defines parameters for ListAudienceVersions.
@@ -2186,6 +2263,30 @@ type ListAudienceVersionsParams struct {
 
 	// Cursor Opaque cursor from a previous page's `nextCursor`. It only works for the same list, filters and tenant; anything else is a 400.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateAudienceVersionParams defines parameters for CreateAudienceVersion.
+type CreateAudienceVersionParams struct {
+	// IdempotencyKey Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// PublishPageParams defines parameters for PublishPage.
+type PublishPageParams struct {
+	// IdempotencyKey Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// RestorePageParams defines parameters for RestorePage.
+type RestorePageParams struct {
+	// IdempotencyKey Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CreatePersonParams defines parameters for CreatePerson.
+type CreatePersonParams struct {
+	// IdempotencyKey Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // SearchPersonsParams defines parameters for SearchPersons.
@@ -2215,6 +2316,12 @@ type ListPersonLogsParams struct {
 // ListPersonLogsParamsIncludeDeleted defines parameters for ListPersonLogs.
 type ListPersonLogsParamsIncludeDeleted string
 
+// CreatePersonLogParams defines parameters for CreatePersonLog.
+type CreatePersonLogParams struct {
+	// IdempotencyKey Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListTopicsParams defines parameters for ListTopics.
 type ListTopicsParams struct {
 	// Limit Page size, 1 to 100 (default 20). Anything else is a 400.
@@ -2222,6 +2329,12 @@ type ListTopicsParams struct {
 
 	// Cursor Opaque cursor from a previous page's `nextCursor`. It only works for the same list, filters and tenant; anything else is a 400.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateTopicParams defines parameters for CreateTopic.
+type CreateTopicParams struct {
+	// IdempotencyKey Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // ListTopicEntriesParams defines parameters for ListTopicEntries.
@@ -2233,6 +2346,12 @@ type ListTopicEntriesParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// CreateTopicEntryParams defines parameters for CreateTopicEntry.
+type CreateTopicEntryParams struct {
+	// IdempotencyKey Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListWebhookSubscriptionsParams defines parameters for ListWebhookSubscriptions.
 type ListWebhookSubscriptionsParams struct {
 	// Limit Page size, 1 to 100 (default 20). Anything else is a 400.
@@ -2240,6 +2359,12 @@ type ListWebhookSubscriptionsParams struct {
 
 	// Cursor Opaque cursor from a previous page's `nextCursor`. It only works for the same list, filters and tenant; anything else is a 400.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateWebhookSubscriptionParams defines parameters for CreateWebhookSubscription.
+type CreateWebhookSubscriptionParams struct {
+	// IdempotencyKey Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // ListWebhookDeliveriesParams defines parameters for ListWebhookDeliveries.
@@ -2256,6 +2381,24 @@ type ListWebhookDeliveriesParams struct {
 
 // ListWebhookDeliveriesParamsStatus defines parameters for ListWebhookDeliveries.
 type ListWebhookDeliveriesParamsStatus string
+
+// RetryWebhookDeliveryParams defines parameters for RetryWebhookDelivery.
+type RetryWebhookDeliveryParams struct {
+	// IdempotencyKey Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// RotateWebhookSecretParams defines parameters for RotateWebhookSecret.
+type RotateWebhookSecretParams struct {
+	// IdempotencyKey Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// SendWebhookTestEventParams defines parameters for SendWebhookTestEvent.
+type SendWebhookTestEventParams struct {
+	// IdempotencyKey Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
 
 // CreateAccountJSONRequestBody defines body for CreateAccount for application/json ContentType.
 type CreateAccountJSONRequestBody = AccountCreate
@@ -2868,9 +3011,9 @@ type ClientInterface interface {
 	ListAccounts(ctx context.Context, params *ListAccountsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateAccountWithBody request with any body
-	CreateAccountWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateAccountWithBody(ctx context.Context, params *CreateAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	CreateAccount(ctx context.Context, body CreateAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateAccount(ctx context.Context, params *CreateAccountParams, body CreateAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAccount request
 	GetAccount(ctx context.Context, accountId string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2879,9 +3022,9 @@ type ClientInterface interface {
 	ListAccountLogs(ctx context.Context, accountId string, params *ListAccountLogsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateAccountLogWithBody request with any body
-	CreateAccountLogWithBody(ctx context.Context, accountId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateAccountLogWithBody(ctx context.Context, accountId string, params *CreateAccountLogParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	CreateAccountLog(ctx context.Context, accountId string, body CreateAccountLogJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateAccountLog(ctx context.Context, accountId string, params *CreateAccountLogParams, body CreateAccountLogJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteAccountLog request
 	DeleteAccountLog(ctx context.Context, accountId string, accountLogId string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2899,7 +3042,7 @@ type ClientInterface interface {
 	ListAssets(ctx context.Context, params *ListAssetsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UploadAssetWithBody request with any body
-	UploadAssetWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UploadAssetWithBody(ctx context.Context, params *UploadAssetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListTrashedAssets request
 	ListTrashedAssets(ctx context.Context, params *ListTrashedAssetsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2911,22 +3054,22 @@ type ClientInterface interface {
 	GetAsset(ctx context.Context, assetId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RestoreAssetWithBody request with any body
-	RestoreAssetWithBody(ctx context.Context, assetId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RestoreAssetWithBody(ctx context.Context, assetId string, params *RestoreAssetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	RestoreAsset(ctx context.Context, assetId string, body RestoreAssetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RestoreAsset(ctx context.Context, assetId string, params *RestoreAssetParams, body RestoreAssetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// TrashAssetWithBody request with any body
-	TrashAssetWithBody(ctx context.Context, assetId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	TrashAssetWithBody(ctx context.Context, assetId string, params *TrashAssetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	TrashAsset(ctx context.Context, assetId string, body TrashAssetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	TrashAsset(ctx context.Context, assetId string, params *TrashAssetParams, body TrashAssetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetOpenAPI request
 	GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreatePageLinkWithBody request with any body
-	CreatePageLinkWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreatePageLinkWithBody(ctx context.Context, params *CreatePageLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	CreatePageLink(ctx context.Context, body CreatePageLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreatePageLink(ctx context.Context, params *CreatePageLinkParams, body CreatePageLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SearchPageLinks request
 	SearchPageLinks(ctx context.Context, params *SearchPageLinksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2941,9 +3084,9 @@ type ClientInterface interface {
 	ListPages(ctx context.Context, params *ListPagesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreatePageWithBody request with any body
-	CreatePageWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreatePageWithBody(ctx context.Context, params *CreatePageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	CreatePage(ctx context.Context, body CreatePageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreatePage(ctx context.Context, params *CreatePageParams, body CreatePageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeletePage request
 	DeletePage(ctx context.Context, pageId string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2957,17 +3100,17 @@ type ClientInterface interface {
 	UpdatePage(ctx context.Context, pageId string, body UpdatePageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ArchivePageWithBody request with any body
-	ArchivePageWithBody(ctx context.Context, pageId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ArchivePageWithBody(ctx context.Context, pageId string, params *ArchivePageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	ArchivePage(ctx context.Context, pageId string, body ArchivePageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ArchivePage(ctx context.Context, pageId string, params *ArchivePageParams, body ArchivePageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListAudienceSessions request
 	ListAudienceSessions(ctx context.Context, pageId string, params *ListAudienceSessionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RecordAudienceSessionWithBody request with any body
-	RecordAudienceSessionWithBody(ctx context.Context, pageId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RecordAudienceSessionWithBody(ctx context.Context, pageId string, params *RecordAudienceSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	RecordAudienceSession(ctx context.Context, pageId string, body RecordAudienceSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RecordAudienceSession(ctx context.Context, pageId string, params *RecordAudienceSessionParams, body RecordAudienceSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAudienceSession request
 	GetAudienceSession(ctx context.Context, pageId string, audienceSessionId string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2976,9 +3119,9 @@ type ClientInterface interface {
 	ListAudiences(ctx context.Context, pageId string, params *ListAudiencesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateAudienceWithBody request with any body
-	CreateAudienceWithBody(ctx context.Context, pageId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateAudienceWithBody(ctx context.Context, pageId string, params *CreateAudienceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	CreateAudience(ctx context.Context, pageId string, body CreateAudienceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateAudience(ctx context.Context, pageId string, params *CreateAudienceParams, body CreateAudienceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAudience request
 	GetAudience(ctx context.Context, pageId string, audienceId string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2989,40 +3132,40 @@ type ClientInterface interface {
 	UpdateAudience(ctx context.Context, pageId string, audienceId string, body UpdateAudienceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ArchiveAudienceWithBody request with any body
-	ArchiveAudienceWithBody(ctx context.Context, pageId string, audienceId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ArchiveAudienceWithBody(ctx context.Context, pageId string, audienceId string, params *ArchiveAudienceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	ArchiveAudience(ctx context.Context, pageId string, audienceId string, body ArchiveAudienceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ArchiveAudience(ctx context.Context, pageId string, audienceId string, params *ArchiveAudienceParams, body ArchiveAudienceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAudienceMessages request
 	GetAudienceMessages(ctx context.Context, pageId string, audienceId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AddAudienceMessageWithBody request with any body
-	AddAudienceMessageWithBody(ctx context.Context, pageId string, audienceId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	AddAudienceMessageWithBody(ctx context.Context, pageId string, audienceId string, params *AddAudienceMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	AddAudienceMessage(ctx context.Context, pageId string, audienceId string, body AddAudienceMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	AddAudienceMessage(ctx context.Context, pageId string, audienceId string, params *AddAudienceMessageParams, body AddAudienceMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListAudienceVersions request
 	ListAudienceVersions(ctx context.Context, pageId string, audienceId string, params *ListAudienceVersionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateAudienceVersionWithBody request with any body
-	CreateAudienceVersionWithBody(ctx context.Context, pageId string, audienceId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateAudienceVersionWithBody(ctx context.Context, pageId string, audienceId string, params *CreateAudienceVersionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	CreateAudienceVersion(ctx context.Context, pageId string, audienceId string, body CreateAudienceVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateAudienceVersion(ctx context.Context, pageId string, audienceId string, params *CreateAudienceVersionParams, body CreateAudienceVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PublishPageWithBody request with any body
-	PublishPageWithBody(ctx context.Context, pageId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PublishPageWithBody(ctx context.Context, pageId string, params *PublishPageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	PublishPage(ctx context.Context, pageId string, body PublishPageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PublishPage(ctx context.Context, pageId string, params *PublishPageParams, body PublishPageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RestorePageWithBody request with any body
-	RestorePageWithBody(ctx context.Context, pageId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RestorePageWithBody(ctx context.Context, pageId string, params *RestorePageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	RestorePage(ctx context.Context, pageId string, body RestorePageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RestorePage(ctx context.Context, pageId string, params *RestorePageParams, body RestorePageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreatePersonWithBody request with any body
-	CreatePersonWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreatePersonWithBody(ctx context.Context, params *CreatePersonParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	CreatePerson(ctx context.Context, body CreatePersonJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreatePerson(ctx context.Context, params *CreatePersonParams, body CreatePersonJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SearchPersons request
 	SearchPersons(ctx context.Context, params *SearchPersonsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3042,9 +3185,9 @@ type ClientInterface interface {
 	ListPersonLogs(ctx context.Context, personId string, params *ListPersonLogsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreatePersonLogWithBody request with any body
-	CreatePersonLogWithBody(ctx context.Context, personId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreatePersonLogWithBody(ctx context.Context, personId string, params *CreatePersonLogParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	CreatePersonLog(ctx context.Context, personId string, body CreatePersonLogJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreatePersonLog(ctx context.Context, personId string, params *CreatePersonLogParams, body CreatePersonLogJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeletePersonLog request
 	DeletePersonLog(ctx context.Context, personId string, personLogId string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3056,9 +3199,9 @@ type ClientInterface interface {
 	ListTopics(ctx context.Context, params *ListTopicsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateTopicWithBody request with any body
-	CreateTopicWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateTopicWithBody(ctx context.Context, params *CreateTopicParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	CreateTopic(ctx context.Context, body CreateTopicJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateTopic(ctx context.Context, params *CreateTopicParams, body CreateTopicJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteTopic request
 	DeleteTopic(ctx context.Context, topicId TopicId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3075,9 +3218,9 @@ type ClientInterface interface {
 	ListTopicEntries(ctx context.Context, topicId TopicId, params *ListTopicEntriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateTopicEntryWithBody request with any body
-	CreateTopicEntryWithBody(ctx context.Context, topicId TopicId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateTopicEntryWithBody(ctx context.Context, topicId TopicId, params *CreateTopicEntryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	CreateTopicEntry(ctx context.Context, topicId TopicId, body CreateTopicEntryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateTopicEntry(ctx context.Context, topicId TopicId, params *CreateTopicEntryParams, body CreateTopicEntryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteTopicEntry request
 	DeleteTopicEntry(ctx context.Context, topicId TopicId, topicEntryId TopicEntryId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3094,9 +3237,9 @@ type ClientInterface interface {
 	ListWebhookSubscriptions(ctx context.Context, params *ListWebhookSubscriptionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateWebhookSubscriptionWithBody request with any body
-	CreateWebhookSubscriptionWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateWebhookSubscriptionWithBody(ctx context.Context, params *CreateWebhookSubscriptionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	CreateWebhookSubscription(ctx context.Context, body CreateWebhookSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateWebhookSubscription(ctx context.Context, params *CreateWebhookSubscriptionParams, body CreateWebhookSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteWebhookSubscription request
 	DeleteWebhookSubscription(ctx context.Context, subscriptionId string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3116,19 +3259,19 @@ type ClientInterface interface {
 	GetWebhookDelivery(ctx context.Context, subscriptionId string, deliveryId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RetryWebhookDeliveryWithBody request with any body
-	RetryWebhookDeliveryWithBody(ctx context.Context, subscriptionId string, deliveryId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RetryWebhookDeliveryWithBody(ctx context.Context, subscriptionId string, deliveryId string, params *RetryWebhookDeliveryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	RetryWebhookDelivery(ctx context.Context, subscriptionId string, deliveryId string, body RetryWebhookDeliveryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RetryWebhookDelivery(ctx context.Context, subscriptionId string, deliveryId string, params *RetryWebhookDeliveryParams, body RetryWebhookDeliveryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RotateWebhookSecretWithBody request with any body
-	RotateWebhookSecretWithBody(ctx context.Context, subscriptionId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RotateWebhookSecretWithBody(ctx context.Context, subscriptionId string, params *RotateWebhookSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	RotateWebhookSecret(ctx context.Context, subscriptionId string, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RotateWebhookSecret(ctx context.Context, subscriptionId string, params *RotateWebhookSecretParams, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SendWebhookTestEventWithBody request with any body
-	SendWebhookTestEventWithBody(ctx context.Context, subscriptionId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	SendWebhookTestEventWithBody(ctx context.Context, subscriptionId string, params *SendWebhookTestEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	SendWebhookTestEvent(ctx context.Context, subscriptionId string, body SendWebhookTestEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	SendWebhookTestEvent(ctx context.Context, subscriptionId string, params *SendWebhookTestEventParams, body SendWebhookTestEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 func (c *Client) ListAccounts(ctx context.Context, params *ListAccountsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3143,8 +3286,8 @@ func (c *Client) ListAccounts(ctx context.Context, params *ListAccountsParams, r
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreateAccountWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateAccountRequestWithBody(c.Server, contentType, body)
+func (c *Client) CreateAccountWithBody(ctx context.Context, params *CreateAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAccountRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3155,8 +3298,8 @@ func (c *Client) CreateAccountWithBody(ctx context.Context, contentType string, 
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreateAccount(ctx context.Context, body CreateAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateAccountRequest(c.Server, body)
+func (c *Client) CreateAccount(ctx context.Context, params *CreateAccountParams, body CreateAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAccountRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3191,8 +3334,8 @@ func (c *Client) ListAccountLogs(ctx context.Context, accountId string, params *
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreateAccountLogWithBody(ctx context.Context, accountId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateAccountLogRequestWithBody(c.Server, accountId, contentType, body)
+func (c *Client) CreateAccountLogWithBody(ctx context.Context, accountId string, params *CreateAccountLogParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAccountLogRequestWithBody(c.Server, accountId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3203,8 +3346,8 @@ func (c *Client) CreateAccountLogWithBody(ctx context.Context, accountId string,
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreateAccountLog(ctx context.Context, accountId string, body CreateAccountLogJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateAccountLogRequest(c.Server, accountId, body)
+func (c *Client) CreateAccountLog(ctx context.Context, accountId string, params *CreateAccountLogParams, body CreateAccountLogJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAccountLogRequest(c.Server, accountId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3275,8 +3418,8 @@ func (c *Client) ListAssets(ctx context.Context, params *ListAssetsParams, reqEd
 	return c.Client.Do(req)
 }
 
-func (c *Client) UploadAssetWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUploadAssetRequestWithBody(c.Server, contentType, body)
+func (c *Client) UploadAssetWithBody(ctx context.Context, params *UploadAssetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUploadAssetRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3323,8 +3466,8 @@ func (c *Client) GetAsset(ctx context.Context, assetId string, reqEditors ...Req
 	return c.Client.Do(req)
 }
 
-func (c *Client) RestoreAssetWithBody(ctx context.Context, assetId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRestoreAssetRequestWithBody(c.Server, assetId, contentType, body)
+func (c *Client) RestoreAssetWithBody(ctx context.Context, assetId string, params *RestoreAssetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRestoreAssetRequestWithBody(c.Server, assetId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3335,8 +3478,8 @@ func (c *Client) RestoreAssetWithBody(ctx context.Context, assetId string, conte
 	return c.Client.Do(req)
 }
 
-func (c *Client) RestoreAsset(ctx context.Context, assetId string, body RestoreAssetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRestoreAssetRequest(c.Server, assetId, body)
+func (c *Client) RestoreAsset(ctx context.Context, assetId string, params *RestoreAssetParams, body RestoreAssetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRestoreAssetRequest(c.Server, assetId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3347,8 +3490,8 @@ func (c *Client) RestoreAsset(ctx context.Context, assetId string, body RestoreA
 	return c.Client.Do(req)
 }
 
-func (c *Client) TrashAssetWithBody(ctx context.Context, assetId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewTrashAssetRequestWithBody(c.Server, assetId, contentType, body)
+func (c *Client) TrashAssetWithBody(ctx context.Context, assetId string, params *TrashAssetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTrashAssetRequestWithBody(c.Server, assetId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3359,8 +3502,8 @@ func (c *Client) TrashAssetWithBody(ctx context.Context, assetId string, content
 	return c.Client.Do(req)
 }
 
-func (c *Client) TrashAsset(ctx context.Context, assetId string, body TrashAssetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewTrashAssetRequest(c.Server, assetId, body)
+func (c *Client) TrashAsset(ctx context.Context, assetId string, params *TrashAssetParams, body TrashAssetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTrashAssetRequest(c.Server, assetId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3383,8 +3526,8 @@ func (c *Client) GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) 
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreatePageLinkWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreatePageLinkRequestWithBody(c.Server, contentType, body)
+func (c *Client) CreatePageLinkWithBody(ctx context.Context, params *CreatePageLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePageLinkRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3395,8 +3538,8 @@ func (c *Client) CreatePageLinkWithBody(ctx context.Context, contentType string,
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreatePageLink(ctx context.Context, body CreatePageLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreatePageLinkRequest(c.Server, body)
+func (c *Client) CreatePageLink(ctx context.Context, params *CreatePageLinkParams, body CreatePageLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePageLinkRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3455,8 +3598,8 @@ func (c *Client) ListPages(ctx context.Context, params *ListPagesParams, reqEdit
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreatePageWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreatePageRequestWithBody(c.Server, contentType, body)
+func (c *Client) CreatePageWithBody(ctx context.Context, params *CreatePageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePageRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3467,8 +3610,8 @@ func (c *Client) CreatePageWithBody(ctx context.Context, contentType string, bod
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreatePage(ctx context.Context, body CreatePageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreatePageRequest(c.Server, body)
+func (c *Client) CreatePage(ctx context.Context, params *CreatePageParams, body CreatePageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePageRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3527,8 +3670,8 @@ func (c *Client) UpdatePage(ctx context.Context, pageId string, body UpdatePageJ
 	return c.Client.Do(req)
 }
 
-func (c *Client) ArchivePageWithBody(ctx context.Context, pageId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewArchivePageRequestWithBody(c.Server, pageId, contentType, body)
+func (c *Client) ArchivePageWithBody(ctx context.Context, pageId string, params *ArchivePageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewArchivePageRequestWithBody(c.Server, pageId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3539,8 +3682,8 @@ func (c *Client) ArchivePageWithBody(ctx context.Context, pageId string, content
 	return c.Client.Do(req)
 }
 
-func (c *Client) ArchivePage(ctx context.Context, pageId string, body ArchivePageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewArchivePageRequest(c.Server, pageId, body)
+func (c *Client) ArchivePage(ctx context.Context, pageId string, params *ArchivePageParams, body ArchivePageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewArchivePageRequest(c.Server, pageId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3563,8 +3706,8 @@ func (c *Client) ListAudienceSessions(ctx context.Context, pageId string, params
 	return c.Client.Do(req)
 }
 
-func (c *Client) RecordAudienceSessionWithBody(ctx context.Context, pageId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRecordAudienceSessionRequestWithBody(c.Server, pageId, contentType, body)
+func (c *Client) RecordAudienceSessionWithBody(ctx context.Context, pageId string, params *RecordAudienceSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRecordAudienceSessionRequestWithBody(c.Server, pageId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3575,8 +3718,8 @@ func (c *Client) RecordAudienceSessionWithBody(ctx context.Context, pageId strin
 	return c.Client.Do(req)
 }
 
-func (c *Client) RecordAudienceSession(ctx context.Context, pageId string, body RecordAudienceSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRecordAudienceSessionRequest(c.Server, pageId, body)
+func (c *Client) RecordAudienceSession(ctx context.Context, pageId string, params *RecordAudienceSessionParams, body RecordAudienceSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRecordAudienceSessionRequest(c.Server, pageId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3611,8 +3754,8 @@ func (c *Client) ListAudiences(ctx context.Context, pageId string, params *ListA
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreateAudienceWithBody(ctx context.Context, pageId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateAudienceRequestWithBody(c.Server, pageId, contentType, body)
+func (c *Client) CreateAudienceWithBody(ctx context.Context, pageId string, params *CreateAudienceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAudienceRequestWithBody(c.Server, pageId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3623,8 +3766,8 @@ func (c *Client) CreateAudienceWithBody(ctx context.Context, pageId string, cont
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreateAudience(ctx context.Context, pageId string, body CreateAudienceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateAudienceRequest(c.Server, pageId, body)
+func (c *Client) CreateAudience(ctx context.Context, pageId string, params *CreateAudienceParams, body CreateAudienceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAudienceRequest(c.Server, pageId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3671,8 +3814,8 @@ func (c *Client) UpdateAudience(ctx context.Context, pageId string, audienceId s
 	return c.Client.Do(req)
 }
 
-func (c *Client) ArchiveAudienceWithBody(ctx context.Context, pageId string, audienceId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewArchiveAudienceRequestWithBody(c.Server, pageId, audienceId, contentType, body)
+func (c *Client) ArchiveAudienceWithBody(ctx context.Context, pageId string, audienceId string, params *ArchiveAudienceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewArchiveAudienceRequestWithBody(c.Server, pageId, audienceId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3683,8 +3826,8 @@ func (c *Client) ArchiveAudienceWithBody(ctx context.Context, pageId string, aud
 	return c.Client.Do(req)
 }
 
-func (c *Client) ArchiveAudience(ctx context.Context, pageId string, audienceId string, body ArchiveAudienceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewArchiveAudienceRequest(c.Server, pageId, audienceId, body)
+func (c *Client) ArchiveAudience(ctx context.Context, pageId string, audienceId string, params *ArchiveAudienceParams, body ArchiveAudienceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewArchiveAudienceRequest(c.Server, pageId, audienceId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3707,8 +3850,8 @@ func (c *Client) GetAudienceMessages(ctx context.Context, pageId string, audienc
 	return c.Client.Do(req)
 }
 
-func (c *Client) AddAudienceMessageWithBody(ctx context.Context, pageId string, audienceId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewAddAudienceMessageRequestWithBody(c.Server, pageId, audienceId, contentType, body)
+func (c *Client) AddAudienceMessageWithBody(ctx context.Context, pageId string, audienceId string, params *AddAudienceMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddAudienceMessageRequestWithBody(c.Server, pageId, audienceId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3719,8 +3862,8 @@ func (c *Client) AddAudienceMessageWithBody(ctx context.Context, pageId string, 
 	return c.Client.Do(req)
 }
 
-func (c *Client) AddAudienceMessage(ctx context.Context, pageId string, audienceId string, body AddAudienceMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewAddAudienceMessageRequest(c.Server, pageId, audienceId, body)
+func (c *Client) AddAudienceMessage(ctx context.Context, pageId string, audienceId string, params *AddAudienceMessageParams, body AddAudienceMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddAudienceMessageRequest(c.Server, pageId, audienceId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3743,8 +3886,8 @@ func (c *Client) ListAudienceVersions(ctx context.Context, pageId string, audien
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreateAudienceVersionWithBody(ctx context.Context, pageId string, audienceId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateAudienceVersionRequestWithBody(c.Server, pageId, audienceId, contentType, body)
+func (c *Client) CreateAudienceVersionWithBody(ctx context.Context, pageId string, audienceId string, params *CreateAudienceVersionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAudienceVersionRequestWithBody(c.Server, pageId, audienceId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3755,8 +3898,8 @@ func (c *Client) CreateAudienceVersionWithBody(ctx context.Context, pageId strin
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreateAudienceVersion(ctx context.Context, pageId string, audienceId string, body CreateAudienceVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateAudienceVersionRequest(c.Server, pageId, audienceId, body)
+func (c *Client) CreateAudienceVersion(ctx context.Context, pageId string, audienceId string, params *CreateAudienceVersionParams, body CreateAudienceVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAudienceVersionRequest(c.Server, pageId, audienceId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3767,8 +3910,8 @@ func (c *Client) CreateAudienceVersion(ctx context.Context, pageId string, audie
 	return c.Client.Do(req)
 }
 
-func (c *Client) PublishPageWithBody(ctx context.Context, pageId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPublishPageRequestWithBody(c.Server, pageId, contentType, body)
+func (c *Client) PublishPageWithBody(ctx context.Context, pageId string, params *PublishPageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPublishPageRequestWithBody(c.Server, pageId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3779,8 +3922,8 @@ func (c *Client) PublishPageWithBody(ctx context.Context, pageId string, content
 	return c.Client.Do(req)
 }
 
-func (c *Client) PublishPage(ctx context.Context, pageId string, body PublishPageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPublishPageRequest(c.Server, pageId, body)
+func (c *Client) PublishPage(ctx context.Context, pageId string, params *PublishPageParams, body PublishPageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPublishPageRequest(c.Server, pageId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3791,8 +3934,8 @@ func (c *Client) PublishPage(ctx context.Context, pageId string, body PublishPag
 	return c.Client.Do(req)
 }
 
-func (c *Client) RestorePageWithBody(ctx context.Context, pageId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRestorePageRequestWithBody(c.Server, pageId, contentType, body)
+func (c *Client) RestorePageWithBody(ctx context.Context, pageId string, params *RestorePageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRestorePageRequestWithBody(c.Server, pageId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3803,8 +3946,8 @@ func (c *Client) RestorePageWithBody(ctx context.Context, pageId string, content
 	return c.Client.Do(req)
 }
 
-func (c *Client) RestorePage(ctx context.Context, pageId string, body RestorePageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRestorePageRequest(c.Server, pageId, body)
+func (c *Client) RestorePage(ctx context.Context, pageId string, params *RestorePageParams, body RestorePageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRestorePageRequest(c.Server, pageId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3815,8 +3958,8 @@ func (c *Client) RestorePage(ctx context.Context, pageId string, body RestorePag
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreatePersonWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreatePersonRequestWithBody(c.Server, contentType, body)
+func (c *Client) CreatePersonWithBody(ctx context.Context, params *CreatePersonParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePersonRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3827,8 +3970,8 @@ func (c *Client) CreatePersonWithBody(ctx context.Context, contentType string, b
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreatePerson(ctx context.Context, body CreatePersonJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreatePersonRequest(c.Server, body)
+func (c *Client) CreatePerson(ctx context.Context, params *CreatePersonParams, body CreatePersonJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePersonRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3911,8 +4054,8 @@ func (c *Client) ListPersonLogs(ctx context.Context, personId string, params *Li
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreatePersonLogWithBody(ctx context.Context, personId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreatePersonLogRequestWithBody(c.Server, personId, contentType, body)
+func (c *Client) CreatePersonLogWithBody(ctx context.Context, personId string, params *CreatePersonLogParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePersonLogRequestWithBody(c.Server, personId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3923,8 +4066,8 @@ func (c *Client) CreatePersonLogWithBody(ctx context.Context, personId string, c
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreatePersonLog(ctx context.Context, personId string, body CreatePersonLogJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreatePersonLogRequest(c.Server, personId, body)
+func (c *Client) CreatePersonLog(ctx context.Context, personId string, params *CreatePersonLogParams, body CreatePersonLogJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePersonLogRequest(c.Server, personId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3971,8 +4114,8 @@ func (c *Client) ListTopics(ctx context.Context, params *ListTopicsParams, reqEd
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreateTopicWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateTopicRequestWithBody(c.Server, contentType, body)
+func (c *Client) CreateTopicWithBody(ctx context.Context, params *CreateTopicParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateTopicRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3983,8 +4126,8 @@ func (c *Client) CreateTopicWithBody(ctx context.Context, contentType string, bo
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreateTopic(ctx context.Context, body CreateTopicJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateTopicRequest(c.Server, body)
+func (c *Client) CreateTopic(ctx context.Context, params *CreateTopicParams, body CreateTopicJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateTopicRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4055,8 +4198,8 @@ func (c *Client) ListTopicEntries(ctx context.Context, topicId TopicId, params *
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreateTopicEntryWithBody(ctx context.Context, topicId TopicId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateTopicEntryRequestWithBody(c.Server, topicId, contentType, body)
+func (c *Client) CreateTopicEntryWithBody(ctx context.Context, topicId TopicId, params *CreateTopicEntryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateTopicEntryRequestWithBody(c.Server, topicId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4067,8 +4210,8 @@ func (c *Client) CreateTopicEntryWithBody(ctx context.Context, topicId TopicId, 
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreateTopicEntry(ctx context.Context, topicId TopicId, body CreateTopicEntryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateTopicEntryRequest(c.Server, topicId, body)
+func (c *Client) CreateTopicEntry(ctx context.Context, topicId TopicId, params *CreateTopicEntryParams, body CreateTopicEntryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateTopicEntryRequest(c.Server, topicId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4139,8 +4282,8 @@ func (c *Client) ListWebhookSubscriptions(ctx context.Context, params *ListWebho
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreateWebhookSubscriptionWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateWebhookSubscriptionRequestWithBody(c.Server, contentType, body)
+func (c *Client) CreateWebhookSubscriptionWithBody(ctx context.Context, params *CreateWebhookSubscriptionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateWebhookSubscriptionRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4151,8 +4294,8 @@ func (c *Client) CreateWebhookSubscriptionWithBody(ctx context.Context, contentT
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreateWebhookSubscription(ctx context.Context, body CreateWebhookSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateWebhookSubscriptionRequest(c.Server, body)
+func (c *Client) CreateWebhookSubscription(ctx context.Context, params *CreateWebhookSubscriptionParams, body CreateWebhookSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateWebhookSubscriptionRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4235,8 +4378,8 @@ func (c *Client) GetWebhookDelivery(ctx context.Context, subscriptionId string, 
 	return c.Client.Do(req)
 }
 
-func (c *Client) RetryWebhookDeliveryWithBody(ctx context.Context, subscriptionId string, deliveryId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRetryWebhookDeliveryRequestWithBody(c.Server, subscriptionId, deliveryId, contentType, body)
+func (c *Client) RetryWebhookDeliveryWithBody(ctx context.Context, subscriptionId string, deliveryId string, params *RetryWebhookDeliveryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetryWebhookDeliveryRequestWithBody(c.Server, subscriptionId, deliveryId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4247,8 +4390,8 @@ func (c *Client) RetryWebhookDeliveryWithBody(ctx context.Context, subscriptionI
 	return c.Client.Do(req)
 }
 
-func (c *Client) RetryWebhookDelivery(ctx context.Context, subscriptionId string, deliveryId string, body RetryWebhookDeliveryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRetryWebhookDeliveryRequest(c.Server, subscriptionId, deliveryId, body)
+func (c *Client) RetryWebhookDelivery(ctx context.Context, subscriptionId string, deliveryId string, params *RetryWebhookDeliveryParams, body RetryWebhookDeliveryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetryWebhookDeliveryRequest(c.Server, subscriptionId, deliveryId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4259,8 +4402,8 @@ func (c *Client) RetryWebhookDelivery(ctx context.Context, subscriptionId string
 	return c.Client.Do(req)
 }
 
-func (c *Client) RotateWebhookSecretWithBody(ctx context.Context, subscriptionId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRotateWebhookSecretRequestWithBody(c.Server, subscriptionId, contentType, body)
+func (c *Client) RotateWebhookSecretWithBody(ctx context.Context, subscriptionId string, params *RotateWebhookSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRotateWebhookSecretRequestWithBody(c.Server, subscriptionId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4271,8 +4414,8 @@ func (c *Client) RotateWebhookSecretWithBody(ctx context.Context, subscriptionId
 	return c.Client.Do(req)
 }
 
-func (c *Client) RotateWebhookSecret(ctx context.Context, subscriptionId string, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRotateWebhookSecretRequest(c.Server, subscriptionId, body)
+func (c *Client) RotateWebhookSecret(ctx context.Context, subscriptionId string, params *RotateWebhookSecretParams, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRotateWebhookSecretRequest(c.Server, subscriptionId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4283,8 +4426,8 @@ func (c *Client) RotateWebhookSecret(ctx context.Context, subscriptionId string,
 	return c.Client.Do(req)
 }
 
-func (c *Client) SendWebhookTestEventWithBody(ctx context.Context, subscriptionId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewSendWebhookTestEventRequestWithBody(c.Server, subscriptionId, contentType, body)
+func (c *Client) SendWebhookTestEventWithBody(ctx context.Context, subscriptionId string, params *SendWebhookTestEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendWebhookTestEventRequestWithBody(c.Server, subscriptionId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4295,8 +4438,8 @@ func (c *Client) SendWebhookTestEventWithBody(ctx context.Context, subscriptionI
 	return c.Client.Do(req)
 }
 
-func (c *Client) SendWebhookTestEvent(ctx context.Context, subscriptionId string, body SendWebhookTestEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewSendWebhookTestEventRequest(c.Server, subscriptionId, body)
+func (c *Client) SendWebhookTestEvent(ctx context.Context, subscriptionId string, params *SendWebhookTestEventParams, body SendWebhookTestEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendWebhookTestEventRequest(c.Server, subscriptionId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4389,18 +4532,18 @@ func NewListAccountsRequest(server string, params *ListAccountsParams) (*http.Re
 }
 
 // NewCreateAccountRequest calls the generic CreateAccount builder with application/json body
-func NewCreateAccountRequest(server string, body CreateAccountJSONRequestBody) (*http.Request, error) {
+func NewCreateAccountRequest(server string, params *CreateAccountParams, body CreateAccountJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateAccountRequestWithBody(server, "application/json", bodyReader)
+	return NewCreateAccountRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreateAccountRequestWithBody generates requests for CreateAccount with any type of body
-func NewCreateAccountRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateAccountRequestWithBody(server string, params *CreateAccountParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -4424,6 +4567,21 @@ func NewCreateAccountRequestWithBody(server string, contentType string, body io.
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -4551,18 +4709,18 @@ func NewListAccountLogsRequest(server string, accountId string, params *ListAcco
 }
 
 // NewCreateAccountLogRequest calls the generic CreateAccountLog builder with application/json body
-func NewCreateAccountLogRequest(server string, accountId string, body CreateAccountLogJSONRequestBody) (*http.Request, error) {
+func NewCreateAccountLogRequest(server string, accountId string, params *CreateAccountLogParams, body CreateAccountLogJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateAccountLogRequestWithBody(server, accountId, "application/json", bodyReader)
+	return NewCreateAccountLogRequestWithBody(server, accountId, params, "application/json", bodyReader)
 }
 
 // NewCreateAccountLogRequestWithBody generates requests for CreateAccountLog with any type of body
-func NewCreateAccountLogRequestWithBody(server string, accountId string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateAccountLogRequestWithBody(server string, accountId string, params *CreateAccountLogParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -4593,6 +4751,21 @@ func NewCreateAccountLogRequestWithBody(server string, accountId string, content
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -4919,7 +5092,7 @@ func NewListAssetsRequest(server string, params *ListAssetsParams) (*http.Reques
 }
 
 // NewUploadAssetRequestWithBody generates requests for UploadAsset with any type of body
-func NewUploadAssetRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewUploadAssetRequestWithBody(server string, params *UploadAssetParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -4943,6 +5116,21 @@ func NewUploadAssetRequestWithBody(server string, contentType string, body io.Re
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -5113,18 +5301,18 @@ func NewGetAssetRequest(server string, assetId string) (*http.Request, error) {
 }
 
 // NewRestoreAssetRequest calls the generic RestoreAsset builder with application/json body
-func NewRestoreAssetRequest(server string, assetId string, body RestoreAssetJSONRequestBody) (*http.Request, error) {
+func NewRestoreAssetRequest(server string, assetId string, params *RestoreAssetParams, body RestoreAssetJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewRestoreAssetRequestWithBody(server, assetId, "application/json", bodyReader)
+	return NewRestoreAssetRequestWithBody(server, assetId, params, "application/json", bodyReader)
 }
 
 // NewRestoreAssetRequestWithBody generates requests for RestoreAsset with any type of body
-func NewRestoreAssetRequestWithBody(server string, assetId string, contentType string, body io.Reader) (*http.Request, error) {
+func NewRestoreAssetRequestWithBody(server string, assetId string, params *RestoreAssetParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -5156,22 +5344,37 @@ func NewRestoreAssetRequestWithBody(server string, assetId string, contentType s
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewTrashAssetRequest calls the generic TrashAsset builder with application/json body
-func NewTrashAssetRequest(server string, assetId string, body TrashAssetJSONRequestBody) (*http.Request, error) {
+func NewTrashAssetRequest(server string, assetId string, params *TrashAssetParams, body TrashAssetJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewTrashAssetRequestWithBody(server, assetId, "application/json", bodyReader)
+	return NewTrashAssetRequestWithBody(server, assetId, params, "application/json", bodyReader)
 }
 
 // NewTrashAssetRequestWithBody generates requests for TrashAsset with any type of body
-func NewTrashAssetRequestWithBody(server string, assetId string, contentType string, body io.Reader) (*http.Request, error) {
+func NewTrashAssetRequestWithBody(server string, assetId string, params *TrashAssetParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -5202,6 +5405,21 @@ func NewTrashAssetRequestWithBody(server string, assetId string, contentType str
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -5234,18 +5452,18 @@ func NewGetOpenAPIRequest(server string) (*http.Request, error) {
 }
 
 // NewCreatePageLinkRequest calls the generic CreatePageLink builder with application/json body
-func NewCreatePageLinkRequest(server string, body CreatePageLinkJSONRequestBody) (*http.Request, error) {
+func NewCreatePageLinkRequest(server string, params *CreatePageLinkParams, body CreatePageLinkJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreatePageLinkRequestWithBody(server, "application/json", bodyReader)
+	return NewCreatePageLinkRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreatePageLinkRequestWithBody generates requests for CreatePageLink with any type of body
-func NewCreatePageLinkRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreatePageLinkRequestWithBody(server string, params *CreatePageLinkParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -5269,6 +5487,21 @@ func NewCreatePageLinkRequestWithBody(server string, contentType string, body io
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -5536,18 +5769,18 @@ func NewListPagesRequest(server string, params *ListPagesParams) (*http.Request,
 }
 
 // NewCreatePageRequest calls the generic CreatePage builder with application/json body
-func NewCreatePageRequest(server string, body CreatePageJSONRequestBody) (*http.Request, error) {
+func NewCreatePageRequest(server string, params *CreatePageParams, body CreatePageJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreatePageRequestWithBody(server, "application/json", bodyReader)
+	return NewCreatePageRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreatePageRequestWithBody generates requests for CreatePage with any type of body
-func NewCreatePageRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreatePageRequestWithBody(server string, params *CreatePageParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -5571,6 +5804,21 @@ func NewCreatePageRequestWithBody(server string, contentType string, body io.Rea
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -5691,18 +5939,18 @@ func NewUpdatePageRequestWithBody(server string, pageId string, contentType stri
 }
 
 // NewArchivePageRequest calls the generic ArchivePage builder with application/json body
-func NewArchivePageRequest(server string, pageId string, body ArchivePageJSONRequestBody) (*http.Request, error) {
+func NewArchivePageRequest(server string, pageId string, params *ArchivePageParams, body ArchivePageJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewArchivePageRequestWithBody(server, pageId, "application/json", bodyReader)
+	return NewArchivePageRequestWithBody(server, pageId, params, "application/json", bodyReader)
 }
 
 // NewArchivePageRequestWithBody generates requests for ArchivePage with any type of body
-func NewArchivePageRequestWithBody(server string, pageId string, contentType string, body io.Reader) (*http.Request, error) {
+func NewArchivePageRequestWithBody(server string, pageId string, params *ArchivePageParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -5733,6 +5981,21 @@ func NewArchivePageRequestWithBody(server string, pageId string, contentType str
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -5858,18 +6121,18 @@ func NewListAudienceSessionsRequest(server string, pageId string, params *ListAu
 }
 
 // NewRecordAudienceSessionRequest calls the generic RecordAudienceSession builder with application/json body
-func NewRecordAudienceSessionRequest(server string, pageId string, body RecordAudienceSessionJSONRequestBody) (*http.Request, error) {
+func NewRecordAudienceSessionRequest(server string, pageId string, params *RecordAudienceSessionParams, body RecordAudienceSessionJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewRecordAudienceSessionRequestWithBody(server, pageId, "application/json", bodyReader)
+	return NewRecordAudienceSessionRequestWithBody(server, pageId, params, "application/json", bodyReader)
 }
 
 // NewRecordAudienceSessionRequestWithBody generates requests for RecordAudienceSession with any type of body
-func NewRecordAudienceSessionRequestWithBody(server string, pageId string, contentType string, body io.Reader) (*http.Request, error) {
+func NewRecordAudienceSessionRequestWithBody(server string, pageId string, params *RecordAudienceSessionParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -5900,6 +6163,21 @@ func NewRecordAudienceSessionRequestWithBody(server string, pageId string, conte
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -6018,18 +6296,18 @@ func NewListAudiencesRequest(server string, pageId string, params *ListAudiences
 }
 
 // NewCreateAudienceRequest calls the generic CreateAudience builder with application/json body
-func NewCreateAudienceRequest(server string, pageId string, body CreateAudienceJSONRequestBody) (*http.Request, error) {
+func NewCreateAudienceRequest(server string, pageId string, params *CreateAudienceParams, body CreateAudienceJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateAudienceRequestWithBody(server, pageId, "application/json", bodyReader)
+	return NewCreateAudienceRequestWithBody(server, pageId, params, "application/json", bodyReader)
 }
 
 // NewCreateAudienceRequestWithBody generates requests for CreateAudience with any type of body
-func NewCreateAudienceRequestWithBody(server string, pageId string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateAudienceRequestWithBody(server string, pageId string, params *CreateAudienceParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -6060,6 +6338,21 @@ func NewCreateAudienceRequestWithBody(server string, pageId string, contentType 
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -6160,18 +6453,18 @@ func NewUpdateAudienceRequestWithBody(server string, pageId string, audienceId s
 }
 
 // NewArchiveAudienceRequest calls the generic ArchiveAudience builder with application/json body
-func NewArchiveAudienceRequest(server string, pageId string, audienceId string, body ArchiveAudienceJSONRequestBody) (*http.Request, error) {
+func NewArchiveAudienceRequest(server string, pageId string, audienceId string, params *ArchiveAudienceParams, body ArchiveAudienceJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewArchiveAudienceRequestWithBody(server, pageId, audienceId, "application/json", bodyReader)
+	return NewArchiveAudienceRequestWithBody(server, pageId, audienceId, params, "application/json", bodyReader)
 }
 
 // NewArchiveAudienceRequestWithBody generates requests for ArchiveAudience with any type of body
-func NewArchiveAudienceRequestWithBody(server string, pageId string, audienceId string, contentType string, body io.Reader) (*http.Request, error) {
+func NewArchiveAudienceRequestWithBody(server string, pageId string, audienceId string, params *ArchiveAudienceParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -6209,6 +6502,21 @@ func NewArchiveAudienceRequestWithBody(server string, pageId string, audienceId 
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -6255,18 +6563,18 @@ func NewGetAudienceMessagesRequest(server string, pageId string, audienceId stri
 }
 
 // NewAddAudienceMessageRequest calls the generic AddAudienceMessage builder with application/json body
-func NewAddAudienceMessageRequest(server string, pageId string, audienceId string, body AddAudienceMessageJSONRequestBody) (*http.Request, error) {
+func NewAddAudienceMessageRequest(server string, pageId string, audienceId string, params *AddAudienceMessageParams, body AddAudienceMessageJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewAddAudienceMessageRequestWithBody(server, pageId, audienceId, "application/json", bodyReader)
+	return NewAddAudienceMessageRequestWithBody(server, pageId, audienceId, params, "application/json", bodyReader)
 }
 
 // NewAddAudienceMessageRequestWithBody generates requests for AddAudienceMessage with any type of body
-func NewAddAudienceMessageRequestWithBody(server string, pageId string, audienceId string, contentType string, body io.Reader) (*http.Request, error) {
+func NewAddAudienceMessageRequestWithBody(server string, pageId string, audienceId string, params *AddAudienceMessageParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -6304,6 +6612,21 @@ func NewAddAudienceMessageRequestWithBody(server string, pageId string, audience
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -6404,18 +6727,18 @@ func NewListAudienceVersionsRequest(server string, pageId string, audienceId str
 }
 
 // NewCreateAudienceVersionRequest calls the generic CreateAudienceVersion builder with application/json body
-func NewCreateAudienceVersionRequest(server string, pageId string, audienceId string, body CreateAudienceVersionJSONRequestBody) (*http.Request, error) {
+func NewCreateAudienceVersionRequest(server string, pageId string, audienceId string, params *CreateAudienceVersionParams, body CreateAudienceVersionJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateAudienceVersionRequestWithBody(server, pageId, audienceId, "application/json", bodyReader)
+	return NewCreateAudienceVersionRequestWithBody(server, pageId, audienceId, params, "application/json", bodyReader)
 }
 
 // NewCreateAudienceVersionRequestWithBody generates requests for CreateAudienceVersion with any type of body
-func NewCreateAudienceVersionRequestWithBody(server string, pageId string, audienceId string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateAudienceVersionRequestWithBody(server string, pageId string, audienceId string, params *CreateAudienceVersionParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -6454,22 +6777,37 @@ func NewCreateAudienceVersionRequestWithBody(server string, pageId string, audie
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewPublishPageRequest calls the generic PublishPage builder with application/json body
-func NewPublishPageRequest(server string, pageId string, body PublishPageJSONRequestBody) (*http.Request, error) {
+func NewPublishPageRequest(server string, pageId string, params *PublishPageParams, body PublishPageJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewPublishPageRequestWithBody(server, pageId, "application/json", bodyReader)
+	return NewPublishPageRequestWithBody(server, pageId, params, "application/json", bodyReader)
 }
 
 // NewPublishPageRequestWithBody generates requests for PublishPage with any type of body
-func NewPublishPageRequestWithBody(server string, pageId string, contentType string, body io.Reader) (*http.Request, error) {
+func NewPublishPageRequestWithBody(server string, pageId string, params *PublishPageParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -6501,22 +6839,37 @@ func NewPublishPageRequestWithBody(server string, pageId string, contentType str
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewRestorePageRequest calls the generic RestorePage builder with application/json body
-func NewRestorePageRequest(server string, pageId string, body RestorePageJSONRequestBody) (*http.Request, error) {
+func NewRestorePageRequest(server string, pageId string, params *RestorePageParams, body RestorePageJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewRestorePageRequestWithBody(server, pageId, "application/json", bodyReader)
+	return NewRestorePageRequestWithBody(server, pageId, params, "application/json", bodyReader)
 }
 
 // NewRestorePageRequestWithBody generates requests for RestorePage with any type of body
-func NewRestorePageRequestWithBody(server string, pageId string, contentType string, body io.Reader) (*http.Request, error) {
+func NewRestorePageRequestWithBody(server string, pageId string, params *RestorePageParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -6548,22 +6901,37 @@ func NewRestorePageRequestWithBody(server string, pageId string, contentType str
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewCreatePersonRequest calls the generic CreatePerson builder with application/json body
-func NewCreatePersonRequest(server string, body CreatePersonJSONRequestBody) (*http.Request, error) {
+func NewCreatePersonRequest(server string, params *CreatePersonParams, body CreatePersonJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreatePersonRequestWithBody(server, "application/json", bodyReader)
+	return NewCreatePersonRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreatePersonRequestWithBody generates requests for CreatePerson with any type of body
-func NewCreatePersonRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreatePersonRequestWithBody(server string, params *CreatePersonParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -6587,6 +6955,21 @@ func NewCreatePersonRequestWithBody(server string, contentType string, body io.R
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -6876,18 +7259,18 @@ func NewListPersonLogsRequest(server string, personId string, params *ListPerson
 }
 
 // NewCreatePersonLogRequest calls the generic CreatePersonLog builder with application/json body
-func NewCreatePersonLogRequest(server string, personId string, body CreatePersonLogJSONRequestBody) (*http.Request, error) {
+func NewCreatePersonLogRequest(server string, personId string, params *CreatePersonLogParams, body CreatePersonLogJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreatePersonLogRequestWithBody(server, personId, "application/json", bodyReader)
+	return NewCreatePersonLogRequestWithBody(server, personId, params, "application/json", bodyReader)
 }
 
 // NewCreatePersonLogRequestWithBody generates requests for CreatePersonLog with any type of body
-func NewCreatePersonLogRequestWithBody(server string, personId string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreatePersonLogRequestWithBody(server string, personId string, params *CreatePersonLogParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -6918,6 +7301,21 @@ func NewCreatePersonLogRequestWithBody(server string, personId string, contentTy
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -7070,18 +7468,18 @@ func NewListTopicsRequest(server string, params *ListTopicsParams) (*http.Reques
 }
 
 // NewCreateTopicRequest calls the generic CreateTopic builder with application/json body
-func NewCreateTopicRequest(server string, body CreateTopicJSONRequestBody) (*http.Request, error) {
+func NewCreateTopicRequest(server string, params *CreateTopicParams, body CreateTopicJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateTopicRequestWithBody(server, "application/json", bodyReader)
+	return NewCreateTopicRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreateTopicRequestWithBody generates requests for CreateTopic with any type of body
-func NewCreateTopicRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateTopicRequestWithBody(server string, params *CreateTopicParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -7105,6 +7503,21 @@ func NewCreateTopicRequestWithBody(server string, contentType string, body io.Re
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -7297,18 +7710,18 @@ func NewListTopicEntriesRequest(server string, topicId TopicId, params *ListTopi
 }
 
 // NewCreateTopicEntryRequest calls the generic CreateTopicEntry builder with application/json body
-func NewCreateTopicEntryRequest(server string, topicId TopicId, body CreateTopicEntryJSONRequestBody) (*http.Request, error) {
+func NewCreateTopicEntryRequest(server string, topicId TopicId, params *CreateTopicEntryParams, body CreateTopicEntryJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateTopicEntryRequestWithBody(server, topicId, "application/json", bodyReader)
+	return NewCreateTopicEntryRequestWithBody(server, topicId, params, "application/json", bodyReader)
 }
 
 // NewCreateTopicEntryRequestWithBody generates requests for CreateTopicEntry with any type of body
-func NewCreateTopicEntryRequestWithBody(server string, topicId TopicId, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateTopicEntryRequestWithBody(server string, topicId TopicId, params *CreateTopicEntryParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -7339,6 +7752,21 @@ func NewCreateTopicEntryRequestWithBody(server string, topicId TopicId, contentT
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -7545,18 +7973,18 @@ func NewListWebhookSubscriptionsRequest(server string, params *ListWebhookSubscr
 }
 
 // NewCreateWebhookSubscriptionRequest calls the generic CreateWebhookSubscription builder with application/json body
-func NewCreateWebhookSubscriptionRequest(server string, body CreateWebhookSubscriptionJSONRequestBody) (*http.Request, error) {
+func NewCreateWebhookSubscriptionRequest(server string, params *CreateWebhookSubscriptionParams, body CreateWebhookSubscriptionJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateWebhookSubscriptionRequestWithBody(server, "application/json", bodyReader)
+	return NewCreateWebhookSubscriptionRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreateWebhookSubscriptionRequestWithBody generates requests for CreateWebhookSubscription with any type of body
-func NewCreateWebhookSubscriptionRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateWebhookSubscriptionRequestWithBody(server string, params *CreateWebhookSubscriptionParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -7580,6 +8008,21 @@ func NewCreateWebhookSubscriptionRequestWithBody(server string, contentType stri
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -7829,18 +8272,18 @@ func NewGetWebhookDeliveryRequest(server string, subscriptionId string, delivery
 }
 
 // NewRetryWebhookDeliveryRequest calls the generic RetryWebhookDelivery builder with application/json body
-func NewRetryWebhookDeliveryRequest(server string, subscriptionId string, deliveryId string, body RetryWebhookDeliveryJSONRequestBody) (*http.Request, error) {
+func NewRetryWebhookDeliveryRequest(server string, subscriptionId string, deliveryId string, params *RetryWebhookDeliveryParams, body RetryWebhookDeliveryJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewRetryWebhookDeliveryRequestWithBody(server, subscriptionId, deliveryId, "application/json", bodyReader)
+	return NewRetryWebhookDeliveryRequestWithBody(server, subscriptionId, deliveryId, params, "application/json", bodyReader)
 }
 
 // NewRetryWebhookDeliveryRequestWithBody generates requests for RetryWebhookDelivery with any type of body
-func NewRetryWebhookDeliveryRequestWithBody(server string, subscriptionId string, deliveryId string, contentType string, body io.Reader) (*http.Request, error) {
+func NewRetryWebhookDeliveryRequestWithBody(server string, subscriptionId string, deliveryId string, params *RetryWebhookDeliveryParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -7879,22 +8322,37 @@ func NewRetryWebhookDeliveryRequestWithBody(server string, subscriptionId string
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewRotateWebhookSecretRequest calls the generic RotateWebhookSecret builder with application/json body
-func NewRotateWebhookSecretRequest(server string, subscriptionId string, body RotateWebhookSecretJSONRequestBody) (*http.Request, error) {
+func NewRotateWebhookSecretRequest(server string, subscriptionId string, params *RotateWebhookSecretParams, body RotateWebhookSecretJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewRotateWebhookSecretRequestWithBody(server, subscriptionId, "application/json", bodyReader)
+	return NewRotateWebhookSecretRequestWithBody(server, subscriptionId, params, "application/json", bodyReader)
 }
 
 // NewRotateWebhookSecretRequestWithBody generates requests for RotateWebhookSecret with any type of body
-func NewRotateWebhookSecretRequestWithBody(server string, subscriptionId string, contentType string, body io.Reader) (*http.Request, error) {
+func NewRotateWebhookSecretRequestWithBody(server string, subscriptionId string, params *RotateWebhookSecretParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -7926,22 +8384,37 @@ func NewRotateWebhookSecretRequestWithBody(server string, subscriptionId string,
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewSendWebhookTestEventRequest calls the generic SendWebhookTestEvent builder with application/json body
-func NewSendWebhookTestEventRequest(server string, subscriptionId string, body SendWebhookTestEventJSONRequestBody) (*http.Request, error) {
+func NewSendWebhookTestEventRequest(server string, subscriptionId string, params *SendWebhookTestEventParams, body SendWebhookTestEventJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewSendWebhookTestEventRequestWithBody(server, subscriptionId, "application/json", bodyReader)
+	return NewSendWebhookTestEventRequestWithBody(server, subscriptionId, params, "application/json", bodyReader)
 }
 
 // NewSendWebhookTestEventRequestWithBody generates requests for SendWebhookTestEvent with any type of body
-func NewSendWebhookTestEventRequestWithBody(server string, subscriptionId string, contentType string, body io.Reader) (*http.Request, error) {
+func NewSendWebhookTestEventRequestWithBody(server string, subscriptionId string, params *SendWebhookTestEventParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -7972,6 +8445,21 @@ func NewSendWebhookTestEventRequestWithBody(server string, subscriptionId string
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -8023,9 +8511,9 @@ type ClientWithResponsesInterface interface {
 	ListAccountsWithResponse(ctx context.Context, params *ListAccountsParams, reqEditors ...RequestEditorFn) (*ListAccountsResponse, error)
 
 	// CreateAccountWithBodyWithResponse request with any body
-	CreateAccountWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAccountResponse, error)
+	CreateAccountWithBodyWithResponse(ctx context.Context, params *CreateAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAccountResponse, error)
 
-	CreateAccountWithResponse(ctx context.Context, body CreateAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAccountResponse, error)
+	CreateAccountWithResponse(ctx context.Context, params *CreateAccountParams, body CreateAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAccountResponse, error)
 
 	// GetAccountWithResponse request
 	GetAccountWithResponse(ctx context.Context, accountId string, reqEditors ...RequestEditorFn) (*GetAccountResponse, error)
@@ -8034,9 +8522,9 @@ type ClientWithResponsesInterface interface {
 	ListAccountLogsWithResponse(ctx context.Context, accountId string, params *ListAccountLogsParams, reqEditors ...RequestEditorFn) (*ListAccountLogsResponse, error)
 
 	// CreateAccountLogWithBodyWithResponse request with any body
-	CreateAccountLogWithBodyWithResponse(ctx context.Context, accountId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAccountLogResponse, error)
+	CreateAccountLogWithBodyWithResponse(ctx context.Context, accountId string, params *CreateAccountLogParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAccountLogResponse, error)
 
-	CreateAccountLogWithResponse(ctx context.Context, accountId string, body CreateAccountLogJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAccountLogResponse, error)
+	CreateAccountLogWithResponse(ctx context.Context, accountId string, params *CreateAccountLogParams, body CreateAccountLogJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAccountLogResponse, error)
 
 	// DeleteAccountLogWithResponse request
 	DeleteAccountLogWithResponse(ctx context.Context, accountId string, accountLogId string, reqEditors ...RequestEditorFn) (*DeleteAccountLogResponse, error)
@@ -8054,7 +8542,7 @@ type ClientWithResponsesInterface interface {
 	ListAssetsWithResponse(ctx context.Context, params *ListAssetsParams, reqEditors ...RequestEditorFn) (*ListAssetsResponse, error)
 
 	// UploadAssetWithBodyWithResponse request with any body
-	UploadAssetWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadAssetResponse, error)
+	UploadAssetWithBodyWithResponse(ctx context.Context, params *UploadAssetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadAssetResponse, error)
 
 	// ListTrashedAssetsWithResponse request
 	ListTrashedAssetsWithResponse(ctx context.Context, params *ListTrashedAssetsParams, reqEditors ...RequestEditorFn) (*ListTrashedAssetsResponse, error)
@@ -8066,22 +8554,22 @@ type ClientWithResponsesInterface interface {
 	GetAssetWithResponse(ctx context.Context, assetId string, reqEditors ...RequestEditorFn) (*GetAssetResponse, error)
 
 	// RestoreAssetWithBodyWithResponse request with any body
-	RestoreAssetWithBodyWithResponse(ctx context.Context, assetId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RestoreAssetResponse, error)
+	RestoreAssetWithBodyWithResponse(ctx context.Context, assetId string, params *RestoreAssetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RestoreAssetResponse, error)
 
-	RestoreAssetWithResponse(ctx context.Context, assetId string, body RestoreAssetJSONRequestBody, reqEditors ...RequestEditorFn) (*RestoreAssetResponse, error)
+	RestoreAssetWithResponse(ctx context.Context, assetId string, params *RestoreAssetParams, body RestoreAssetJSONRequestBody, reqEditors ...RequestEditorFn) (*RestoreAssetResponse, error)
 
 	// TrashAssetWithBodyWithResponse request with any body
-	TrashAssetWithBodyWithResponse(ctx context.Context, assetId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TrashAssetResponse, error)
+	TrashAssetWithBodyWithResponse(ctx context.Context, assetId string, params *TrashAssetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TrashAssetResponse, error)
 
-	TrashAssetWithResponse(ctx context.Context, assetId string, body TrashAssetJSONRequestBody, reqEditors ...RequestEditorFn) (*TrashAssetResponse, error)
+	TrashAssetWithResponse(ctx context.Context, assetId string, params *TrashAssetParams, body TrashAssetJSONRequestBody, reqEditors ...RequestEditorFn) (*TrashAssetResponse, error)
 
 	// GetOpenAPIWithResponse request
 	GetOpenAPIWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIResponse, error)
 
 	// CreatePageLinkWithBodyWithResponse request with any body
-	CreatePageLinkWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePageLinkResponse, error)
+	CreatePageLinkWithBodyWithResponse(ctx context.Context, params *CreatePageLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePageLinkResponse, error)
 
-	CreatePageLinkWithResponse(ctx context.Context, body CreatePageLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePageLinkResponse, error)
+	CreatePageLinkWithResponse(ctx context.Context, params *CreatePageLinkParams, body CreatePageLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePageLinkResponse, error)
 
 	// SearchPageLinksWithResponse request
 	SearchPageLinksWithResponse(ctx context.Context, params *SearchPageLinksParams, reqEditors ...RequestEditorFn) (*SearchPageLinksResponse, error)
@@ -8096,9 +8584,9 @@ type ClientWithResponsesInterface interface {
 	ListPagesWithResponse(ctx context.Context, params *ListPagesParams, reqEditors ...RequestEditorFn) (*ListPagesResponse, error)
 
 	// CreatePageWithBodyWithResponse request with any body
-	CreatePageWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePageResponse, error)
+	CreatePageWithBodyWithResponse(ctx context.Context, params *CreatePageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePageResponse, error)
 
-	CreatePageWithResponse(ctx context.Context, body CreatePageJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePageResponse, error)
+	CreatePageWithResponse(ctx context.Context, params *CreatePageParams, body CreatePageJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePageResponse, error)
 
 	// DeletePageWithResponse request
 	DeletePageWithResponse(ctx context.Context, pageId string, reqEditors ...RequestEditorFn) (*DeletePageResponse, error)
@@ -8112,17 +8600,17 @@ type ClientWithResponsesInterface interface {
 	UpdatePageWithResponse(ctx context.Context, pageId string, body UpdatePageJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdatePageResponse, error)
 
 	// ArchivePageWithBodyWithResponse request with any body
-	ArchivePageWithBodyWithResponse(ctx context.Context, pageId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ArchivePageResponse, error)
+	ArchivePageWithBodyWithResponse(ctx context.Context, pageId string, params *ArchivePageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ArchivePageResponse, error)
 
-	ArchivePageWithResponse(ctx context.Context, pageId string, body ArchivePageJSONRequestBody, reqEditors ...RequestEditorFn) (*ArchivePageResponse, error)
+	ArchivePageWithResponse(ctx context.Context, pageId string, params *ArchivePageParams, body ArchivePageJSONRequestBody, reqEditors ...RequestEditorFn) (*ArchivePageResponse, error)
 
 	// ListAudienceSessionsWithResponse request
 	ListAudienceSessionsWithResponse(ctx context.Context, pageId string, params *ListAudienceSessionsParams, reqEditors ...RequestEditorFn) (*ListAudienceSessionsResponse, error)
 
 	// RecordAudienceSessionWithBodyWithResponse request with any body
-	RecordAudienceSessionWithBodyWithResponse(ctx context.Context, pageId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RecordAudienceSessionResponse, error)
+	RecordAudienceSessionWithBodyWithResponse(ctx context.Context, pageId string, params *RecordAudienceSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RecordAudienceSessionResponse, error)
 
-	RecordAudienceSessionWithResponse(ctx context.Context, pageId string, body RecordAudienceSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*RecordAudienceSessionResponse, error)
+	RecordAudienceSessionWithResponse(ctx context.Context, pageId string, params *RecordAudienceSessionParams, body RecordAudienceSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*RecordAudienceSessionResponse, error)
 
 	// GetAudienceSessionWithResponse request
 	GetAudienceSessionWithResponse(ctx context.Context, pageId string, audienceSessionId string, reqEditors ...RequestEditorFn) (*GetAudienceSessionResponse, error)
@@ -8131,9 +8619,9 @@ type ClientWithResponsesInterface interface {
 	ListAudiencesWithResponse(ctx context.Context, pageId string, params *ListAudiencesParams, reqEditors ...RequestEditorFn) (*ListAudiencesResponse, error)
 
 	// CreateAudienceWithBodyWithResponse request with any body
-	CreateAudienceWithBodyWithResponse(ctx context.Context, pageId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAudienceResponse, error)
+	CreateAudienceWithBodyWithResponse(ctx context.Context, pageId string, params *CreateAudienceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAudienceResponse, error)
 
-	CreateAudienceWithResponse(ctx context.Context, pageId string, body CreateAudienceJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAudienceResponse, error)
+	CreateAudienceWithResponse(ctx context.Context, pageId string, params *CreateAudienceParams, body CreateAudienceJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAudienceResponse, error)
 
 	// GetAudienceWithResponse request
 	GetAudienceWithResponse(ctx context.Context, pageId string, audienceId string, reqEditors ...RequestEditorFn) (*GetAudienceResponse, error)
@@ -8144,40 +8632,40 @@ type ClientWithResponsesInterface interface {
 	UpdateAudienceWithResponse(ctx context.Context, pageId string, audienceId string, body UpdateAudienceJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateAudienceResponse, error)
 
 	// ArchiveAudienceWithBodyWithResponse request with any body
-	ArchiveAudienceWithBodyWithResponse(ctx context.Context, pageId string, audienceId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ArchiveAudienceResponse, error)
+	ArchiveAudienceWithBodyWithResponse(ctx context.Context, pageId string, audienceId string, params *ArchiveAudienceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ArchiveAudienceResponse, error)
 
-	ArchiveAudienceWithResponse(ctx context.Context, pageId string, audienceId string, body ArchiveAudienceJSONRequestBody, reqEditors ...RequestEditorFn) (*ArchiveAudienceResponse, error)
+	ArchiveAudienceWithResponse(ctx context.Context, pageId string, audienceId string, params *ArchiveAudienceParams, body ArchiveAudienceJSONRequestBody, reqEditors ...RequestEditorFn) (*ArchiveAudienceResponse, error)
 
 	// GetAudienceMessagesWithResponse request
 	GetAudienceMessagesWithResponse(ctx context.Context, pageId string, audienceId string, reqEditors ...RequestEditorFn) (*GetAudienceMessagesResponse, error)
 
 	// AddAudienceMessageWithBodyWithResponse request with any body
-	AddAudienceMessageWithBodyWithResponse(ctx context.Context, pageId string, audienceId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddAudienceMessageResponse, error)
+	AddAudienceMessageWithBodyWithResponse(ctx context.Context, pageId string, audienceId string, params *AddAudienceMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddAudienceMessageResponse, error)
 
-	AddAudienceMessageWithResponse(ctx context.Context, pageId string, audienceId string, body AddAudienceMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*AddAudienceMessageResponse, error)
+	AddAudienceMessageWithResponse(ctx context.Context, pageId string, audienceId string, params *AddAudienceMessageParams, body AddAudienceMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*AddAudienceMessageResponse, error)
 
 	// ListAudienceVersionsWithResponse request
 	ListAudienceVersionsWithResponse(ctx context.Context, pageId string, audienceId string, params *ListAudienceVersionsParams, reqEditors ...RequestEditorFn) (*ListAudienceVersionsResponse, error)
 
 	// CreateAudienceVersionWithBodyWithResponse request with any body
-	CreateAudienceVersionWithBodyWithResponse(ctx context.Context, pageId string, audienceId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAudienceVersionResponse, error)
+	CreateAudienceVersionWithBodyWithResponse(ctx context.Context, pageId string, audienceId string, params *CreateAudienceVersionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAudienceVersionResponse, error)
 
-	CreateAudienceVersionWithResponse(ctx context.Context, pageId string, audienceId string, body CreateAudienceVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAudienceVersionResponse, error)
+	CreateAudienceVersionWithResponse(ctx context.Context, pageId string, audienceId string, params *CreateAudienceVersionParams, body CreateAudienceVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAudienceVersionResponse, error)
 
 	// PublishPageWithBodyWithResponse request with any body
-	PublishPageWithBodyWithResponse(ctx context.Context, pageId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PublishPageResponse, error)
+	PublishPageWithBodyWithResponse(ctx context.Context, pageId string, params *PublishPageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PublishPageResponse, error)
 
-	PublishPageWithResponse(ctx context.Context, pageId string, body PublishPageJSONRequestBody, reqEditors ...RequestEditorFn) (*PublishPageResponse, error)
+	PublishPageWithResponse(ctx context.Context, pageId string, params *PublishPageParams, body PublishPageJSONRequestBody, reqEditors ...RequestEditorFn) (*PublishPageResponse, error)
 
 	// RestorePageWithBodyWithResponse request with any body
-	RestorePageWithBodyWithResponse(ctx context.Context, pageId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RestorePageResponse, error)
+	RestorePageWithBodyWithResponse(ctx context.Context, pageId string, params *RestorePageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RestorePageResponse, error)
 
-	RestorePageWithResponse(ctx context.Context, pageId string, body RestorePageJSONRequestBody, reqEditors ...RequestEditorFn) (*RestorePageResponse, error)
+	RestorePageWithResponse(ctx context.Context, pageId string, params *RestorePageParams, body RestorePageJSONRequestBody, reqEditors ...RequestEditorFn) (*RestorePageResponse, error)
 
 	// CreatePersonWithBodyWithResponse request with any body
-	CreatePersonWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePersonResponse, error)
+	CreatePersonWithBodyWithResponse(ctx context.Context, params *CreatePersonParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePersonResponse, error)
 
-	CreatePersonWithResponse(ctx context.Context, body CreatePersonJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePersonResponse, error)
+	CreatePersonWithResponse(ctx context.Context, params *CreatePersonParams, body CreatePersonJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePersonResponse, error)
 
 	// SearchPersonsWithResponse request
 	SearchPersonsWithResponse(ctx context.Context, params *SearchPersonsParams, reqEditors ...RequestEditorFn) (*SearchPersonsResponse, error)
@@ -8197,9 +8685,9 @@ type ClientWithResponsesInterface interface {
 	ListPersonLogsWithResponse(ctx context.Context, personId string, params *ListPersonLogsParams, reqEditors ...RequestEditorFn) (*ListPersonLogsResponse, error)
 
 	// CreatePersonLogWithBodyWithResponse request with any body
-	CreatePersonLogWithBodyWithResponse(ctx context.Context, personId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePersonLogResponse, error)
+	CreatePersonLogWithBodyWithResponse(ctx context.Context, personId string, params *CreatePersonLogParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePersonLogResponse, error)
 
-	CreatePersonLogWithResponse(ctx context.Context, personId string, body CreatePersonLogJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePersonLogResponse, error)
+	CreatePersonLogWithResponse(ctx context.Context, personId string, params *CreatePersonLogParams, body CreatePersonLogJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePersonLogResponse, error)
 
 	// DeletePersonLogWithResponse request
 	DeletePersonLogWithResponse(ctx context.Context, personId string, personLogId string, reqEditors ...RequestEditorFn) (*DeletePersonLogResponse, error)
@@ -8211,9 +8699,9 @@ type ClientWithResponsesInterface interface {
 	ListTopicsWithResponse(ctx context.Context, params *ListTopicsParams, reqEditors ...RequestEditorFn) (*ListTopicsResponse, error)
 
 	// CreateTopicWithBodyWithResponse request with any body
-	CreateTopicWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTopicResponse, error)
+	CreateTopicWithBodyWithResponse(ctx context.Context, params *CreateTopicParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTopicResponse, error)
 
-	CreateTopicWithResponse(ctx context.Context, body CreateTopicJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTopicResponse, error)
+	CreateTopicWithResponse(ctx context.Context, params *CreateTopicParams, body CreateTopicJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTopicResponse, error)
 
 	// DeleteTopicWithResponse request
 	DeleteTopicWithResponse(ctx context.Context, topicId TopicId, reqEditors ...RequestEditorFn) (*DeleteTopicResponse, error)
@@ -8230,9 +8718,9 @@ type ClientWithResponsesInterface interface {
 	ListTopicEntriesWithResponse(ctx context.Context, topicId TopicId, params *ListTopicEntriesParams, reqEditors ...RequestEditorFn) (*ListTopicEntriesResponse, error)
 
 	// CreateTopicEntryWithBodyWithResponse request with any body
-	CreateTopicEntryWithBodyWithResponse(ctx context.Context, topicId TopicId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTopicEntryResponse, error)
+	CreateTopicEntryWithBodyWithResponse(ctx context.Context, topicId TopicId, params *CreateTopicEntryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTopicEntryResponse, error)
 
-	CreateTopicEntryWithResponse(ctx context.Context, topicId TopicId, body CreateTopicEntryJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTopicEntryResponse, error)
+	CreateTopicEntryWithResponse(ctx context.Context, topicId TopicId, params *CreateTopicEntryParams, body CreateTopicEntryJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTopicEntryResponse, error)
 
 	// DeleteTopicEntryWithResponse request
 	DeleteTopicEntryWithResponse(ctx context.Context, topicId TopicId, topicEntryId TopicEntryId, reqEditors ...RequestEditorFn) (*DeleteTopicEntryResponse, error)
@@ -8249,9 +8737,9 @@ type ClientWithResponsesInterface interface {
 	ListWebhookSubscriptionsWithResponse(ctx context.Context, params *ListWebhookSubscriptionsParams, reqEditors ...RequestEditorFn) (*ListWebhookSubscriptionsResponse, error)
 
 	// CreateWebhookSubscriptionWithBodyWithResponse request with any body
-	CreateWebhookSubscriptionWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWebhookSubscriptionResponse, error)
+	CreateWebhookSubscriptionWithBodyWithResponse(ctx context.Context, params *CreateWebhookSubscriptionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWebhookSubscriptionResponse, error)
 
-	CreateWebhookSubscriptionWithResponse(ctx context.Context, body CreateWebhookSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWebhookSubscriptionResponse, error)
+	CreateWebhookSubscriptionWithResponse(ctx context.Context, params *CreateWebhookSubscriptionParams, body CreateWebhookSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWebhookSubscriptionResponse, error)
 
 	// DeleteWebhookSubscriptionWithResponse request
 	DeleteWebhookSubscriptionWithResponse(ctx context.Context, subscriptionId string, reqEditors ...RequestEditorFn) (*DeleteWebhookSubscriptionResponse, error)
@@ -8271,19 +8759,19 @@ type ClientWithResponsesInterface interface {
 	GetWebhookDeliveryWithResponse(ctx context.Context, subscriptionId string, deliveryId string, reqEditors ...RequestEditorFn) (*GetWebhookDeliveryResponse, error)
 
 	// RetryWebhookDeliveryWithBodyWithResponse request with any body
-	RetryWebhookDeliveryWithBodyWithResponse(ctx context.Context, subscriptionId string, deliveryId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RetryWebhookDeliveryResponse, error)
+	RetryWebhookDeliveryWithBodyWithResponse(ctx context.Context, subscriptionId string, deliveryId string, params *RetryWebhookDeliveryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RetryWebhookDeliveryResponse, error)
 
-	RetryWebhookDeliveryWithResponse(ctx context.Context, subscriptionId string, deliveryId string, body RetryWebhookDeliveryJSONRequestBody, reqEditors ...RequestEditorFn) (*RetryWebhookDeliveryResponse, error)
+	RetryWebhookDeliveryWithResponse(ctx context.Context, subscriptionId string, deliveryId string, params *RetryWebhookDeliveryParams, body RetryWebhookDeliveryJSONRequestBody, reqEditors ...RequestEditorFn) (*RetryWebhookDeliveryResponse, error)
 
 	// RotateWebhookSecretWithBodyWithResponse request with any body
-	RotateWebhookSecretWithBodyWithResponse(ctx context.Context, subscriptionId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
+	RotateWebhookSecretWithBodyWithResponse(ctx context.Context, subscriptionId string, params *RotateWebhookSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
 
-	RotateWebhookSecretWithResponse(ctx context.Context, subscriptionId string, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
+	RotateWebhookSecretWithResponse(ctx context.Context, subscriptionId string, params *RotateWebhookSecretParams, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
 
 	// SendWebhookTestEventWithBodyWithResponse request with any body
-	SendWebhookTestEventWithBodyWithResponse(ctx context.Context, subscriptionId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendWebhookTestEventResponse, error)
+	SendWebhookTestEventWithBodyWithResponse(ctx context.Context, subscriptionId string, params *SendWebhookTestEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendWebhookTestEventResponse, error)
 
-	SendWebhookTestEventWithResponse(ctx context.Context, subscriptionId string, body SendWebhookTestEventJSONRequestBody, reqEditors ...RequestEditorFn) (*SendWebhookTestEventResponse, error)
+	SendWebhookTestEventWithResponse(ctx context.Context, subscriptionId string, params *SendWebhookTestEventParams, body SendWebhookTestEventJSONRequestBody, reqEditors ...RequestEditorFn) (*SendWebhookTestEventResponse, error)
 }
 
 type ListAccountsResponse struct {
@@ -8542,6 +9030,7 @@ type UploadAssetResponse struct {
 	HTTPResponse *http.Response
 	JSON201      *Asset
 	JSON400      *BadRequest
+	JSON409      *Conflict
 	JSONDefault  *OtherErrors
 }
 
@@ -8838,6 +9327,7 @@ type CreatePageResponse struct {
 	HTTPResponse *http.Response
 	JSON201      *Page
 	JSON400      *BadRequest
+	JSON409      *Conflict
 	JSONDefault  *OtherErrors
 }
 
@@ -8937,6 +9427,7 @@ type ArchivePageResponse struct {
 	JSON200      *Page
 	JSON400      *BadRequest
 	JSON404      *NotFound
+	JSON409      *Conflict
 	JSONDefault  *OtherErrors
 }
 
@@ -9141,6 +9632,7 @@ type ArchiveAudienceResponse struct {
 	JSON200      *Audience
 	JSON400      *BadRequest
 	JSON404      *NotFound
+	JSON409      *Conflict
 	JSONDefault  *OtherErrors
 }
 
@@ -9320,6 +9812,7 @@ type CreatePersonResponse struct {
 	HTTPResponse *http.Response
 	JSON201      *Person
 	JSON400      *BadRequest
+	JSON409      *Conflict
 	JSONDefault  *OtherErrors
 }
 
@@ -9567,6 +10060,7 @@ type CreateTopicResponse struct {
 	HTTPResponse *http.Response
 	JSON201      *Topic
 	JSON400      *BadRequest
+	JSON409      *Conflict
 	JSONDefault  *OtherErrors
 }
 
@@ -9991,6 +10485,7 @@ type RotateWebhookSecretResponse struct {
 	JSON200      *WebhookSubscriptionWithSecret
 	JSON400      *BadRequest
 	JSON404      *NotFound
+	JSON409      *Conflict
 	JSONDefault  *OtherErrors
 }
 
@@ -10046,16 +10541,16 @@ func (c *ClientWithResponses) ListAccountsWithResponse(ctx context.Context, para
 }
 
 // CreateAccountWithBodyWithResponse request with arbitrary body returning *CreateAccountResponse
-func (c *ClientWithResponses) CreateAccountWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAccountResponse, error) {
-	rsp, err := c.CreateAccountWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateAccountWithBodyWithResponse(ctx context.Context, params *CreateAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAccountResponse, error) {
+	rsp, err := c.CreateAccountWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseCreateAccountResponse(rsp)
 }
 
-func (c *ClientWithResponses) CreateAccountWithResponse(ctx context.Context, body CreateAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAccountResponse, error) {
-	rsp, err := c.CreateAccount(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreateAccountWithResponse(ctx context.Context, params *CreateAccountParams, body CreateAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAccountResponse, error) {
+	rsp, err := c.CreateAccount(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10081,16 +10576,16 @@ func (c *ClientWithResponses) ListAccountLogsWithResponse(ctx context.Context, a
 }
 
 // CreateAccountLogWithBodyWithResponse request with arbitrary body returning *CreateAccountLogResponse
-func (c *ClientWithResponses) CreateAccountLogWithBodyWithResponse(ctx context.Context, accountId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAccountLogResponse, error) {
-	rsp, err := c.CreateAccountLogWithBody(ctx, accountId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateAccountLogWithBodyWithResponse(ctx context.Context, accountId string, params *CreateAccountLogParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAccountLogResponse, error) {
+	rsp, err := c.CreateAccountLogWithBody(ctx, accountId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseCreateAccountLogResponse(rsp)
 }
 
-func (c *ClientWithResponses) CreateAccountLogWithResponse(ctx context.Context, accountId string, body CreateAccountLogJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAccountLogResponse, error) {
-	rsp, err := c.CreateAccountLog(ctx, accountId, body, reqEditors...)
+func (c *ClientWithResponses) CreateAccountLogWithResponse(ctx context.Context, accountId string, params *CreateAccountLogParams, body CreateAccountLogJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAccountLogResponse, error) {
+	rsp, err := c.CreateAccountLog(ctx, accountId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10143,8 +10638,8 @@ func (c *ClientWithResponses) ListAssetsWithResponse(ctx context.Context, params
 }
 
 // UploadAssetWithBodyWithResponse request with arbitrary body returning *UploadAssetResponse
-func (c *ClientWithResponses) UploadAssetWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadAssetResponse, error) {
-	rsp, err := c.UploadAssetWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) UploadAssetWithBodyWithResponse(ctx context.Context, params *UploadAssetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadAssetResponse, error) {
+	rsp, err := c.UploadAssetWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10179,16 +10674,16 @@ func (c *ClientWithResponses) GetAssetWithResponse(ctx context.Context, assetId 
 }
 
 // RestoreAssetWithBodyWithResponse request with arbitrary body returning *RestoreAssetResponse
-func (c *ClientWithResponses) RestoreAssetWithBodyWithResponse(ctx context.Context, assetId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RestoreAssetResponse, error) {
-	rsp, err := c.RestoreAssetWithBody(ctx, assetId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) RestoreAssetWithBodyWithResponse(ctx context.Context, assetId string, params *RestoreAssetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RestoreAssetResponse, error) {
+	rsp, err := c.RestoreAssetWithBody(ctx, assetId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseRestoreAssetResponse(rsp)
 }
 
-func (c *ClientWithResponses) RestoreAssetWithResponse(ctx context.Context, assetId string, body RestoreAssetJSONRequestBody, reqEditors ...RequestEditorFn) (*RestoreAssetResponse, error) {
-	rsp, err := c.RestoreAsset(ctx, assetId, body, reqEditors...)
+func (c *ClientWithResponses) RestoreAssetWithResponse(ctx context.Context, assetId string, params *RestoreAssetParams, body RestoreAssetJSONRequestBody, reqEditors ...RequestEditorFn) (*RestoreAssetResponse, error) {
+	rsp, err := c.RestoreAsset(ctx, assetId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10196,16 +10691,16 @@ func (c *ClientWithResponses) RestoreAssetWithResponse(ctx context.Context, asse
 }
 
 // TrashAssetWithBodyWithResponse request with arbitrary body returning *TrashAssetResponse
-func (c *ClientWithResponses) TrashAssetWithBodyWithResponse(ctx context.Context, assetId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TrashAssetResponse, error) {
-	rsp, err := c.TrashAssetWithBody(ctx, assetId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) TrashAssetWithBodyWithResponse(ctx context.Context, assetId string, params *TrashAssetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TrashAssetResponse, error) {
+	rsp, err := c.TrashAssetWithBody(ctx, assetId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseTrashAssetResponse(rsp)
 }
 
-func (c *ClientWithResponses) TrashAssetWithResponse(ctx context.Context, assetId string, body TrashAssetJSONRequestBody, reqEditors ...RequestEditorFn) (*TrashAssetResponse, error) {
-	rsp, err := c.TrashAsset(ctx, assetId, body, reqEditors...)
+func (c *ClientWithResponses) TrashAssetWithResponse(ctx context.Context, assetId string, params *TrashAssetParams, body TrashAssetJSONRequestBody, reqEditors ...RequestEditorFn) (*TrashAssetResponse, error) {
+	rsp, err := c.TrashAsset(ctx, assetId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10222,16 +10717,16 @@ func (c *ClientWithResponses) GetOpenAPIWithResponse(ctx context.Context, reqEdi
 }
 
 // CreatePageLinkWithBodyWithResponse request with arbitrary body returning *CreatePageLinkResponse
-func (c *ClientWithResponses) CreatePageLinkWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePageLinkResponse, error) {
-	rsp, err := c.CreatePageLinkWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreatePageLinkWithBodyWithResponse(ctx context.Context, params *CreatePageLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePageLinkResponse, error) {
+	rsp, err := c.CreatePageLinkWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseCreatePageLinkResponse(rsp)
 }
 
-func (c *ClientWithResponses) CreatePageLinkWithResponse(ctx context.Context, body CreatePageLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePageLinkResponse, error) {
-	rsp, err := c.CreatePageLink(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreatePageLinkWithResponse(ctx context.Context, params *CreatePageLinkParams, body CreatePageLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePageLinkResponse, error) {
+	rsp, err := c.CreatePageLink(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10275,16 +10770,16 @@ func (c *ClientWithResponses) ListPagesWithResponse(ctx context.Context, params 
 }
 
 // CreatePageWithBodyWithResponse request with arbitrary body returning *CreatePageResponse
-func (c *ClientWithResponses) CreatePageWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePageResponse, error) {
-	rsp, err := c.CreatePageWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreatePageWithBodyWithResponse(ctx context.Context, params *CreatePageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePageResponse, error) {
+	rsp, err := c.CreatePageWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseCreatePageResponse(rsp)
 }
 
-func (c *ClientWithResponses) CreatePageWithResponse(ctx context.Context, body CreatePageJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePageResponse, error) {
-	rsp, err := c.CreatePage(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreatePageWithResponse(ctx context.Context, params *CreatePageParams, body CreatePageJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePageResponse, error) {
+	rsp, err := c.CreatePage(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10327,16 +10822,16 @@ func (c *ClientWithResponses) UpdatePageWithResponse(ctx context.Context, pageId
 }
 
 // ArchivePageWithBodyWithResponse request with arbitrary body returning *ArchivePageResponse
-func (c *ClientWithResponses) ArchivePageWithBodyWithResponse(ctx context.Context, pageId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ArchivePageResponse, error) {
-	rsp, err := c.ArchivePageWithBody(ctx, pageId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) ArchivePageWithBodyWithResponse(ctx context.Context, pageId string, params *ArchivePageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ArchivePageResponse, error) {
+	rsp, err := c.ArchivePageWithBody(ctx, pageId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseArchivePageResponse(rsp)
 }
 
-func (c *ClientWithResponses) ArchivePageWithResponse(ctx context.Context, pageId string, body ArchivePageJSONRequestBody, reqEditors ...RequestEditorFn) (*ArchivePageResponse, error) {
-	rsp, err := c.ArchivePage(ctx, pageId, body, reqEditors...)
+func (c *ClientWithResponses) ArchivePageWithResponse(ctx context.Context, pageId string, params *ArchivePageParams, body ArchivePageJSONRequestBody, reqEditors ...RequestEditorFn) (*ArchivePageResponse, error) {
+	rsp, err := c.ArchivePage(ctx, pageId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10353,16 +10848,16 @@ func (c *ClientWithResponses) ListAudienceSessionsWithResponse(ctx context.Conte
 }
 
 // RecordAudienceSessionWithBodyWithResponse request with arbitrary body returning *RecordAudienceSessionResponse
-func (c *ClientWithResponses) RecordAudienceSessionWithBodyWithResponse(ctx context.Context, pageId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RecordAudienceSessionResponse, error) {
-	rsp, err := c.RecordAudienceSessionWithBody(ctx, pageId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) RecordAudienceSessionWithBodyWithResponse(ctx context.Context, pageId string, params *RecordAudienceSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RecordAudienceSessionResponse, error) {
+	rsp, err := c.RecordAudienceSessionWithBody(ctx, pageId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseRecordAudienceSessionResponse(rsp)
 }
 
-func (c *ClientWithResponses) RecordAudienceSessionWithResponse(ctx context.Context, pageId string, body RecordAudienceSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*RecordAudienceSessionResponse, error) {
-	rsp, err := c.RecordAudienceSession(ctx, pageId, body, reqEditors...)
+func (c *ClientWithResponses) RecordAudienceSessionWithResponse(ctx context.Context, pageId string, params *RecordAudienceSessionParams, body RecordAudienceSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*RecordAudienceSessionResponse, error) {
+	rsp, err := c.RecordAudienceSession(ctx, pageId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10388,16 +10883,16 @@ func (c *ClientWithResponses) ListAudiencesWithResponse(ctx context.Context, pag
 }
 
 // CreateAudienceWithBodyWithResponse request with arbitrary body returning *CreateAudienceResponse
-func (c *ClientWithResponses) CreateAudienceWithBodyWithResponse(ctx context.Context, pageId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAudienceResponse, error) {
-	rsp, err := c.CreateAudienceWithBody(ctx, pageId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateAudienceWithBodyWithResponse(ctx context.Context, pageId string, params *CreateAudienceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAudienceResponse, error) {
+	rsp, err := c.CreateAudienceWithBody(ctx, pageId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseCreateAudienceResponse(rsp)
 }
 
-func (c *ClientWithResponses) CreateAudienceWithResponse(ctx context.Context, pageId string, body CreateAudienceJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAudienceResponse, error) {
-	rsp, err := c.CreateAudience(ctx, pageId, body, reqEditors...)
+func (c *ClientWithResponses) CreateAudienceWithResponse(ctx context.Context, pageId string, params *CreateAudienceParams, body CreateAudienceJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAudienceResponse, error) {
+	rsp, err := c.CreateAudience(ctx, pageId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10431,16 +10926,16 @@ func (c *ClientWithResponses) UpdateAudienceWithResponse(ctx context.Context, pa
 }
 
 // ArchiveAudienceWithBodyWithResponse request with arbitrary body returning *ArchiveAudienceResponse
-func (c *ClientWithResponses) ArchiveAudienceWithBodyWithResponse(ctx context.Context, pageId string, audienceId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ArchiveAudienceResponse, error) {
-	rsp, err := c.ArchiveAudienceWithBody(ctx, pageId, audienceId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) ArchiveAudienceWithBodyWithResponse(ctx context.Context, pageId string, audienceId string, params *ArchiveAudienceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ArchiveAudienceResponse, error) {
+	rsp, err := c.ArchiveAudienceWithBody(ctx, pageId, audienceId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseArchiveAudienceResponse(rsp)
 }
 
-func (c *ClientWithResponses) ArchiveAudienceWithResponse(ctx context.Context, pageId string, audienceId string, body ArchiveAudienceJSONRequestBody, reqEditors ...RequestEditorFn) (*ArchiveAudienceResponse, error) {
-	rsp, err := c.ArchiveAudience(ctx, pageId, audienceId, body, reqEditors...)
+func (c *ClientWithResponses) ArchiveAudienceWithResponse(ctx context.Context, pageId string, audienceId string, params *ArchiveAudienceParams, body ArchiveAudienceJSONRequestBody, reqEditors ...RequestEditorFn) (*ArchiveAudienceResponse, error) {
+	rsp, err := c.ArchiveAudience(ctx, pageId, audienceId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10457,16 +10952,16 @@ func (c *ClientWithResponses) GetAudienceMessagesWithResponse(ctx context.Contex
 }
 
 // AddAudienceMessageWithBodyWithResponse request with arbitrary body returning *AddAudienceMessageResponse
-func (c *ClientWithResponses) AddAudienceMessageWithBodyWithResponse(ctx context.Context, pageId string, audienceId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddAudienceMessageResponse, error) {
-	rsp, err := c.AddAudienceMessageWithBody(ctx, pageId, audienceId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) AddAudienceMessageWithBodyWithResponse(ctx context.Context, pageId string, audienceId string, params *AddAudienceMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddAudienceMessageResponse, error) {
+	rsp, err := c.AddAudienceMessageWithBody(ctx, pageId, audienceId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseAddAudienceMessageResponse(rsp)
 }
 
-func (c *ClientWithResponses) AddAudienceMessageWithResponse(ctx context.Context, pageId string, audienceId string, body AddAudienceMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*AddAudienceMessageResponse, error) {
-	rsp, err := c.AddAudienceMessage(ctx, pageId, audienceId, body, reqEditors...)
+func (c *ClientWithResponses) AddAudienceMessageWithResponse(ctx context.Context, pageId string, audienceId string, params *AddAudienceMessageParams, body AddAudienceMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*AddAudienceMessageResponse, error) {
+	rsp, err := c.AddAudienceMessage(ctx, pageId, audienceId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10483,16 +10978,16 @@ func (c *ClientWithResponses) ListAudienceVersionsWithResponse(ctx context.Conte
 }
 
 // CreateAudienceVersionWithBodyWithResponse request with arbitrary body returning *CreateAudienceVersionResponse
-func (c *ClientWithResponses) CreateAudienceVersionWithBodyWithResponse(ctx context.Context, pageId string, audienceId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAudienceVersionResponse, error) {
-	rsp, err := c.CreateAudienceVersionWithBody(ctx, pageId, audienceId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateAudienceVersionWithBodyWithResponse(ctx context.Context, pageId string, audienceId string, params *CreateAudienceVersionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAudienceVersionResponse, error) {
+	rsp, err := c.CreateAudienceVersionWithBody(ctx, pageId, audienceId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseCreateAudienceVersionResponse(rsp)
 }
 
-func (c *ClientWithResponses) CreateAudienceVersionWithResponse(ctx context.Context, pageId string, audienceId string, body CreateAudienceVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAudienceVersionResponse, error) {
-	rsp, err := c.CreateAudienceVersion(ctx, pageId, audienceId, body, reqEditors...)
+func (c *ClientWithResponses) CreateAudienceVersionWithResponse(ctx context.Context, pageId string, audienceId string, params *CreateAudienceVersionParams, body CreateAudienceVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAudienceVersionResponse, error) {
+	rsp, err := c.CreateAudienceVersion(ctx, pageId, audienceId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10500,16 +10995,16 @@ func (c *ClientWithResponses) CreateAudienceVersionWithResponse(ctx context.Cont
 }
 
 // PublishPageWithBodyWithResponse request with arbitrary body returning *PublishPageResponse
-func (c *ClientWithResponses) PublishPageWithBodyWithResponse(ctx context.Context, pageId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PublishPageResponse, error) {
-	rsp, err := c.PublishPageWithBody(ctx, pageId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) PublishPageWithBodyWithResponse(ctx context.Context, pageId string, params *PublishPageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PublishPageResponse, error) {
+	rsp, err := c.PublishPageWithBody(ctx, pageId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParsePublishPageResponse(rsp)
 }
 
-func (c *ClientWithResponses) PublishPageWithResponse(ctx context.Context, pageId string, body PublishPageJSONRequestBody, reqEditors ...RequestEditorFn) (*PublishPageResponse, error) {
-	rsp, err := c.PublishPage(ctx, pageId, body, reqEditors...)
+func (c *ClientWithResponses) PublishPageWithResponse(ctx context.Context, pageId string, params *PublishPageParams, body PublishPageJSONRequestBody, reqEditors ...RequestEditorFn) (*PublishPageResponse, error) {
+	rsp, err := c.PublishPage(ctx, pageId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10517,16 +11012,16 @@ func (c *ClientWithResponses) PublishPageWithResponse(ctx context.Context, pageI
 }
 
 // RestorePageWithBodyWithResponse request with arbitrary body returning *RestorePageResponse
-func (c *ClientWithResponses) RestorePageWithBodyWithResponse(ctx context.Context, pageId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RestorePageResponse, error) {
-	rsp, err := c.RestorePageWithBody(ctx, pageId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) RestorePageWithBodyWithResponse(ctx context.Context, pageId string, params *RestorePageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RestorePageResponse, error) {
+	rsp, err := c.RestorePageWithBody(ctx, pageId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseRestorePageResponse(rsp)
 }
 
-func (c *ClientWithResponses) RestorePageWithResponse(ctx context.Context, pageId string, body RestorePageJSONRequestBody, reqEditors ...RequestEditorFn) (*RestorePageResponse, error) {
-	rsp, err := c.RestorePage(ctx, pageId, body, reqEditors...)
+func (c *ClientWithResponses) RestorePageWithResponse(ctx context.Context, pageId string, params *RestorePageParams, body RestorePageJSONRequestBody, reqEditors ...RequestEditorFn) (*RestorePageResponse, error) {
+	rsp, err := c.RestorePage(ctx, pageId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10534,16 +11029,16 @@ func (c *ClientWithResponses) RestorePageWithResponse(ctx context.Context, pageI
 }
 
 // CreatePersonWithBodyWithResponse request with arbitrary body returning *CreatePersonResponse
-func (c *ClientWithResponses) CreatePersonWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePersonResponse, error) {
-	rsp, err := c.CreatePersonWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreatePersonWithBodyWithResponse(ctx context.Context, params *CreatePersonParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePersonResponse, error) {
+	rsp, err := c.CreatePersonWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseCreatePersonResponse(rsp)
 }
 
-func (c *ClientWithResponses) CreatePersonWithResponse(ctx context.Context, body CreatePersonJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePersonResponse, error) {
-	rsp, err := c.CreatePerson(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreatePersonWithResponse(ctx context.Context, params *CreatePersonParams, body CreatePersonJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePersonResponse, error) {
+	rsp, err := c.CreatePerson(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10604,16 +11099,16 @@ func (c *ClientWithResponses) ListPersonLogsWithResponse(ctx context.Context, pe
 }
 
 // CreatePersonLogWithBodyWithResponse request with arbitrary body returning *CreatePersonLogResponse
-func (c *ClientWithResponses) CreatePersonLogWithBodyWithResponse(ctx context.Context, personId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePersonLogResponse, error) {
-	rsp, err := c.CreatePersonLogWithBody(ctx, personId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreatePersonLogWithBodyWithResponse(ctx context.Context, personId string, params *CreatePersonLogParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePersonLogResponse, error) {
+	rsp, err := c.CreatePersonLogWithBody(ctx, personId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseCreatePersonLogResponse(rsp)
 }
 
-func (c *ClientWithResponses) CreatePersonLogWithResponse(ctx context.Context, personId string, body CreatePersonLogJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePersonLogResponse, error) {
-	rsp, err := c.CreatePersonLog(ctx, personId, body, reqEditors...)
+func (c *ClientWithResponses) CreatePersonLogWithResponse(ctx context.Context, personId string, params *CreatePersonLogParams, body CreatePersonLogJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePersonLogResponse, error) {
+	rsp, err := c.CreatePersonLog(ctx, personId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10648,16 +11143,16 @@ func (c *ClientWithResponses) ListTopicsWithResponse(ctx context.Context, params
 }
 
 // CreateTopicWithBodyWithResponse request with arbitrary body returning *CreateTopicResponse
-func (c *ClientWithResponses) CreateTopicWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTopicResponse, error) {
-	rsp, err := c.CreateTopicWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateTopicWithBodyWithResponse(ctx context.Context, params *CreateTopicParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTopicResponse, error) {
+	rsp, err := c.CreateTopicWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseCreateTopicResponse(rsp)
 }
 
-func (c *ClientWithResponses) CreateTopicWithResponse(ctx context.Context, body CreateTopicJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTopicResponse, error) {
-	rsp, err := c.CreateTopic(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreateTopicWithResponse(ctx context.Context, params *CreateTopicParams, body CreateTopicJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTopicResponse, error) {
+	rsp, err := c.CreateTopic(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10709,16 +11204,16 @@ func (c *ClientWithResponses) ListTopicEntriesWithResponse(ctx context.Context, 
 }
 
 // CreateTopicEntryWithBodyWithResponse request with arbitrary body returning *CreateTopicEntryResponse
-func (c *ClientWithResponses) CreateTopicEntryWithBodyWithResponse(ctx context.Context, topicId TopicId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTopicEntryResponse, error) {
-	rsp, err := c.CreateTopicEntryWithBody(ctx, topicId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateTopicEntryWithBodyWithResponse(ctx context.Context, topicId TopicId, params *CreateTopicEntryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTopicEntryResponse, error) {
+	rsp, err := c.CreateTopicEntryWithBody(ctx, topicId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseCreateTopicEntryResponse(rsp)
 }
 
-func (c *ClientWithResponses) CreateTopicEntryWithResponse(ctx context.Context, topicId TopicId, body CreateTopicEntryJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTopicEntryResponse, error) {
-	rsp, err := c.CreateTopicEntry(ctx, topicId, body, reqEditors...)
+func (c *ClientWithResponses) CreateTopicEntryWithResponse(ctx context.Context, topicId TopicId, params *CreateTopicEntryParams, body CreateTopicEntryJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTopicEntryResponse, error) {
+	rsp, err := c.CreateTopicEntry(ctx, topicId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10770,16 +11265,16 @@ func (c *ClientWithResponses) ListWebhookSubscriptionsWithResponse(ctx context.C
 }
 
 // CreateWebhookSubscriptionWithBodyWithResponse request with arbitrary body returning *CreateWebhookSubscriptionResponse
-func (c *ClientWithResponses) CreateWebhookSubscriptionWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWebhookSubscriptionResponse, error) {
-	rsp, err := c.CreateWebhookSubscriptionWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateWebhookSubscriptionWithBodyWithResponse(ctx context.Context, params *CreateWebhookSubscriptionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWebhookSubscriptionResponse, error) {
+	rsp, err := c.CreateWebhookSubscriptionWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseCreateWebhookSubscriptionResponse(rsp)
 }
 
-func (c *ClientWithResponses) CreateWebhookSubscriptionWithResponse(ctx context.Context, body CreateWebhookSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWebhookSubscriptionResponse, error) {
-	rsp, err := c.CreateWebhookSubscription(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreateWebhookSubscriptionWithResponse(ctx context.Context, params *CreateWebhookSubscriptionParams, body CreateWebhookSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWebhookSubscriptionResponse, error) {
+	rsp, err := c.CreateWebhookSubscription(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10840,16 +11335,16 @@ func (c *ClientWithResponses) GetWebhookDeliveryWithResponse(ctx context.Context
 }
 
 // RetryWebhookDeliveryWithBodyWithResponse request with arbitrary body returning *RetryWebhookDeliveryResponse
-func (c *ClientWithResponses) RetryWebhookDeliveryWithBodyWithResponse(ctx context.Context, subscriptionId string, deliveryId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RetryWebhookDeliveryResponse, error) {
-	rsp, err := c.RetryWebhookDeliveryWithBody(ctx, subscriptionId, deliveryId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) RetryWebhookDeliveryWithBodyWithResponse(ctx context.Context, subscriptionId string, deliveryId string, params *RetryWebhookDeliveryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RetryWebhookDeliveryResponse, error) {
+	rsp, err := c.RetryWebhookDeliveryWithBody(ctx, subscriptionId, deliveryId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseRetryWebhookDeliveryResponse(rsp)
 }
 
-func (c *ClientWithResponses) RetryWebhookDeliveryWithResponse(ctx context.Context, subscriptionId string, deliveryId string, body RetryWebhookDeliveryJSONRequestBody, reqEditors ...RequestEditorFn) (*RetryWebhookDeliveryResponse, error) {
-	rsp, err := c.RetryWebhookDelivery(ctx, subscriptionId, deliveryId, body, reqEditors...)
+func (c *ClientWithResponses) RetryWebhookDeliveryWithResponse(ctx context.Context, subscriptionId string, deliveryId string, params *RetryWebhookDeliveryParams, body RetryWebhookDeliveryJSONRequestBody, reqEditors ...RequestEditorFn) (*RetryWebhookDeliveryResponse, error) {
+	rsp, err := c.RetryWebhookDelivery(ctx, subscriptionId, deliveryId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10857,16 +11352,16 @@ func (c *ClientWithResponses) RetryWebhookDeliveryWithResponse(ctx context.Conte
 }
 
 // RotateWebhookSecretWithBodyWithResponse request with arbitrary body returning *RotateWebhookSecretResponse
-func (c *ClientWithResponses) RotateWebhookSecretWithBodyWithResponse(ctx context.Context, subscriptionId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error) {
-	rsp, err := c.RotateWebhookSecretWithBody(ctx, subscriptionId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) RotateWebhookSecretWithBodyWithResponse(ctx context.Context, subscriptionId string, params *RotateWebhookSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error) {
+	rsp, err := c.RotateWebhookSecretWithBody(ctx, subscriptionId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseRotateWebhookSecretResponse(rsp)
 }
 
-func (c *ClientWithResponses) RotateWebhookSecretWithResponse(ctx context.Context, subscriptionId string, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error) {
-	rsp, err := c.RotateWebhookSecret(ctx, subscriptionId, body, reqEditors...)
+func (c *ClientWithResponses) RotateWebhookSecretWithResponse(ctx context.Context, subscriptionId string, params *RotateWebhookSecretParams, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error) {
+	rsp, err := c.RotateWebhookSecret(ctx, subscriptionId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10874,16 +11369,16 @@ func (c *ClientWithResponses) RotateWebhookSecretWithResponse(ctx context.Contex
 }
 
 // SendWebhookTestEventWithBodyWithResponse request with arbitrary body returning *SendWebhookTestEventResponse
-func (c *ClientWithResponses) SendWebhookTestEventWithBodyWithResponse(ctx context.Context, subscriptionId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendWebhookTestEventResponse, error) {
-	rsp, err := c.SendWebhookTestEventWithBody(ctx, subscriptionId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) SendWebhookTestEventWithBodyWithResponse(ctx context.Context, subscriptionId string, params *SendWebhookTestEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendWebhookTestEventResponse, error) {
+	rsp, err := c.SendWebhookTestEventWithBody(ctx, subscriptionId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseSendWebhookTestEventResponse(rsp)
 }
 
-func (c *ClientWithResponses) SendWebhookTestEventWithResponse(ctx context.Context, subscriptionId string, body SendWebhookTestEventJSONRequestBody, reqEditors ...RequestEditorFn) (*SendWebhookTestEventResponse, error) {
-	rsp, err := c.SendWebhookTestEvent(ctx, subscriptionId, body, reqEditors...)
+func (c *ClientWithResponses) SendWebhookTestEventWithResponse(ctx context.Context, subscriptionId string, params *SendWebhookTestEventParams, body SendWebhookTestEventJSONRequestBody, reqEditors ...RequestEditorFn) (*SendWebhookTestEventResponse, error) {
+	rsp, err := c.SendWebhookTestEvent(ctx, subscriptionId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -11394,6 +11889,13 @@ func ParseUploadAssetResponse(rsp *http.Response) (*UploadAssetResponse, error) 
 			return nil, err
 		}
 		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
@@ -11931,6 +12433,13 @@ func ParseCreatePageResponse(rsp *http.Response) (*CreatePageResponse, error) {
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12111,6 +12620,13 @@ func ParseArchivePageResponse(rsp *http.Response) (*ArchivePageResponse, error) 
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
@@ -12516,6 +13032,13 @@ func ParseArchiveAudienceResponse(rsp *http.Response) (*ArchiveAudienceResponse,
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12872,6 +13395,13 @@ func ParseCreatePersonResponse(rsp *http.Response) (*CreatePersonResponse, error
 			return nil, err
 		}
 		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
@@ -13321,6 +13851,13 @@ func ParseCreateTopicResponse(rsp *http.Response) (*CreateTopicResponse, error) 
 			return nil, err
 		}
 		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
@@ -14113,6 +14650,13 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors

@@ -6,13 +6,14 @@
 // envelope, and an iterator over a list's pages (pagination.go).
 //
 //	c, _ := customerapi.New("http://127.0.0.1:25001", os.Getenv("CUSTOMER_API_KEY"))
-//	r, err := c.CreateTopicWithResponse(ctx, customerapi.TopicCreate{Title: "Pricing"})
+//	r, err := c.CreateTopicWithResponse(ctx, nil, customerapi.TopicCreate{Title: "Pricing"})
 //	// err is a *customerapi.Error for any answer that is not 2xx; r.JSON201 is the topic.
 package customerapi
 
 import (
 	"bytes"
 	"context"
+	crand "crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -147,12 +148,30 @@ func retryable(req *http.Request, res *http.Response) bool {
 		case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodPut, http.MethodDelete:
 			return true
 		}
-		return res.Header.Get("Retry-After") != ""
+		// A write with an Idempotency-Key runs at most once however often it is sent.
+		return res.Header.Get("Retry-After") != "" || req.Header.Get(IdempotencyKeyHeader) != ""
 	}
 	return false
 }
 
+// IdempotencyKeyHeader names a POST for its retries (docs/api.md, "Idempotent retries").
+const IdempotencyKeyHeader = "Idempotency-Key"
+
+// NewIdempotencyKey returns a random key (a UUID v4) for one POST and its retries.
+func NewIdempotencyKey() string {
+	var b [16]byte
+	_, _ = crand.Read(b[:]) // never fails (crypto/rand's contract)
+	b[6], b[8] = b[6]&0x0f|0x40, b[8]&0x3f|0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+// Do sends req, retrying as the package documents; a POST without an Idempotency-Key
+// gets a new one first, so that its retries (by this client or by the caller with the
+// same request) cannot run it twice.
 func (d *doer) Do(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPost && req.Header.Get(IdempotencyKeyHeader) == "" {
+		req.Header.Set(IdempotencyKeyHeader, NewIdempotencyKey())
+	}
 	for try := 0; ; try++ {
 		res, err := d.next.Do(req)
 		if err != nil {

@@ -18,8 +18,12 @@ const envelope404 = `{"type":"http://x/errors/not_found","title":"Not Found","st
 
 func TestAPIKeyRetriesAndTypedErrors(t *testing.T) {
 	var calls atomic.Int32
+	var keys []string // the Idempotency-Key of each POST
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := calls.Add(1)
+		if r.Method == http.MethodPost {
+			keys = append(keys, r.Header.Get("Idempotency-Key"))
+		}
 		if r.Header.Get("x-api-key") != "k1" {
 			w.WriteHeader(401)
 			return
@@ -42,8 +46,16 @@ func TestAPIKeyRetriesAndTypedErrors(t *testing.T) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(404)
 			_, _ = io.WriteString(w, envelope404)
-		case "/v0/pages":
-			w.WriteHeader(503) // a write without Retry-After: not retried
+		case "/v0/pages": // a POST carries an Idempotency-Key: its 503 is retried
+			if n == 1 {
+				w.WriteHeader(503)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(201)
+			_, _ = io.WriteString(w, `{}`)
+		case "/v0/pages/page_2":
+			w.WriteHeader(503) // a PATCH without Retry-After may have been done: not retried
 		}
 	}))
 	defer srv.Close()
@@ -52,7 +64,7 @@ func TestAPIKeyRetriesAndTypedErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	r, err := c.CreateTopicWithResponse(ctx, customerapi.TopicCreate{Title: "Pricing"})
+	r, err := c.CreateTopicWithResponse(ctx, nil, customerapi.TopicCreate{Title: "Pricing"})
 	if err != nil || r.JSON201 == nil || r.JSON201.TopicId != "topic_1" || calls.Load() != 2 {
 		t.Fatalf("create after a 429: %v, %+v, %d calls", err, r, calls.Load())
 	}
@@ -64,10 +76,22 @@ func TestAPIKeyRetriesAndTypedErrors(t *testing.T) {
 		t.Fatalf("404: %#v", err)
 	}
 
+	if len(keys) != 2 || keys[0] == "" || keys[0] != keys[1] {
+		t.Fatalf("a POST and its retry must carry one Idempotency-Key: %q", keys)
+	}
+
 	calls.Store(0)
-	_, err = c.CreatePageWithResponse(ctx, customerapi.PageCreate{})
+	keys = nil
+	if _, err = c.CreatePageWithResponse(ctx, nil, customerapi.PageCreate{}); err != nil || calls.Load() != 2 {
+		t.Fatalf("a POST's 503 without Retry-After, with its Idempotency-Key: %v after %d calls", err, calls.Load())
+	}
+	if len(keys) != 2 || keys[0] != keys[1] || len(keys[0]) != 36 {
+		t.Fatalf("the retried POST must resend its Idempotency-Key (a UUID): %q", keys)
+	}
+	calls.Store(0)
+	_, err = c.UpdatePageWithResponse(ctx, "page_2", customerapi.PageUpdate{})
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 503 || calls.Load() != 1 {
-		t.Fatalf("503 of a write: %v after %d calls", err, calls.Load())
+		t.Fatalf("503 of a PATCH: %v after %d calls", err, calls.Load())
 	}
 }
 

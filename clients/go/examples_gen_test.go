@@ -37,7 +37,7 @@ func ExampleClientWithResponses_CreateAccountWithResponse() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	resp, err := api.CreateAccountWithResponse(ctx, customerapi.AccountCreate{
+	resp, err := api.CreateAccountWithResponse(ctx, nil, customerapi.AccountCreate{
 		Domain: "https://www.Contoso.example/about",
 		Name:   customerapi.Ptr("Contoso Ltd"),
 	})
@@ -80,7 +80,7 @@ func ExampleClientWithResponses_CreateAccountLogWithResponse() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	resp, err := api.CreateAccountLogWithResponse(ctx, "account_01kerkth7he15rgdzy4nt3593a", customerapi.PersonsLogCreate{
+	resp, err := api.CreateAccountLogWithResponse(ctx, "account_01kerkth7he15rgdzy4nt3593a", nil, customerapi.PersonsLogCreate{
 		IdempotencyKey: customerapi.Ptr("crm-sync:mtg-88213"),
 		Payload: map[string]any{
 			"meetingId": "mtg-88213",
@@ -199,7 +199,7 @@ func ExampleClientWithResponses_UploadAssetWithBodyWithResponse() {
 	if err := form.Close(); err != nil {
 		log.Fatal(err)
 	}
-	resp, err := api.UploadAssetWithBodyWithResponse(ctx, form.FormDataContentType(), &body)
+	resp, err := api.UploadAssetWithBodyWithResponse(ctx, nil, form.FormDataContentType(), &body)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func ExampleClientWithResponses_RestoreAssetWithResponse() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	resp, err := api.RestoreAssetWithResponse(ctx, "asset_01kh3s9hjpesxah2yvqxezx5sm", map[string]any{})
+	resp, err := api.RestoreAssetWithResponse(ctx, "asset_01kh3s9hjpesxah2yvqxezx5sm", nil, map[string]any{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func ExampleClientWithResponses_TrashAssetWithResponse() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	resp, err := api.TrashAssetWithResponse(ctx, "asset_01kh3s9hjpesxah2yvqxezx5sm", map[string]any{})
+	resp, err := api.TrashAssetWithResponse(ctx, "asset_01kh3s9hjpesxah2yvqxezx5sm", nil, map[string]any{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -291,7 +291,7 @@ func ExampleClientWithResponses_CreatePageLinkWithResponse() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	resp, err := api.CreatePageLinkWithResponse(ctx, customerapi.PageLinkCreate{
+	resp, err := api.CreatePageLinkWithResponse(ctx, nil, customerapi.PageLinkCreate{
 		Path: "/contoso",
 		Target: customerapi.PageLinkTargetIn{
 			AudienceId: customerapi.Ptr("audience_01khjznaqjed7b4278hzkqbjse"),
@@ -364,7 +364,7 @@ func ExampleClientWithResponses_CreatePageWithResponse() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	resp, err := api.CreatePageWithResponse(ctx, customerapi.PageCreate{
+	resp, err := api.CreatePageWithResponse(ctx, nil, customerapi.PageCreate{
 		Actions: &[]customerapi.PageActionIn{
 			customerapi.PageActionIn{
 				ActionId:    "book-demo",
@@ -448,7 +448,7 @@ func ExampleClientWithResponses_ArchivePageWithResponse() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	resp, err := api.ArchivePageWithResponse(ctx, "page_01khjzeje5es8b04emc6f0p6ta", map[string]any{})
+	resp, err := api.ArchivePageWithResponse(ctx, "page_01khjzeje5es8b04emc6f0p6ta", nil, map[string]any{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -475,7 +475,7 @@ func ExampleClientWithResponses_RecordAudienceSessionWithResponse() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	resp, err := api.RecordAudienceSessionWithResponse(ctx, "page_01khjzeje5es8b04emc6f0p6ta", customerapi.SessionCreate{
+	resp, err := api.RecordAudienceSessionWithResponse(ctx, "page_01khjzeje5es8b04emc6f0p6ta", nil, customerapi.SessionCreate{
 		AnalyticsSessionId: "ga-1772728124.8812",
 		AudienceId:         customerapi.Ptr("audience_01khjznaqjed7b4278hzkqbjse"),
 		FormSubmission: &customerapi.SessionFormSubmission{
@@ -538,7 +538,7 @@ func ExampleClientWithResponses_CreateAudienceWithResponse() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	resp, err := api.CreateAudienceWithResponse(ctx, "page_01khjzeje5es8b04emc6f0p6ta", customerapi.AudienceCreate{
+	resp, err := api.CreateAudienceWithResponse(ctx, "page_01khjzeje5es8b04emc6f0p6ta", nil, customerapi.AudienceCreate{
 		ActionUrlOverride:    customerapi.Ptr("https://cal.northwind.example/contoso"),
 		CustomName:           customerapi.Ptr("Contoso"),
 		MetadataOverride:     &customerapi.PagesMetadataOverride{Title: customerapi.Ptr("Northwind Analytics for Contoso")},
@@ -585,7 +585,7 @@ func ExampleClientWithResponses_ArchiveAudienceWithResponse() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	resp, err := api.ArchiveAudienceWithResponse(ctx, "page_01khjzeje5es8b04emc6f0p6ta", "audience_01khjznaqjed7b4278hzkqbjse", map[string]any{})
+	resp, err := api.ArchiveAudienceWithResponse(ctx, "page_01khjzeje5es8b04emc6f0p6ta", "audience_01khjznaqjed7b4278hzkqbjse", nil, map[string]any{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -611,7 +611,7 @@ func ExampleClientWithResponses_AddAudienceMessageWithResponse() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	resp, err := api.AddAudienceMessageWithResponse(ctx, "page_01khjzeje5es8b04emc6f0p6ta", "audience_01khjznaqjed7b4278hzkqbjse", customerapi.AudienceMessageCreate{Content: "Address Contoso by name in the title."})
+	resp, err := api.AddAudienceMessageWithResponse(ctx, "page_01khjzeje5es8b04emc6f0p6ta", "audience_01khjznaqjed7b4278hzkqbjse", nil, customerapi.AudienceMessageCreate{Content: "Address Contoso by name in the title."})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -638,7 +638,7 @@ func ExampleClientWithResponses_CreateAudienceVersionWithResponse() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	resp, err := api.CreateAudienceVersionWithResponse(ctx, "page_01khjzeje5es8b04emc6f0p6ta", "audience_01khjznaqjed7b4278hzkqbjse", customerapi.AudienceVersionCreate{
+	resp, err := api.CreateAudienceVersionWithResponse(ctx, "page_01khjzeje5es8b04emc6f0p6ta", "audience_01khjznaqjed7b4278hzkqbjse", nil, customerapi.AudienceVersionCreate{
 		OperationKey: customerapi.Ptr("crm-sync-2026-02-18-contoso"),
 	})
 	if err != nil {
@@ -653,7 +653,7 @@ func ExampleClientWithResponses_PublishPageWithResponse() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	resp, err := api.PublishPageWithResponse(ctx, "page_01khjzeje5es8b04emc6f0p6ta", map[string]any{})
+	resp, err := api.PublishPageWithResponse(ctx, "page_01khjzeje5es8b04emc6f0p6ta", nil, map[string]any{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -666,7 +666,7 @@ func ExampleClientWithResponses_RestorePageWithResponse() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	resp, err := api.RestorePageWithResponse(ctx, "page_01khjzeje5es8b04emc6f0p6ta", map[string]any{})
+	resp, err := api.RestorePageWithResponse(ctx, "page_01khjzeje5es8b04emc6f0p6ta", nil, map[string]any{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -679,7 +679,7 @@ func ExampleClientWithResponses_CreatePersonWithResponse() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	resp, err := api.CreatePersonWithResponse(ctx, customerapi.PersonCreate{
+	resp, err := api.CreatePersonWithResponse(ctx, nil, customerapi.PersonCreate{
 		Email:              customerapi.Ptr(openapi_types.Email("ada.lovelace@contoso.example")),
 		LinkedinProfileUrl: customerapi.Ptr("https://www.linkedin.com/in/ada-lovelace"),
 		Name:               "Ada Lovelace",
@@ -766,7 +766,7 @@ func ExampleClientWithResponses_CreatePersonLogWithResponse() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	resp, err := api.CreatePersonLogWithResponse(ctx, "person_01keybka1heyzbmtc7tvsvt82t", customerapi.PersonsLogCreate{
+	resp, err := api.CreatePersonLogWithResponse(ctx, "person_01keybka1heyzbmtc7tvsvt82t", nil, customerapi.PersonsLogCreate{
 		IdempotencyKey: customerapi.Ptr("crm-sync:mtg-88213"),
 		Payload: map[string]any{
 			"meetingId": "mtg-88213",
@@ -828,7 +828,7 @@ func ExampleClientWithResponses_CreateTopicWithResponse() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	resp, err := api.CreateTopicWithResponse(ctx, customerapi.TopicCreate{
+	resp, err := api.CreateTopicWithResponse(ctx, nil, customerapi.TopicCreate{
 		IsDefault: customerapi.Ptr(true),
 		Purpose:   customerapi.Ptr("What sales may say about plans and discounts."),
 		SortOrder: customerapi.Ptr(0),
@@ -899,7 +899,7 @@ func ExampleClientWithResponses_CreateTopicEntryWithResponse() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	resp, err := api.CreateTopicEntryWithResponse(ctx, "topic_01kjpx9g9mfy6s8s1d7z6ek2x1", customerapi.TopicEntryCreate{
+	resp, err := api.CreateTopicEntryWithResponse(ctx, "topic_01kjpx9g9mfy6s8s1d7z6ek2x1", nil, customerapi.TopicEntryCreate{
 		Content: customerapi.TopicEntryContentIn{
 			Content: "## Pricing\nPlans start at 49 EUR per seat and month, billed yearly.",
 			Type:    customerapi.TopicEntryContentInType("markdown"),
@@ -976,7 +976,7 @@ func ExampleClientWithResponses_CreateWebhookSubscriptionWithResponse() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	resp, err := api.CreateWebhookSubscriptionWithResponse(ctx, customerapi.WebhookSubscriptionCreate{
+	resp, err := api.CreateWebhookSubscriptionWithResponse(ctx, nil, customerapi.WebhookSubscriptionCreate{
 		Active: customerapi.Ptr(true),
 		Events: &[]customerapi.WebhookEventType{
 			customerapi.WebhookEventType("form.submitted"),
@@ -1062,7 +1062,7 @@ func ExampleClientWithResponses_RetryWebhookDeliveryWithResponse() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	resp, err := api.RetryWebhookDeliveryWithResponse(ctx, "whsub_01kfda4439frq8hts27q7ygqbv", "delivery_01kjzdfcsvf4488f2f91y1j5w4", map[string]any{})
+	resp, err := api.RetryWebhookDeliveryWithResponse(ctx, "whsub_01kfda4439frq8hts27q7ygqbv", "delivery_01kjzdfcsvf4488f2f91y1j5w4", nil, map[string]any{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -1075,7 +1075,7 @@ func ExampleClientWithResponses_RotateWebhookSecretWithResponse() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	resp, err := api.RotateWebhookSecretWithResponse(ctx, "whsub_01kfda4439frq8hts27q7ygqbv", map[string]any{})
+	resp, err := api.RotateWebhookSecretWithResponse(ctx, "whsub_01kfda4439frq8hts27q7ygqbv", nil, map[string]any{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -1088,7 +1088,7 @@ func ExampleClientWithResponses_SendWebhookTestEventWithResponse() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	resp, err := api.SendWebhookTestEventWithResponse(ctx, "whsub_01kfda4439frq8hts27q7ygqbv", customerapi.WebhookTestEventRequest{EventType: customerapi.WebhookEventType("form.submitted")})
+	resp, err := api.SendWebhookTestEventWithResponse(ctx, "whsub_01kfda4439frq8hts27q7ygqbv", nil, customerapi.WebhookTestEventRequest{EventType: customerapi.WebhookEventType("form.submitted")})
 	if err != nil {
 		log.Fatal(err)
 	}

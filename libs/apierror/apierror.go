@@ -30,6 +30,8 @@ const (
 	FieldBody  = "body"
 	FieldQuery = "query"
 	FieldPath  = "path"
+	// FieldHeader names a request header (Idempotency-Key, If-Match).
+	FieldHeader = "header"
 )
 
 // Error is a failure with its HTTP status, code, human-readable detail and optional
@@ -61,6 +63,18 @@ func (e *Error) WithHeader(name, value string) *Error {
 		e.Headers = map[string]string{}
 	}
 	e.Headers[name] = value
+	return e
+}
+
+// WithDetails returns e with structured details.
+func (e *Error) WithDetails(details any) *Error {
+	e.Details = details
+	return e
+}
+
+// WithCause returns e wrapping cause (logged, never shown; errors.Is and As see it).
+func (e *Error) WithCause(cause error) *Error {
+	e.cause = cause
 	return e
 }
 

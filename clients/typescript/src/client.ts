@@ -149,6 +149,12 @@ export class CustomerAPI {
     }
     if ([...q].length > 0) url += "?" + q.toString();
     const headers: Record<string, string> = { accept: "application/json", ...init.headers, "x-api-key": this.#key };
+    // A POST gets an Idempotency-Key (unless the caller gave one), so that its retries,
+    // ours or the caller's with the same key, cannot run it twice.
+    if (method === "POST" && !Object.keys(headers).some((h) => h.toLowerCase() === "idempotency-key")) {
+      headers["idempotency-key"] = crypto.randomUUID();
+    }
+    const keyed = Object.keys(headers).some((h) => h.toLowerCase() === "idempotency-key");
     let body: string | undefined;
     if (init.body !== undefined) {
       headers["content-type"] = "application/json";
@@ -160,7 +166,7 @@ export class CustomerAPI {
         const text = await res.text();
         return (text === "" ? undefined : JSON.parse(text)) as T;
       }
-      const retryable = res.status === 429 || (res.status === 503 && (idempotent.has(method) || res.headers.has("retry-after")));
+      const retryable = res.status === 429 || (res.status === 503 && (idempotent.has(method) || keyed || res.headers.has("retry-after")));
       if (attempt < this.#maxRetries && retryable) {
         const wait = retryAfterMs(res.headers.get("retry-after"), attempt);
         if (wait <= this.#maxWaitMs) {

@@ -1103,10 +1103,10 @@ export interface components {
          */
         ErrorEnvelope: {
             /**
-             * @description Machine-readable error class; the HTTP status tells the rest (405 and 431 carry NOT_FOUND and VALIDATION_ERROR).
+             * @description Machine-readable error class; the HTTP status tells the rest (415 and 431 carry VALIDATION_ERROR). The specification's eight codes, and METHOD_NOT_ALLOWED for a 405: a method the path does not have. A client must treat a code it does not know by its status: more may come.
              * @enum {string}
              */
-            code: "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "VALIDATION_ERROR" | "CONFLICT" | "RATE_LIMITED" | "INTERNAL" | "SERVICE_UNAVAILABLE";
+            code: "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "VALIDATION_ERROR" | "CONFLICT" | "RATE_LIMITED" | "INTERNAL" | "SERVICE_UNAVAILABLE" | "METHOD_NOT_ALLOWED";
             /** @description Human-readable explanation of this occurrence; not for parsing. */
             detail: string;
             /** @description The request's ID, equal to the X-Request-Id response header; quote it when reporting a problem. */
@@ -1169,7 +1169,7 @@ export interface components {
              * @description Which part of the request is invalid.
              * @enum {string}
              */
-            field: "body" | "query" | "path";
+            field: "body" | "query" | "path" | "header";
             /** @description The first 100 issues found; `omittedIssues` counts the rest. */
             issues: {
                 code: string;
@@ -4061,7 +4061,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The request conflicts with the current state (CONFLICT). */
+        /** @description The request conflicts with the current state (CONFLICT); on a POST also an Idempotency-Key in use by a request still running (`details.reason` `idempotency_key_in_flight`, with `Retry-After`) or used for a different request (`idempotency_key_reused`). */
         Conflict: {
             headers: {
                 /** @description Request correlation ID; equals `requestId` of an error envelope. */
@@ -4135,6 +4135,11 @@ export interface components {
         };
     };
     parameters: {
+        /**
+         * @description Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+         * @example 5c0f7e0e-8a51-4bb5-9d5c-3e0c2f1f9b7a
+         */
+        IdempotencyKey: string;
         /** @description Page size, 1 to 100 (default 20). Anything else is a 400. */
         Limit: number;
         /** @description Opaque cursor from a previous page's `nextCursor`. It only works for the same list, filters and tenant; anything else is a 400. */
@@ -4144,6 +4149,8 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
+        "Idempotent-Replayed": "true";
         /** @description Request correlation ID; equals `requestId` of an error envelope. */
         "X-Request-Id": string;
         /** @description Requests allowed in one window (burst size). */
@@ -4228,7 +4235,13 @@ export interface operations {
     createTopic: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+                 * @example 5c0f7e0e-8a51-4bb5-9d5c-3e0c2f1f9b7a
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4253,6 +4266,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4260,6 +4275,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            409: components["responses"]["Conflict"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -4421,7 +4437,13 @@ export interface operations {
     createTopicEntry: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+                 * @example 5c0f7e0e-8a51-4bb5-9d5c-3e0c2f1f9b7a
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 topic_id: components["parameters"]["TopicId"];
             };
@@ -4448,6 +4470,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4619,7 +4643,13 @@ export interface operations {
     createPage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+                 * @example 5c0f7e0e-8a51-4bb5-9d5c-3e0c2f1f9b7a
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4644,6 +4674,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4651,6 +4683,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            409: components["responses"]["Conflict"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -4770,7 +4803,13 @@ export interface operations {
     publishPage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+                 * @example 5c0f7e0e-8a51-4bb5-9d5c-3e0c2f1f9b7a
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 page_id: string;
             };
@@ -4797,6 +4836,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4812,7 +4853,13 @@ export interface operations {
     archivePage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+                 * @example 5c0f7e0e-8a51-4bb5-9d5c-3e0c2f1f9b7a
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 page_id: string;
             };
@@ -4839,6 +4886,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4847,13 +4896,20 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             default: components["responses"]["OtherErrors"];
         };
     };
     restorePage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+                 * @example 5c0f7e0e-8a51-4bb5-9d5c-3e0c2f1f9b7a
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 page_id: string;
             };
@@ -4880,6 +4936,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4937,7 +4995,13 @@ export interface operations {
     createAudience: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+                 * @example 5c0f7e0e-8a51-4bb5-9d5c-3e0c2f1f9b7a
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 page_id: string;
             };
@@ -4964,6 +5028,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5060,7 +5126,13 @@ export interface operations {
     archiveAudience: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+                 * @example 5c0f7e0e-8a51-4bb5-9d5c-3e0c2f1f9b7a
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 page_id: string;
                 audience_id: string;
@@ -5088,6 +5160,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5096,6 +5170,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -5147,7 +5222,13 @@ export interface operations {
     createAudienceVersion: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+                 * @example 5c0f7e0e-8a51-4bb5-9d5c-3e0c2f1f9b7a
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 page_id: string;
                 audience_id: string;
@@ -5175,6 +5256,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5196,6 +5279,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5249,7 +5334,13 @@ export interface operations {
     addAudienceMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+                 * @example 5c0f7e0e-8a51-4bb5-9d5c-3e0c2f1f9b7a
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 page_id: string;
                 audience_id: string;
@@ -5277,6 +5368,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5339,7 +5432,13 @@ export interface operations {
     recordAudienceSession: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+                 * @example 5c0f7e0e-8a51-4bb5-9d5c-3e0c2f1f9b7a
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 page_id: string;
             };
@@ -5366,6 +5465,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5387,6 +5488,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5440,7 +5543,13 @@ export interface operations {
     createPageLink: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+                 * @example 5c0f7e0e-8a51-4bb5-9d5c-3e0c2f1f9b7a
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5465,6 +5574,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5597,7 +5708,13 @@ export interface operations {
     createPerson: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+                 * @example 5c0f7e0e-8a51-4bb5-9d5c-3e0c2f1f9b7a
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5622,6 +5739,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5629,6 +5748,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            409: components["responses"]["Conflict"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -5833,7 +5953,13 @@ export interface operations {
     createPersonLog: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+                 * @example 5c0f7e0e-8a51-4bb5-9d5c-3e0c2f1f9b7a
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 person_id: string;
             };
@@ -5860,6 +5986,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5881,6 +6009,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6011,7 +6141,13 @@ export interface operations {
     createAccount: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+                 * @example 5c0f7e0e-8a51-4bb5-9d5c-3e0c2f1f9b7a
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6036,6 +6172,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6133,7 +6271,13 @@ export interface operations {
     createAccountLog: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+                 * @example 5c0f7e0e-8a51-4bb5-9d5c-3e0c2f1f9b7a
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description A malformed account ID is a 400. */
                 account_id: string;
@@ -6161,6 +6305,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6182,6 +6328,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6316,7 +6464,13 @@ export interface operations {
     uploadAsset: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+                 * @example 5c0f7e0e-8a51-4bb5-9d5c-3e0c2f1f9b7a
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6341,6 +6495,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6348,6 +6504,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            409: components["responses"]["Conflict"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -6469,7 +6626,13 @@ export interface operations {
     trashAsset: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+                 * @example 5c0f7e0e-8a51-4bb5-9d5c-3e0c2f1f9b7a
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 asset_id: string;
             };
@@ -6496,6 +6659,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6511,7 +6676,13 @@ export interface operations {
     restoreAsset: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+                 * @example 5c0f7e0e-8a51-4bb5-9d5c-3e0c2f1f9b7a
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 asset_id: string;
             };
@@ -6538,6 +6709,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6738,7 +6911,13 @@ export interface operations {
     createWebhookSubscription: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+                 * @example 5c0f7e0e-8a51-4bb5-9d5c-3e0c2f1f9b7a
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6763,6 +6942,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6890,7 +7071,13 @@ export interface operations {
     rotateWebhookSecret: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+                 * @example 5c0f7e0e-8a51-4bb5-9d5c-3e0c2f1f9b7a
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 subscription_id: string;
             };
@@ -6917,6 +7104,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6925,6 +7114,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -7013,7 +7203,13 @@ export interface operations {
     retryWebhookDelivery: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+                 * @example 5c0f7e0e-8a51-4bb5-9d5c-3e0c2f1f9b7a
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 subscription_id: string;
                 delivery_id: string;
@@ -7041,6 +7237,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7056,7 +7254,13 @@ export interface operations {
     sendWebhookTestEvent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+                 * @example 5c0f7e0e-8a51-4bb5-9d5c-3e0c2f1f9b7a
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 subscription_id: string;
             };
@@ -7083,6 +7287,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {

@@ -19,7 +19,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	created, err := api.CreateTopicWithResponse(ctx, customerapi.TopicCreate{Title: "Pricing (Go quickstart)"})
+	created, err := api.CreateTopicWithResponse(ctx, nil, customerapi.TopicCreate{Title: "Pricing (Go quickstart)"})
 	if err != nil {
 		log.Fatal(err) // a *customerapi.Error carries code, requestId and details
 	}

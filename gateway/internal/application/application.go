@@ -19,6 +19,7 @@ import (
 	"github.com/customerapi/platform/api"
 	"github.com/customerapi/platform/gateway/internal/admin"
 	"github.com/customerapi/platform/gateway/internal/docs"
+	"github.com/customerapi/platform/gateway/internal/idempotency"
 	"github.com/customerapi/platform/gateway/internal/keys"
 	"github.com/customerapi/platform/gateway/internal/observe"
 	"github.com/customerapi/platform/gateway/internal/proxy"
@@ -174,6 +175,7 @@ type Application struct {
 	cache     *keys.Cache
 	limiter   *ratelimit.Local
 	downloads *proxy.Downloads
+	idem      *idempotency.Store
 	opened    lifecycle.Stack
 }
 
@@ -206,6 +208,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 		return fail(err)
 	}
 	store := keys.NewStore(pool)
+	idem := idempotency.NewStore(pool)
 	cache := keys.NewCache(store, hasher, cfg.KeyRefresh, log, reg)
 	if err := cache.Load(cctx); err != nil {
 		return fail(err)
@@ -273,6 +276,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 		Cache: cache, Limiter: limiter, Default: cfg.DefaultLimit,
 		Upstreams: upstreams, Proxy: cfg.Proxy, Downloads: cfg.Downloads,
 		OpenAPI: openapiJSON, Routes: routes,
+		Idempotency: &idempotency.Middleware{Store: idem, Log: log, Streams: proxy.IsUpload},
 	})
 	if err != nil {
 		return fail(err)
@@ -292,7 +296,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 	(&admin.Handlers{Store: store, Cache: cache, Hasher: hasher, Validator: validator, Cursors: cursors,
 		Token: cfg.AdminToken}).Register(adminSrv.App)
 
-	a.public, a.admin, a.cache, a.limiter, a.downloads = public, adminSrv, cache, local, downloads
+	a.public, a.admin, a.cache, a.limiter, a.downloads, a.idem = public, adminSrv, cache, local, downloads, idem
 	return a, nil
 }
 
@@ -329,5 +333,8 @@ func openAPI(baseURL string) ([]byte, []observe.Route, error) {
 func (a *Application) Run(ctx context.Context) error {
 	return lifecycle.Run(ctx, lifecycle.Forever(a.cache.Run),
 		lifecycle.Forever(func(ctx context.Context) { a.limiter.RunPruner(ctx, time.Minute) }),
+		lifecycle.Forever(func(ctx context.Context) {
+			a.idem.RunPurger(ctx, time.Minute, func(err error) { a.log.WarnContext(ctx, "idempotency: purge expired keys", "err", err) })
+		}),
 		a.public.Run, a.admin.Run)
 }

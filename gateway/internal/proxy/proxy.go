@@ -224,7 +224,7 @@ func (p *Proxy) Handler() fiber.Handler {
 		key := auth.Key(c)
 		client, timeout := up.client, p.timeout
 		var capped *bodylimit.Reader
-		if isUpload(c.Method(), c.Path()) {
+		if IsUpload(c.Method(), c.Path()) {
 			release, err := p.uploads.Acquire(key.TenantIDs[0])
 			if err != nil {
 				return p.tooManyUploads(c)
@@ -480,7 +480,7 @@ func upstreamError(service string, err error) *apierror.Error {
 	default:
 		e = apierror.Unavailable("the " + service + " service is unavailable")
 	}
-	return e.WithHeader(fiber.HeaderRetryAfter, "1")
+	return e.WithCause(err).WithHeader(fiber.HeaderRetryAfter, "1")
 }
 
 // requestHeaderCarrier adapts fasthttp request headers for trace-context injection.

@@ -31,9 +31,9 @@ type Upload struct {
 // Uploads are the platform's streamed upload routes.
 var Uploads = []Upload{{"POST", "/v0/assets"}}
 
-// isUpload reports whether method and path name an upload route (a trailing slash
+// IsUpload reports whether method and path name an upload route (a trailing slash
 // allowed, as the services' routers allow it).
-func isUpload(method, path string) bool {
+func IsUpload(method, path string) bool {
 	path = strings.TrimSuffix(path, "/")
 	for _, u := range Uploads {
 		if u.Method == method && u.Path == path {

@@ -41,8 +41,8 @@ func TestUploadRoutes(t *testing.T) {
 		{"POST", "/v0/topics", false},
 		{"POST", "/v0/assetsX", false},
 	} {
-		if got := isUpload(tc.method, tc.path); got != tc.want {
-			t.Errorf("isUpload(%s %s) = %v", tc.method, tc.path, got)
+		if got := IsUpload(tc.method, tc.path); got != tc.want {
+			t.Errorf("IsUpload(%s %s) = %v", tc.method, tc.path, got)
 		}
 	}
 }

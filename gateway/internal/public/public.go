@@ -12,6 +12,7 @@ import (
 
 	"github.com/customerapi/platform/gateway/internal/auth"
 	"github.com/customerapi/platform/gateway/internal/docs"
+	"github.com/customerapi/platform/gateway/internal/idempotency"
 	"github.com/customerapi/platform/gateway/internal/keys"
 	"github.com/customerapi/platform/gateway/internal/observe"
 	"github.com/customerapi/platform/gateway/internal/proxy"
@@ -32,6 +33,9 @@ type Config struct {
 	Upstreams map[string]*proxy.Upstream
 	Proxy     proxy.Options
 	Downloads proxy.DownloadLimits
+	// Idempotency runs POSTs with an Idempotency-Key at most once (nil: the header is
+	// ignored).
+	Idempotency *idempotency.Middleware
 	// OpenAPI is the API document as JSON; Routes are its paths with their services.
 	OpenAPI []byte
 	Routes  []observe.Route
@@ -74,6 +78,9 @@ func New(cfg Config) (*server.Server, *proxy.Downloads, error) {
 	public.App.Get(proxy.FilesRoute, px.Files(downloads))
 	public.App.Use((&auth.Middleware{Cache: cfg.Cache, Limiter: cfg.Limiter, Default: cfg.Default,
 		Refusals: refusals}).Handler())
+	if cfg.Idempotency != nil {
+		public.App.Use(cfg.Idempotency.Handler())
+	}
 	public.App.All("/*", px.Handler())
 	return public, downloads, nil
 }

@@ -36,7 +36,7 @@ test("sends the key, fills path and query, retries a 429 after Retry-After", asy
   assert.equal(calls[2]?.url, "http://api.test/v0/pages/page_1/audiences?limit=2&cursor=c%2F1");
 });
 
-test("a 404 is an APIError with the envelope; a write's 503 without Retry-After is not retried", async () => {
+test("a 404 is an APIError with the envelope; a PATCH's 503 without Retry-After is not retried", async () => {
   const envelope = { type: "http://api.test/errors/not_found", title: "Not Found", status: 404, code: "NOT_FOUND", detail: "page not found", requestId: "req_1" };
   const { fetch, calls } = fakeFetch([() => json(404, envelope), () => json(503, { code: "SERVICE_UNAVAILABLE" })]);
   const api = new CustomerAPI({ baseUrl: "http://api.test", apiKey: "k", fetch });
@@ -48,7 +48,7 @@ test("a 404 is an APIError with the envelope; a write's 503 without Retry-After 
     assert.equal(err.type, envelope.type);
     return true;
   });
-  await assert.rejects(api.post("/v0/pages", { body: { name: "n", title: "t", pageType: "inbound" } }), (err: unknown) => err instanceof APIError && err.status === 503);
+  await assert.rejects(api.patch("/v0/pages/{page_id}", { path: { page_id: "page_1" }, body: { title: "t" } }), (err: unknown) => err instanceof APIError && err.status === 503);
   assert.equal(calls.length, 2);
 });
 
@@ -100,4 +100,15 @@ test("a 401 tells its reason; other errors have none", async () => {
       return true;
     });
   }
+});
+
+test("a POST carries one Idempotency-Key, resent with its retries, so its 503 is retried", async () => {
+  const { fetch, calls } = fakeFetch([() => json(503, { code: "SERVICE_UNAVAILABLE" }), () => json(201, { topicId: "topic_1" })]);
+  const api = new CustomerAPI({ baseUrl: "http://api.test", apiKey: "k", fetch, maxWaitMs: 5000 });
+  const topic = await api.post("/v0/topics", { body: { title: "Pricing" } });
+  assert.equal(topic.topicId, "topic_1");
+  assert.equal(calls.length, 2);
+  const key = calls[0]?.headers["idempotency-key"];
+  assert.match(key ?? "", /^[0-9a-f-]{36}$/);
+  assert.equal(calls[1]?.headers["idempotency-key"], key);
 });
