@@ -114,7 +114,7 @@ func r4xx5xx(code string) bool { return len(code) == 3 && (code[0] == '4' || cod
 // documentedErrorStatus lists the error statuses the platform answers (docs/api.md).
 var documentedErrorStatus = map[string]bool{
 	"400": true, "401": true, "403": true, "404": true, "409": true, "415": true, "416": true,
-	"429": true, "431": true, "500": true, "503": true,
+	"412": true, "429": true, "431": true, "500": true, "503": true,
 }
 
 // walkSchemas calls f on every schema reachable from s, each once, with its path.

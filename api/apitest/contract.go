@@ -12,6 +12,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -79,6 +81,12 @@ func (c *Contract) Check(req *http.Request, status int, header http.Header, body
 		}
 		return fmt.Errorf("%s %s answered %d but the document has no such operation", req.Method, req.URL.Path, status)
 	}
+	// The shared default answer (OtherErrors) stands for the statuses it lists, not for
+	// any status: one the operation does not declare must be one of those.
+	if route.Operation.Responses.Value(strconv.Itoa(status)) == nil && status >= 400 && !defaultStatuses[status] {
+		return fmt.Errorf("%s %s answered %d, which the operation does not declare (its default answer covers %v)",
+			req.Method, req.URL.Path, status, sortedStatuses())
+	}
 	input := &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: &openapi3filter.RequestValidationInput{
 			Request: r, PathParams: params, Route: route,
@@ -99,6 +107,20 @@ func (c *Contract) Check(req *http.Request, status int, header http.Header, body
 		return checkPage(body)
 	}
 	return nil
+}
+
+// defaultStatuses are the statuses the document's shared default answer, OtherErrors,
+// lists: those any request can get.
+var defaultStatuses = map[int]bool{401: true, 403: true, 415: true, 429: true, 431: true, 500: true, 503: true}
+
+// sortedStatuses lists defaultStatuses in order.
+func sortedStatuses() []int {
+	out := make([]int, 0, len(defaultStatuses))
+	for s := range defaultStatuses {
+		out = append(out, s)
+	}
+	sort.Ints(out)
+	return out
 }
 
 func (c *Contract) checkEnvelope(status int, header http.Header, body []byte) error {
@@ -131,7 +153,8 @@ func (c *Contract) checkEnvelope(status int, header http.Header, body []byte) er
 		return fmt.Errorf("envelope requestId %q != X-Request-Id %q", e.RequestID, header.Get("X-Request-Id"))
 	}
 	want := map[int]string{400: "VALIDATION_ERROR", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND",
-		409: "CONFLICT", 429: "RATE_LIMITED", 500: "INTERNAL", 503: "SERVICE_UNAVAILABLE"}
+		405: "METHOD_NOT_ALLOWED", 409: "CONFLICT", 412: "PRECONDITION_FAILED", 429: "RATE_LIMITED", 500: "INTERNAL",
+		503: "SERVICE_UNAVAILABLE"}
 	if w, ok := want[status]; ok && e.Code != w {
 		return fmt.Errorf("status %d carries code %s, want %s", status, e.Code, w)
 	}

@@ -83,6 +83,7 @@ const (
 	INTERNAL           ErrorEnvelopeCode = "INTERNAL"
 	METHODNOTALLOWED   ErrorEnvelopeCode = "METHOD_NOT_ALLOWED"
 	NOTFOUND           ErrorEnvelopeCode = "NOT_FOUND"
+	PRECONDITIONFAILED ErrorEnvelopeCode = "PRECONDITION_FAILED"
 	RATELIMITED        ErrorEnvelopeCode = "RATE_LIMITED"
 	SERVICEUNAVAILABLE ErrorEnvelopeCode = "SERVICE_UNAVAILABLE"
 	UNAUTHORIZED       ErrorEnvelopeCode = "UNAUTHORIZED"
@@ -765,7 +766,7 @@ type Count = int
 
 // ErrorEnvelope defines model for ErrorEnvelope.
 type ErrorEnvelope struct {
-	// Code Machine-readable error class; the HTTP status tells the rest (415 and 431 carry VALIDATION_ERROR). The specification's eight codes, and METHOD_NOT_ALLOWED for a 405: a method the path does not have. A client must treat a code it does not know by its status: more may come.
+	// Code Machine-readable error class; the HTTP status tells the rest (415 and 431 carry VALIDATION_ERROR). The specification's eight codes, METHOD_NOT_ALLOWED for a 405 (a method the path does not have) and PRECONDITION_FAILED for a 412 (If-Match names a version that is no longer current). A client must treat a code it does not know by its status: more may come.
 	Code ErrorEnvelopeCode `json:"code"`
 
 	// Detail Human-readable explanation of this occurrence; not for parsing.
@@ -787,7 +788,7 @@ type ErrorEnvelope struct {
 	Type string `json:"type"`
 }
 
-// ErrorEnvelopeCode Machine-readable error class; the HTTP status tells the rest (415 and 431 carry VALIDATION_ERROR). The specification's eight codes, and METHOD_NOT_ALLOWED for a 405: a method the path does not have. A client must treat a code it does not know by its status: more may come.
+// ErrorEnvelopeCode Machine-readable error class; the HTTP status tells the rest (415 and 431 carry VALIDATION_ERROR). The specification's eight codes, METHOD_NOT_ALLOWED for a 405 (a method the path does not have) and PRECONDITION_FAILED for a 412 (If-Match names a version that is no longer current). A client must treat a code it does not know by its status: more may come.
 type ErrorEnvelopeCode string
 
 // ErrorEnvelopeDetails0 defines model for .
@@ -2040,6 +2041,9 @@ type NotFound = ErrorEnvelope
 
 // OtherErrors defines model for OtherErrors.
 type OtherErrors = ErrorEnvelope
+
+// PreconditionFailed defines model for PreconditionFailed.
+type PreconditionFailed = ErrorEnvelope
 
 // TooManyDownloads defines model for TooManyDownloads.
 type TooManyDownloads = ErrorEnvelope
@@ -8804,6 +8808,7 @@ type CreateAccountResponse struct {
 	JSON201      *Account
 	JSON400      *BadRequest
 	JSON409      *Conflict
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -8881,6 +8886,7 @@ type CreateAccountLogResponse struct {
 	JSON400      *BadRequest
 	JSON404      *NotFound
 	JSON409      *Conflict
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -8905,6 +8911,7 @@ type DeleteAccountLogResponse struct {
 	HTTPResponse *http.Response
 	JSON400      *BadRequest
 	JSON404      *NotFound
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -9031,6 +9038,7 @@ type UploadAssetResponse struct {
 	JSON201      *Asset
 	JSON400      *BadRequest
 	JSON409      *Conflict
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -9079,6 +9087,7 @@ type DeleteAssetResponse struct {
 	HTTPResponse *http.Response
 	JSON400      *BadRequest
 	JSON404      *NotFound
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -9130,6 +9139,7 @@ type RestoreAssetResponse struct {
 	JSON400      *BadRequest
 	JSON404      *NotFound
 	JSON409      *Conflict
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -9156,6 +9166,7 @@ type TrashAssetResponse struct {
 	JSON400      *BadRequest
 	JSON404      *NotFound
 	JSON409      *Conflict
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -9206,6 +9217,7 @@ type CreatePageLinkResponse struct {
 	JSON400      *BadRequest
 	JSON404      *NotFound
 	JSON409      *Conflict
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -9254,6 +9266,7 @@ type DeletePageLinkResponse struct {
 	HTTPResponse *http.Response
 	JSON400      *BadRequest
 	JSON404      *NotFound
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -9328,6 +9341,7 @@ type CreatePageResponse struct {
 	JSON201      *Page
 	JSON400      *BadRequest
 	JSON409      *Conflict
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -9352,6 +9366,7 @@ type DeletePageResponse struct {
 	HTTPResponse *http.Response
 	JSON400      *BadRequest
 	JSON404      *NotFound
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -9402,6 +9417,7 @@ type UpdatePageResponse struct {
 	JSON200      *Page
 	JSON400      *BadRequest
 	JSON404      *NotFound
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -9428,6 +9444,7 @@ type ArchivePageResponse struct {
 	JSON400      *BadRequest
 	JSON404      *NotFound
 	JSON409      *Conflict
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -9480,6 +9497,7 @@ type RecordAudienceSessionResponse struct {
 	JSON400      *BadRequest
 	JSON404      *NotFound
 	JSON409      *Conflict
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -9556,6 +9574,7 @@ type CreateAudienceResponse struct {
 	JSON400      *BadRequest
 	JSON404      *NotFound
 	JSON409      *Conflict
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -9607,6 +9626,7 @@ type UpdateAudienceResponse struct {
 	JSON400      *BadRequest
 	JSON404      *NotFound
 	JSON409      *Conflict
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -9633,6 +9653,7 @@ type ArchiveAudienceResponse struct {
 	JSON400      *BadRequest
 	JSON404      *NotFound
 	JSON409      *Conflict
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -9684,6 +9705,7 @@ type AddAudienceMessageResponse struct {
 	JSON400      *BadRequest
 	JSON404      *NotFound
 	JSON409      *Conflict
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -9736,6 +9758,7 @@ type CreateAudienceVersionResponse struct {
 	JSON400      *BadRequest
 	JSON404      *NotFound
 	JSON409      *Conflict
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -9762,6 +9785,7 @@ type PublishPageResponse struct {
 	JSON400      *BadRequest
 	JSON404      *NotFound
 	JSON409      *Conflict
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -9788,6 +9812,7 @@ type RestorePageResponse struct {
 	JSON400      *BadRequest
 	JSON404      *NotFound
 	JSON409      *Conflict
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -9813,6 +9838,7 @@ type CreatePersonResponse struct {
 	JSON201      *Person
 	JSON400      *BadRequest
 	JSON409      *Conflict
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -9861,6 +9887,7 @@ type DeletePersonResponse struct {
 	HTTPResponse *http.Response
 	JSON400      *BadRequest
 	JSON404      *NotFound
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -9911,6 +9938,7 @@ type UpdatePersonResponse struct {
 	JSON200      *Person
 	JSON400      *BadRequest
 	JSON404      *NotFound
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -9963,6 +9991,7 @@ type CreatePersonLogResponse struct {
 	JSON400      *BadRequest
 	JSON404      *NotFound
 	JSON409      *Conflict
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -9987,6 +10016,7 @@ type DeletePersonLogResponse struct {
 	HTTPResponse *http.Response
 	JSON400      *BadRequest
 	JSON404      *NotFound
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -10061,6 +10091,7 @@ type CreateTopicResponse struct {
 	JSON201      *Topic
 	JSON400      *BadRequest
 	JSON409      *Conflict
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -10085,6 +10116,7 @@ type DeleteTopicResponse struct {
 	HTTPResponse *http.Response
 	JSON400      *BadRequest
 	JSON404      *NotFound
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -10135,6 +10167,7 @@ type UpdateTopicResponse struct {
 	JSON200      *Topic
 	JSON400      *BadRequest
 	JSON404      *NotFound
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -10186,6 +10219,7 @@ type CreateTopicEntryResponse struct {
 	JSON400      *BadRequest
 	JSON404      *NotFound
 	JSON409      *Conflict
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -10210,6 +10244,7 @@ type DeleteTopicEntryResponse struct {
 	HTTPResponse *http.Response
 	JSON400      *BadRequest
 	JSON404      *NotFound
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -10261,6 +10296,7 @@ type UpdateTopicEntryResponse struct {
 	JSON400      *BadRequest
 	JSON404      *NotFound
 	JSON409      *Conflict
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -10310,6 +10346,7 @@ type CreateWebhookSubscriptionResponse struct {
 	JSON201      *WebhookSubscriptionWithSecret
 	JSON400      *BadRequest
 	JSON409      *Conflict
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -10334,6 +10371,7 @@ type DeleteWebhookSubscriptionResponse struct {
 	HTTPResponse *http.Response
 	JSON400      *BadRequest
 	JSON404      *NotFound
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -10384,6 +10422,7 @@ type UpdateWebhookSubscriptionResponse struct {
 	JSON200      *WebhookSubscription
 	JSON400      *BadRequest
 	JSON404      *NotFound
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -10460,6 +10499,7 @@ type RetryWebhookDeliveryResponse struct {
 	JSON400      *BadRequest
 	JSON404      *NotFound
 	JSON409      *Conflict
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -10486,6 +10526,7 @@ type RotateWebhookSecretResponse struct {
 	JSON400      *BadRequest
 	JSON404      *NotFound
 	JSON409      *Conflict
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -10512,6 +10553,7 @@ type SendWebhookTestEventResponse struct {
 	JSON400      *BadRequest
 	JSON404      *NotFound
 	JSON409      *Conflict
+	JSON412      *PreconditionFailed
 	JSONDefault  *OtherErrors
 }
 
@@ -11460,6 +11502,13 @@ func ParseCreateAccountResponse(rsp *http.Response) (*CreateAccountResponse, err
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11615,6 +11664,13 @@ func ParseCreateAccountLogResponse(rsp *http.Response) (*CreateAccountLogRespons
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11654,6 +11710,13 @@ func ParseDeleteAccountLogResponse(rsp *http.Response) (*DeleteAccountLogRespons
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
@@ -11897,6 +11960,13 @@ func ParseUploadAssetResponse(rsp *http.Response) (*UploadAssetResponse, error) 
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11976,6 +12046,13 @@ func ParseDeleteAssetResponse(rsp *http.Response) (*DeleteAssetResponse, error) 
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
@@ -12078,6 +12155,13 @@ func ParseRestoreAssetResponse(rsp *http.Response) (*RestoreAssetResponse, error
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12131,6 +12215,13 @@ func ParseTrashAssetResponse(rsp *http.Response) (*TrashAssetResponse, error) {
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
@@ -12226,6 +12317,13 @@ func ParseCreatePageLinkResponse(rsp *http.Response) (*CreatePageLinkResponse, e
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12305,6 +12403,13 @@ func ParseDeletePageLinkResponse(rsp *http.Response) (*DeletePageLinkResponse, e
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
@@ -12440,6 +12545,13 @@ func ParseCreatePageResponse(rsp *http.Response) (*CreatePageResponse, error) {
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12479,6 +12591,13 @@ func ParseDeletePageResponse(rsp *http.Response) (*DeletePageResponse, error) {
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
@@ -12574,6 +12693,13 @@ func ParseUpdatePageResponse(rsp *http.Response) (*UpdatePageResponse, error) {
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12627,6 +12753,13 @@ func ParseArchivePageResponse(rsp *http.Response) (*ArchivePageResponse, error) 
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
@@ -12735,6 +12868,13 @@ func ParseRecordAudienceSessionResponse(rsp *http.Response) (*RecordAudienceSess
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
@@ -12884,6 +13024,13 @@ func ParseCreateAudienceResponse(rsp *http.Response) (*CreateAudienceResponse, e
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12985,6 +13132,13 @@ func ParseUpdateAudienceResponse(rsp *http.Response) (*UpdateAudienceResponse, e
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13038,6 +13192,13 @@ func ParseArchiveAudienceResponse(rsp *http.Response) (*ArchiveAudienceResponse,
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
@@ -13139,6 +13300,13 @@ func ParseAddAudienceMessageResponse(rsp *http.Response) (*AddAudienceMessageRes
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
@@ -13248,6 +13416,13 @@ func ParseCreateAudienceVersionResponse(rsp *http.Response) (*CreateAudienceVers
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13301,6 +13476,13 @@ func ParsePublishPageResponse(rsp *http.Response) (*PublishPageResponse, error) 
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
@@ -13356,6 +13538,13 @@ func ParseRestorePageResponse(rsp *http.Response) (*RestorePageResponse, error) 
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13402,6 +13591,13 @@ func ParseCreatePersonResponse(rsp *http.Response) (*CreatePersonResponse, error
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
@@ -13482,6 +13678,13 @@ func ParseDeletePersonResponse(rsp *http.Response) (*DeletePersonResponse, error
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
@@ -13576,6 +13779,13 @@ func ParseUpdatePersonResponse(rsp *http.Response) (*UpdatePersonResponse, error
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
@@ -13685,6 +13895,13 @@ func ParseCreatePersonLogResponse(rsp *http.Response) (*CreatePersonLogResponse,
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13724,6 +13941,13 @@ func ParseDeletePersonLogResponse(rsp *http.Response) (*DeletePersonLogResponse,
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
@@ -13859,6 +14083,13 @@ func ParseCreateTopicResponse(rsp *http.Response) (*CreateTopicResponse, error) 
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13898,6 +14129,13 @@ func ParseDeleteTopicResponse(rsp *http.Response) (*DeleteTopicResponse, error) 
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
@@ -13992,6 +14230,13 @@ func ParseUpdateTopicResponse(rsp *http.Response) (*UpdateTopicResponse, error) 
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
@@ -14094,6 +14339,13 @@ func ParseCreateTopicEntryResponse(rsp *http.Response) (*CreateTopicEntryRespons
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14133,6 +14385,13 @@ func ParseDeleteTopicEntryResponse(rsp *http.Response) (*DeleteTopicEntryRespons
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
@@ -14235,6 +14494,13 @@ func ParseUpdateTopicEntryResponse(rsp *http.Response) (*UpdateTopicEntryRespons
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14322,6 +14588,13 @@ func ParseCreateWebhookSubscriptionResponse(rsp *http.Response) (*CreateWebhookS
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14361,6 +14634,13 @@ func ParseDeleteWebhookSubscriptionResponse(rsp *http.Response) (*DeleteWebhookS
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
@@ -14455,6 +14735,13 @@ func ParseUpdateWebhookSubscriptionResponse(rsp *http.Response) (*UpdateWebhookS
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
@@ -14604,6 +14891,13 @@ func ParseRetryWebhookDeliveryResponse(rsp *http.Response) (*RetryWebhookDeliver
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14658,6 +14952,13 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14711,6 +15012,13 @@ func ParseSendWebhookTestEventResponse(rsp *http.Response) (*SendWebhookTestEven
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors

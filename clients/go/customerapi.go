@@ -75,6 +75,37 @@ func IsNotFound(err error) bool {
 	return errors.As(err, &e) && e.StatusCode == http.StatusNotFound
 }
 
+// IsNotModified reports whether err is the 304 of a read sent with IfNoneMatch: the
+// representation has not changed.
+func IsNotModified(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.StatusCode == http.StatusNotModified
+}
+
+// IsPreconditionFailed reports whether err is the 412 of a write sent with IfMatch: the
+// resource changed since that version (its ETag is in the error's details).
+func IsPreconditionFailed(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.StatusCode == http.StatusPreconditionFailed
+}
+
+// IfMatch makes a write conditional on the resource still having etag (an answer's
+// ETag header: resp.HTTPResponse.Header.Get("ETag")): pass it as a request editor.
+func IfMatch(etag string) RequestEditorFn {
+	return func(_ context.Context, req *http.Request) error {
+		req.Header.Set("If-Match", etag)
+		return nil
+	}
+}
+
+// IfNoneMatch makes a read answer 304 (IsNotModified) when the resource still has etag.
+func IfNoneMatch(etag string) RequestEditorFn {
+	return func(_ context.Context, req *http.Request) error {
+		req.Header.Set("If-None-Match", etag)
+		return nil
+	}
+}
+
 // Option configures New.
 type Option func(*settings)
 

@@ -185,3 +185,36 @@ func TestAllWalksEveryPage(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// IfNoneMatch and IfMatch send the conditional headers; a 304 and a 412 are *Errors that
+// IsNotModified and IsPreconditionFailed recognise, neither retried.
+func TestConditionalHelpers(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set("ETag", `"v2"`)
+		switch {
+		case r.Header.Get("If-None-Match") == `"v2"`:
+			w.WriteHeader(http.StatusNotModified)
+		case r.Header.Get("If-Match") != "" && r.Header.Get("If-Match") != `"v2"`:
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusPreconditionFailed)
+			_, _ = io.WriteString(w, `{"code":"PRECONDITION_FAILED","status":412,"detail":"changed","requestId":"r","title":"Precondition Failed","type":"t"}`)
+		default:
+			t.Errorf("unexpected %s %s", r.Method, r.URL)
+		}
+	}))
+	defer srv.Close()
+	c, err := customerapi.New(srv.URL, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := c.GetTopicWithResponse(ctx, "topic_1", customerapi.IfNoneMatch(`"v2"`)); !customerapi.IsNotModified(err) {
+		t.Fatalf("If-None-Match of the current version: want a 304, got %v", err)
+	}
+	_, err = c.UpdateTopicWithResponse(ctx, "topic_1", customerapi.TopicUpdate{}, customerapi.IfMatch(`"v1"`))
+	if !customerapi.IsPreconditionFailed(err) || customerapi.IsNotModified(err) || calls.Load() != 2 {
+		t.Fatalf("If-Match of an old version: want one 412, got %v after %d calls", err, calls.Load())
+	}
+}

@@ -23,6 +23,9 @@ const (
 	CodeInternal           Code = "INTERNAL"
 	CodeServiceUnavailable Code = "SERVICE_UNAVAILABLE"
 	CodeMethodNotAllowed   Code = "METHOD_NOT_ALLOWED"
+	// CodePreconditionFailed is the 412 of a conditional request (If-Match) whose
+	// resource has changed.
+	CodePreconditionFailed Code = "PRECONDITION_FAILED"
 )
 
 // Request parts named by FieldIssues.Field.

@@ -26,7 +26,13 @@ type BodyPart<O> = O extends { requestBody: { content: { "application/json": inf
       : {};
 
 /** What a request of the operation takes: path parameters, query and JSON body. */
-export type RequestInit<O> = PathPart<O> & QueryPart<O> & BodyPart<O> & { signal?: AbortSignal; headers?: Record<string, string> };
+export type RequestInit<O> = PathPart<O> & QueryPart<O> & BodyPart<O> & {
+  signal?: AbortSignal;
+  /** Extra headers, e.g. `{"if-match": etag}` or `{"if-none-match": etag}`. */
+  headers?: Record<string, string>;
+  /** Called with the successful answer before its body is read: its headers (ETag). */
+  response?: (res: Response) => void;
+};
 
 type Success = 200 | 201 | 202 | 204;
 /** The JSON of the operation's successful answer (undefined for 204). */
@@ -163,6 +169,7 @@ export class CustomerAPI {
     for (let attempt = 0; ; attempt++) {
       const res = await this.#fetch(url, { method, headers, body, signal: init.signal });
       if (res.ok) {
+        init.response?.(res);
         const text = await res.text();
         return (text === "" ? undefined : JSON.parse(text)) as T;
       }
@@ -186,6 +193,7 @@ interface Init {
   body?: unknown;
   signal?: AbortSignal;
   headers?: Record<string, string>;
+  response?: (res: Response) => void;
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {

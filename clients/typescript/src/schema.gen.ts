@@ -1103,10 +1103,10 @@ export interface components {
          */
         ErrorEnvelope: {
             /**
-             * @description Machine-readable error class; the HTTP status tells the rest (415 and 431 carry VALIDATION_ERROR). The specification's eight codes, and METHOD_NOT_ALLOWED for a 405: a method the path does not have. A client must treat a code it does not know by its status: more may come.
+             * @description Machine-readable error class; the HTTP status tells the rest (415 and 431 carry VALIDATION_ERROR). The specification's eight codes, METHOD_NOT_ALLOWED for a 405 (a method the path does not have) and PRECONDITION_FAILED for a 412 (If-Match names a version that is no longer current). A client must treat a code it does not know by its status: more may come.
              * @enum {string}
              */
-            code: "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "VALIDATION_ERROR" | "CONFLICT" | "RATE_LIMITED" | "INTERNAL" | "SERVICE_UNAVAILABLE" | "METHOD_NOT_ALLOWED";
+            code: "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "VALIDATION_ERROR" | "CONFLICT" | "RATE_LIMITED" | "INTERNAL" | "SERVICE_UNAVAILABLE" | "METHOD_NOT_ALLOWED" | "PRECONDITION_FAILED";
             /** @description Human-readable explanation of this occurrence; not for parsing. */
             detail: string;
             /** @description The request's ID, equal to the X-Request-Id response header; quote it when reporting a problem. */
@@ -4040,6 +4040,26 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
+        /** @description The representation has not changed since the ETag the request named in `If-None-Match`: no body; the ETag is repeated. */
+        NotModified: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                ETag: components["headers"]["ETag"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description The resource has changed since the version `If-Match` names (PRECONDITION_FAILED): read it again and retry with its ETag. `details.currentETag` and the `ETag` header carry the current one. */
+        PreconditionFailed: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                ETag: components["headers"]["ETag"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
         /** @description Missing, not under the stated parent, or not visible to the tenant (NOT_FOUND). */
         NotFound: {
             headers: {
@@ -4149,6 +4169,8 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+        ETag: string;
         /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
         "Idempotent-Replayed": "true";
         /** @description Request correlation ID; equals `requestId` of an error envelope. */
@@ -4189,6 +4211,7 @@ export interface operations {
                     "application/json": Record<string, never>;
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             default: components["responses"]["OtherErrors"];
         };
@@ -4222,12 +4245,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["TopicPage"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             default: components["responses"]["OtherErrors"];
         };
@@ -4268,6 +4294,8 @@ export interface operations {
                     RateLimit?: string;
                     /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4276,6 +4304,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -4305,12 +4334,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Topic"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["OtherErrors"];
@@ -4342,12 +4374,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -4381,6 +4416,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4389,6 +4426,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -4423,12 +4461,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["TopicEntryPage"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["OtherErrors"];
@@ -4472,6 +4513,8 @@ export interface operations {
                     RateLimit?: string;
                     /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4481,6 +4524,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -4511,12 +4555,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["TopicEntry"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["OtherErrors"];
@@ -4549,12 +4596,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -4589,6 +4639,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4598,6 +4650,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -4630,12 +4683,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["PageList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             default: components["responses"]["OtherErrors"];
         };
@@ -4676,6 +4732,8 @@ export interface operations {
                     RateLimit?: string;
                     /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4684,6 +4742,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -4713,12 +4772,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Page"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["OtherErrors"];
@@ -4750,12 +4812,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -4789,6 +4854,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4797,6 +4864,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -4838,6 +4906,8 @@ export interface operations {
                     RateLimit?: string;
                     /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4847,6 +4917,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -4888,6 +4959,8 @@ export interface operations {
                     RateLimit?: string;
                     /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4897,6 +4970,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -4938,6 +5012,8 @@ export interface operations {
                     RateLimit?: string;
                     /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4947,6 +5023,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -4981,12 +5058,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["AudiencePage"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["OtherErrors"];
@@ -5030,6 +5110,8 @@ export interface operations {
                     RateLimit?: string;
                     /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5039,6 +5121,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -5069,12 +5152,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Audience"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["OtherErrors"];
@@ -5111,6 +5197,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5120,6 +5208,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -5162,6 +5251,8 @@ export interface operations {
                     RateLimit?: string;
                     /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5171,6 +5262,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -5208,12 +5300,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["AudienceVersionPage"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["OtherErrors"];
@@ -5258,6 +5353,8 @@ export interface operations {
                     RateLimit?: string;
                     /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5281,6 +5378,8 @@ export interface operations {
                     RateLimit?: string;
                     /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5290,6 +5389,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -5320,12 +5420,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["AudienceMessages"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["OtherErrors"];
@@ -5370,6 +5473,8 @@ export interface operations {
                     RateLimit?: string;
                     /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5379,6 +5484,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -5418,12 +5524,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["SessionPage"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["OtherErrors"];
@@ -5467,6 +5576,8 @@ export interface operations {
                     RateLimit?: string;
                     /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5490,6 +5601,8 @@ export interface operations {
                     RateLimit?: string;
                     /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5499,6 +5612,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -5529,12 +5643,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Session"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["OtherErrors"];
@@ -5576,6 +5693,8 @@ export interface operations {
                     RateLimit?: string;
                     /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5585,6 +5704,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -5623,12 +5743,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["PageLinkPage"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             default: components["responses"]["OtherErrors"];
         };
@@ -5659,12 +5782,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["PageLink"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["OtherErrors"];
@@ -5696,12 +5822,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -5741,6 +5870,8 @@ export interface operations {
                     RateLimit?: string;
                     /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5749,6 +5880,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -5783,12 +5915,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["PersonSearchPage"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             default: components["responses"]["OtherErrors"];
         };
@@ -5819,12 +5954,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Person"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["OtherErrors"];
@@ -5856,12 +5994,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -5895,6 +6036,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5903,6 +6046,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -5939,12 +6083,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["PersonLogPage"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["OtherErrors"];
@@ -5988,6 +6135,8 @@ export interface operations {
                     RateLimit?: string;
                     /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6011,6 +6160,8 @@ export interface operations {
                     RateLimit?: string;
                     /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6020,6 +6171,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -6050,12 +6202,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["PersonLog"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["OtherErrors"];
@@ -6088,12 +6243,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -6128,12 +6286,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["AccountPage"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             default: components["responses"]["OtherErrors"];
         };
@@ -6174,6 +6335,8 @@ export interface operations {
                     RateLimit?: string;
                     /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6182,6 +6345,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -6212,12 +6376,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Account"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["OtherErrors"];
@@ -6257,12 +6424,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["AccountLogPage"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["OtherErrors"];
@@ -6307,6 +6477,8 @@ export interface operations {
                     RateLimit?: string;
                     /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6330,6 +6502,8 @@ export interface operations {
                     RateLimit?: string;
                     /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6339,6 +6513,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -6370,12 +6545,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["AccountLog"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["OtherErrors"];
@@ -6409,12 +6587,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -6451,12 +6632,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["AssetPage"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             default: components["responses"]["OtherErrors"];
         };
@@ -6497,6 +6681,8 @@ export interface operations {
                     RateLimit?: string;
                     /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6505,6 +6691,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -6541,12 +6728,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["AssetPage"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             default: components["responses"]["OtherErrors"];
         };
@@ -6577,12 +6767,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Asset"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["OtherErrors"];
@@ -6614,12 +6807,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -6661,6 +6857,8 @@ export interface operations {
                     RateLimit?: string;
                     /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6670,6 +6868,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -6711,6 +6910,8 @@ export interface operations {
                     RateLimit?: string;
                     /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6720,6 +6921,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -6898,12 +7100,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["WebhookSubscriptionPage"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             default: components["responses"]["OtherErrors"];
         };
@@ -6944,6 +7149,8 @@ export interface operations {
                     RateLimit?: string;
                     /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6952,6 +7159,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -6981,12 +7189,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["WebhookSubscription"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["OtherErrors"];
@@ -7018,12 +7229,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -7057,6 +7271,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7065,6 +7281,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -7106,6 +7323,8 @@ export interface operations {
                     RateLimit?: string;
                     /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7115,6 +7334,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -7151,12 +7371,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["WebhookDeliveryPage"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["OtherErrors"];
@@ -7189,12 +7412,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
                     RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["OtherErrors"];
@@ -7239,6 +7465,8 @@ export interface operations {
                     RateLimit?: string;
                     /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7248,6 +7476,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };
@@ -7289,6 +7518,8 @@ export interface operations {
                     RateLimit?: string;
                     /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7311,6 +7542,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
             default: components["responses"]["OtherErrors"];
         };
     };

@@ -13,11 +13,14 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/gofiber/fiber/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/customerapi/platform/api"
 	"github.com/customerapi/platform/gateway/internal/admin"
+	"github.com/customerapi/platform/gateway/internal/auth"
+	"github.com/customerapi/platform/gateway/internal/conditional"
 	"github.com/customerapi/platform/gateway/internal/docs"
 	"github.com/customerapi/platform/gateway/internal/idempotency"
 	"github.com/customerapi/platform/gateway/internal/keys"
@@ -259,7 +262,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 		// Required: a cache that has not loaded for too long may accept revoked keys.
 		server.Check{Name: "keys", Fn: func(context.Context) error { return cache.Fresh(maxStale) }})
 
-	openapiJSON, routes, err := openAPI(cfg.PublicBaseURL)
+	openapiJSON, routes, gets, err := openAPI(cfg.PublicBaseURL)
 	if err != nil {
 		return fail(err)
 	}
@@ -277,6 +280,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 		Upstreams: upstreams, Proxy: cfg.Proxy, Downloads: cfg.Downloads,
 		OpenAPI: openapiJSON, Routes: routes,
 		Idempotency: &idempotency.Middleware{Store: idem, Log: log, Streams: proxy.IsUpload},
+		Conditional: &conditional.Middleware{Target: targetOf(gets), Locker: &conditional.Locker{Pool: pool},
+			Tenant: func(c *fiber.Ctx) string { return auth.Key(c).TenantIDs[0] }},
 	})
 	if err != nil {
 		return fail(err)
@@ -304,29 +309,51 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 func (a *Application) Close() { a.opened.Close() }
 
 // openAPI renders the embedded OpenAPI document as JSON, validating it on the way and
-// adding the code samples (calling baseURL), and lists its paths with the service that
-// serves each, for the request metrics.
-func openAPI(baseURL string) ([]byte, []observe.Route, error) {
+// adding the code samples (calling baseURL), lists its paths with the service that
+// serves each, for the request metrics, and tells which paths can be read (GET).
+func openAPI(baseURL string) ([]byte, []observe.Route, map[string]bool, error) {
 	doc, err := openapi3.NewLoader().LoadFromData(api.Spec)
 	if err != nil {
-		return nil, nil, fmt.Errorf("openapi: %w", err)
+		return nil, nil, nil, fmt.Errorf("openapi: %w", err)
 	}
 	if err := docs.AddCodeSamples(doc, api.CodeSamples, api.SampleBaseURL, baseURL); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	b, err := json.Marshal(doc)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var routes []observe.Route
-	for path := range doc.Paths.Map() {
+	gets := map[string]bool{}
+	for path, item := range doc.Paths.Map() {
 		up, ok := proxy.ServiceOf(path)
 		if !ok {
 			up = observe.Gateway // the document itself
 		}
 		routes = append(routes, observe.Route{Template: path, Upstream: up})
+		gets[path] = item.Get != nil
 	}
-	return b, routes, nil
+	return b, routes, gets, nil
+}
+
+// targetOf returns the resource an If-Match of a write is checked against: the request's
+// path when the document can read it (GET), else its parent's when that can be read (an
+// action such as POST /v0/pages/{page_id}/publish changes the page).
+func targetOf(gets map[string]bool) func(c *fiber.Ctx) (string, bool) {
+	return func(c *fiber.Ctx) (string, bool) {
+		tmpl, path := observe.RouteName(c), c.Path()
+		switch {
+		case tmpl == "":
+			return "", false
+		case gets[tmpl]:
+			return path, true
+		}
+		i, j := strings.LastIndexByte(tmpl, '/'), strings.LastIndexByte(path, '/')
+		if i > 0 && j > 0 && gets[tmpl[:i]] {
+			return path[:j], true
+		}
+		return "", false
+	}
 }
 
 // Run serves until ctx ends, then shuts down gracefully.

@@ -253,6 +253,38 @@ func (p *Proxy) Handler() fiber.Handler {
 	}
 }
 
+// Current fetches path's representation from its service as the caller (tenant and key
+// of c), for the check of a conditional write: the status and the body. c's own request
+// and answer are left as they are.
+func (p *Proxy) Current(c *fiber.Ctx, path string) (int, []byte, error) {
+	service, ok := p.table.match(path)
+	if !ok {
+		return fiber.StatusNotFound, nil, nil
+	}
+	up := p.upstreams[service]
+	if up == nil {
+		return 0, nil, apierror.Unavailable("the " + service + " service is not available")
+	}
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	c.Request().Header.CopyTo(&req.Header)
+	req.Header.SetMethod(fiber.MethodGet)
+	for _, h := range []string{fiber.HeaderContentType, fiber.HeaderContentEncoding, fiber.HeaderIfMatch,
+		fiber.HeaderIfNoneMatch, "Idempotency-Key"} {
+		req.Header.Del(h)
+	}
+	req.Header.SetContentLength(0)
+	req.SetRequestURI(path)
+	prepare(c, req, up)
+	key := auth.Key(c)
+	p.sign(c, req, key.TenantIDs[0], key.ID)
+	if err := up.client.DoTimeout(req, resp, p.timeout); err != nil {
+		return 0, nil, upstreamError(service, err)
+	}
+	return resp.StatusCode(), append([]byte(nil), resp.Body()...), nil
+}
+
 // answerTooBig is the 503 for a service's answer over the limit: the gateway drops it
 // unread rather than hold it, and names the limit so the error log says what happened.
 // No Retry-After: the same request gets the same answer.

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/customerapi/platform/gateway/internal/auth"
+	"github.com/customerapi/platform/gateway/internal/conditional"
 	"github.com/customerapi/platform/gateway/internal/docs"
 	"github.com/customerapi/platform/gateway/internal/idempotency"
 	"github.com/customerapi/platform/gateway/internal/keys"
@@ -36,6 +37,9 @@ type Config struct {
 	// Idempotency runs POSTs with an Idempotency-Key at most once (nil: the header is
 	// ignored).
 	Idempotency *idempotency.Middleware
+	// Conditional answers conditional requests and sets ETags (nil: neither); its
+	// Current is set here, to the proxy's.
+	Conditional *conditional.Middleware
 	// OpenAPI is the API document as JSON; Routes are its paths with their services.
 	OpenAPI []byte
 	Routes  []observe.Route
@@ -80,6 +84,10 @@ func New(cfg Config) (*server.Server, *proxy.Downloads, error) {
 		Refusals: refusals}).Handler())
 	if cfg.Idempotency != nil {
 		public.App.Use(cfg.Idempotency.Handler())
+	}
+	if cfg.Conditional != nil {
+		cfg.Conditional.Current = px.Current
+		public.App.Use(cfg.Conditional.Handler())
 	}
 	public.App.All("/*", px.Handler())
 	return public, downloads, nil

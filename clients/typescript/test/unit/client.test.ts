@@ -112,3 +112,20 @@ test("a POST carries one Idempotency-Key, resent with its retries, so its 503 is
   assert.match(key ?? "", /^[0-9a-f-]{36}$/);
   assert.equal(calls[1]?.headers["idempotency-key"], key);
 });
+
+test("the answer's ETag is read with response; a 304 and a 412 are APIErrors with their status", async () => {
+  const { fetch, calls } = fakeFetch([
+    () => json(200, { topicId: "topic_1" }, { etag: '"v1"' }),
+    () => new Response(null, { status: 304, headers: { etag: '"v1"' } }),
+    () => json(412, { code: "PRECONDITION_FAILED", status: 412 }, { etag: '"v2"' }),
+  ]);
+  const api = new CustomerAPI({ baseUrl: "http://api.test", apiKey: "k", fetch });
+  let etag: string | null = null;
+  await api.get("/v0/topics/{topic_id}", { path: { topic_id: "topic_1" }, response: (r) => { etag = r.headers.get("etag"); } });
+  assert.equal(etag, '"v1"');
+  await assert.rejects(api.get("/v0/topics/{topic_id}", { path: { topic_id: "topic_1" }, headers: { "if-none-match": '"v1"' } }),
+    (err: unknown) => err instanceof APIError && err.status === 304);
+  assert.equal(calls[1]?.headers["if-none-match"], '"v1"');
+  await assert.rejects(api.patch("/v0/topics/{topic_id}", { path: { topic_id: "topic_1" }, body: { title: "t" }, headers: { "if-match": '"v1"' } }),
+    (err: unknown) => err instanceof APIError && err.status === 412 && err.code === "PRECONDITION_FAILED");
+});
