@@ -37,6 +37,7 @@ func (h *Handlers) Register(app fiber.Router) {
 	g.Get("/keys", h.list)
 	g.Get("/keys/:keyId", h.get)
 	g.Delete("/keys/:keyId", h.revoke)
+	g.Post("/keys/:keyId/rotate", h.rotate)
 }
 
 func (h *Handlers) requireToken(c *fiber.Ctx) error {
@@ -58,7 +59,22 @@ type createBody struct {
 	TenantIDs []string       `json:"tenantIds" validate:"required,min=1,max=100,unique,dive,tenantid"`
 	RateLimit *rateLimitBody `json:"rateLimit"`
 	Name      *string        `json:"name" validate:"omitempty,min=1,max=200"`
+	// ExpiresAt is when the key stops working (RFC 3339, in the future, within MaxKeyLifetime).
+	ExpiresAt *string `json:"expiresAt" validate:"omitempty,max=40"`
+	// Scopes limit the key ("pages:read", "*:write", ...); absent: every operation.
+	Scopes []string `json:"scopes" validate:"omitempty,min=1,max=12,unique,dive,scope"`
 }
+
+type rotateBody struct {
+	// GracePeriodSeconds is how long the old key keeps working (default 24 h, at most 30 days).
+	GracePeriodSeconds *int64 `json:"gracePeriodSeconds" validate:"omitempty,min=0,max=2592000"`
+}
+
+// MaxKeyLifetime bounds expiresAt.
+const MaxKeyLifetime = 10 * 365 * 24 * time.Hour
+
+// DefaultGracePeriod is how long a rotated key keeps working by default.
+const DefaultGracePeriod = 24 * time.Hour
 
 // keyView is a key as the admin API shows it.
 type keyView struct {
@@ -70,6 +86,12 @@ type keyView struct {
 	RateLimit *rateLimitBody `json:"rateLimit"`
 	CreatedAt string         `json:"createdAt"`
 	RevokedAt *string        `json:"revokedAt"`
+	ExpiresAt *string        `json:"expiresAt"`
+	// Scopes are the key's scopes; null: every operation.
+	Scopes      []string `json:"scopes"`
+	RotatedFrom *string  `json:"rotatedFrom"`
+	// LastUsedAt is when a gateway last saw the key (to within KEY_USAGE_FLUSH_INTERVAL).
+	LastUsedAt *string `json:"lastUsedAt"`
 	// Warnings say what the key cannot do as issued (absent when nothing).
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -80,7 +102,9 @@ const multiTenantWarning = "this key names more than one tenant: every API reque
 
 func view(k keys.Key) keyView {
 	v := keyView{KeyID: k.ID, Prefix: k.Prefix, Name: k.Name, TenantIDs: k.TenantIDs,
-		CreatedAt: timestamp.Format(k.CreatedAt), RevokedAt: timestamp.FormatPtr(k.RevokedAt)}
+		CreatedAt: timestamp.Format(k.CreatedAt), RevokedAt: timestamp.FormatPtr(k.RevokedAt),
+		ExpiresAt: timestamp.FormatPtr(k.ExpiresAt), Scopes: k.Scopes, RotatedFrom: k.RotatedFrom,
+		LastUsedAt: timestamp.FormatPtr(k.LastUsedAt)}
 	if k.RateLimit != nil {
 		v.RateLimit = &rateLimitBody{Limit: int64(k.RateLimit.Limit), WindowMs: k.RateLimit.Window.Milliseconds()}
 	}
@@ -100,7 +124,16 @@ func (h *Handlers) create(c *fiber.Ctx) error {
 		return apierror.Internal(err)
 	}
 	k := keys.Key{ID: ids.New("key"), Hash: h.Hasher.Hash(plain), Prefix: plain[:keys.DisplayLen],
-		Name: body.Name, TenantIDs: body.TenantIDs}
+		Name: body.Name, TenantIDs: body.TenantIDs, Scopes: body.Scopes}
+	if body.ExpiresAt != nil {
+		t, err := time.Parse(time.RFC3339Nano, *body.ExpiresAt)
+		now := time.Now()
+		if err != nil || !t.After(now) || t.Sub(now) > MaxKeyLifetime {
+			return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_date", Path: []any{"expiresAt"},
+				Message: "expiresAt must be an RFC 3339 time in the future, at most 10 years ahead"})
+		}
+		k.ExpiresAt = &t
+	}
 	if body.RateLimit != nil {
 		k.RateLimit = &keys.RateLimit{Limit: int(body.RateLimit.Limit), Window: time.Duration(body.RateLimit.WindowMs) * time.Millisecond}
 	}
@@ -110,6 +143,39 @@ func (h *Handlers) create(c *fiber.Ctx) error {
 	}
 	h.Cache.Put(stored) // usable at once on this replica; others reload on the notification
 	v := view(stored)
+	v.Key = plain // shown this once only
+	return c.Status(fiber.StatusCreated).JSON(v)
+}
+
+// rotate issues a successor of a key (a new secret, the same tenants, scopes, name and
+// rate limit) and lets the old key work for the grace period, then not at all: its
+// expiry is enforced by every replica at each request.
+func (h *Handlers) rotate(c *fiber.Ctx) error {
+	var body rotateBody
+	if err := h.Validator.Body(c, &body); err != nil {
+		return err
+	}
+	grace := DefaultGracePeriod
+	if body.GracePeriodSeconds != nil {
+		grace = time.Duration(*body.GracePeriodSeconds) * time.Second
+	}
+	plain, err := keys.Generate()
+	if err != nil {
+		return apierror.Internal(err)
+	}
+	next := keys.Key{ID: ids.New("key"), Hash: h.Hasher.Hash(plain), Prefix: plain[:keys.DisplayLen]}
+	created, old, err := h.Store.Rotate(c.UserContext(), c.Params("keyId"), next, grace)
+	switch {
+	case errors.Is(err, keys.ErrNotFound):
+		return apierror.NotFound("no such key")
+	case errors.Is(err, keys.ErrNotActive):
+		return apierror.Conflict("the key is revoked or expired: issue a new key instead")
+	case err != nil:
+		return apierror.Internal(err)
+	}
+	h.Cache.Put(created)
+	h.Cache.Put(old) // its new expiry, at once on this replica
+	v := view(created)
 	v.Key = plain // shown this once only
 	return c.Status(fiber.StatusCreated).JSON(v)
 }

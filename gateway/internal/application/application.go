@@ -60,6 +60,9 @@ type Config struct {
 	// KeyMaxStaleness is how long the gateway keeps serving from its key cache without
 	// reaching its database before it reports itself not ready (KEY_CACHE_MAX_STALENESS).
 	KeyMaxStaleness time.Duration
+	// UsageFlushEvery is how often the gateway writes when keys were last used
+	// (KEY_USAGE_FLUSH_INTERVAL): the precision of lastUsedAt.
+	UsageFlushEvery time.Duration
 	LogLevel        string
 	ShutdownTimeout time.Duration
 	CursorSecret    []byte
@@ -81,12 +84,13 @@ func UpstreamVar(service string) string { return "UPSTREAM_" + strings.ToUpper(s
 // ConfigFromEnv reads and checks the configuration.
 func ConfigFromEnv(env *config.Env) (Config, error) {
 	c := Config{
-		HTTPAddr:      env.String("HTTP_ADDR", "127.0.0.1:25001"),
-		AdminAddr:     env.String("ADMIN_ADDR", "127.0.0.1:25002"),
-		DatabaseURL:   env.Required("DATABASE_URL"),
-		AdminToken:    env.Required("ADMIN_TOKEN"),
-		KeyPepper:     env.Secret("KEY_HASH_PEPPER", 32),
-		PublicBaseURL: env.String("PUBLIC_BASE_URL", "http://127.0.0.1:25001"),
+		HTTPAddr:        env.String("HTTP_ADDR", "127.0.0.1:25001"),
+		AdminAddr:       env.String("ADMIN_ADDR", "127.0.0.1:25002"),
+		DatabaseURL:     env.Required("DATABASE_URL"),
+		AdminToken:      env.Required("ADMIN_TOKEN"),
+		KeyPepper:       env.Secret("KEY_HASH_PEPPER", 32),
+		PublicBaseURL:   env.String("PUBLIC_BASE_URL", "http://127.0.0.1:25001"),
+		UsageFlushEvery: env.Duration("KEY_USAGE_FLUSH_INTERVAL", 30*time.Second),
 		DefaultLimit: ratelimit.Policy{
 			Limit:  env.Int("RATE_LIMIT_DEFAULT", 100),
 			Window: env.Duration("RATE_LIMIT_WINDOW", time.Second),
@@ -179,6 +183,7 @@ type Application struct {
 	limiter   *ratelimit.Local
 	downloads *proxy.Downloads
 	idem      *idempotency.Store
+	usage     *keys.Usage
 	opened    lifecycle.Stack
 }
 
@@ -212,6 +217,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 	}
 	store := keys.NewStore(pool)
 	idem := idempotency.NewStore(pool)
+	usage := keys.NewUsage(store, log)
 	cache := keys.NewCache(store, hasher, cfg.KeyRefresh, log, reg)
 	if err := cache.Load(cctx); err != nil {
 		return fail(err)
@@ -262,7 +268,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 		// Required: a cache that has not loaded for too long may accept revoked keys.
 		server.Check{Name: "keys", Fn: func(context.Context) error { return cache.Fresh(maxStale) }})
 
-	openapiJSON, routes, gets, err := openAPI(cfg.PublicBaseURL)
+	doc, err := openAPI(cfg.PublicBaseURL)
 	if err != nil {
 		return fail(err)
 	}
@@ -278,9 +284,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 		Log: log, Tracer: tracer, Registry: reg, Checks: checks,
 		Cache: cache, Limiter: limiter, Default: cfg.DefaultLimit,
 		Upstreams: upstreams, Proxy: cfg.Proxy, Downloads: cfg.Downloads,
-		OpenAPI: openapiJSON, Routes: routes,
+		OpenAPI: doc.json, Routes: doc.routes, Family: familyOf(doc.families), Usage: usage,
 		Idempotency: &idempotency.Middleware{Store: idem, Log: log, Streams: proxy.IsUpload},
-		Conditional: &conditional.Middleware{Target: targetOf(gets), Locker: &conditional.Locker{Pool: pool},
+		Conditional: &conditional.Middleware{Target: targetOf(doc.gets), Locker: &conditional.Locker{Pool: pool},
 			Tenant: func(c *fiber.Ctx) string { return auth.Key(c).TenantIDs[0] }},
 	})
 	if err != nil {
@@ -289,6 +295,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 
 	validator := request.NewValidator()
 	if err := validator.Register("tenantid", func(v reflect.Value) bool { return admin.ValidTenantID(v.String()) }); err != nil {
+		return fail(err)
+	}
+	if err := validator.Register("scope", func(v reflect.Value) bool { return keys.ValidScope(v.String()) }); err != nil {
 		return fail(err)
 	}
 	cursors, err := pagination.NewCodec(cfg.CursorSecret)
@@ -301,39 +310,58 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 	(&admin.Handlers{Store: store, Cache: cache, Hasher: hasher, Validator: validator, Cursors: cursors,
 		Token: cfg.AdminToken}).Register(adminSrv.App)
 
-	a.public, a.admin, a.cache, a.limiter, a.downloads, a.idem = public, adminSrv, cache, local, downloads, idem
+	a.public, a.admin, a.cache, a.limiter, a.downloads, a.idem, a.usage = public, adminSrv, cache, local, downloads, idem, usage
 	return a, nil
 }
 
 // Close releases the database pool and the Redis client.
 func (a *Application) Close() { a.opened.Close() }
 
+// document is what the gateway takes from the API document.
+type document struct {
+	json   []byte          // served at /v0/openapi.json, with the code samples
+	routes []observe.Route // every path with the service that serves it
+	gets   map[string]bool // the paths that can be read (GET)
+	// families are the operations' resource families (their first tag), by "METHOD path".
+	families map[string]string
+}
+
 // openAPI renders the embedded OpenAPI document as JSON, validating it on the way and
-// adding the code samples (calling baseURL), lists its paths with the service that
-// serves each, for the request metrics, and tells which paths can be read (GET).
-func openAPI(baseURL string) ([]byte, []observe.Route, map[string]bool, error) {
+// adding the code samples (calling baseURL), and reads what the gateway needs of it.
+func openAPI(baseURL string) (document, error) {
 	doc, err := openapi3.NewLoader().LoadFromData(api.Spec)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("openapi: %w", err)
+		return document{}, fmt.Errorf("openapi: %w", err)
 	}
 	if err := docs.AddCodeSamples(doc, api.CodeSamples, api.SampleBaseURL, baseURL); err != nil {
-		return nil, nil, nil, err
+		return document{}, err
 	}
-	b, err := json.Marshal(doc)
-	if err != nil {
-		return nil, nil, nil, err
+	d := document{gets: map[string]bool{}, families: map[string]string{}}
+	if d.json, err = json.Marshal(doc); err != nil {
+		return document{}, err
 	}
-	var routes []observe.Route
-	gets := map[string]bool{}
 	for path, item := range doc.Paths.Map() {
 		up, ok := proxy.ServiceOf(path)
 		if !ok {
 			up = observe.Gateway // the document itself
 		}
-		routes = append(routes, observe.Route{Template: path, Upstream: up})
-		gets[path] = item.Get != nil
+		d.routes = append(d.routes, observe.Route{Template: path, Upstream: up})
+		d.gets[path] = item.Get != nil
+		for method, op := range item.Operations() {
+			if len(op.Tags) > 0 {
+				d.families[method+" "+path] = op.Tags[0]
+			}
+		}
 	}
-	return b, routes, gets, nil
+	return d, nil
+}
+
+// familyOf returns the resource family of a request's operation, from the document.
+func familyOf(families map[string]string) func(c *fiber.Ctx) (string, bool) {
+	return func(c *fiber.Ctx) (string, bool) {
+		f, ok := families[c.Method()+" "+observe.RouteName(c)]
+		return f, ok
+	}
 }
 
 // targetOf returns the resource an If-Match of a write is checked against: the request's
@@ -360,6 +388,7 @@ func targetOf(gets map[string]bool) func(c *fiber.Ctx) (string, bool) {
 func (a *Application) Run(ctx context.Context) error {
 	return lifecycle.Run(ctx, lifecycle.Forever(a.cache.Run),
 		lifecycle.Forever(func(ctx context.Context) { a.limiter.RunPruner(ctx, time.Minute) }),
+		lifecycle.Forever(func(ctx context.Context) { a.usage.Run(ctx, a.cfg.UsageFlushEvery) }),
 		lifecycle.Forever(func(ctx context.Context) {
 			a.idem.RunPurger(ctx, time.Minute, func(err error) { a.log.WarnContext(ctx, "idempotency: purge expired keys", "err", err) })
 		}),

@@ -97,7 +97,7 @@ func startWith(t *testing.T, o observed, dbURL string, upstreams map[string]stri
 		DefaultLimit:  ratelimit.Policy{Limit: 1000, Window: time.Second},
 		Upstreams:     upstreams,
 		Proxy:         proxy.Options{Timeout: time.Second, DialTimeout: 500 * time.Millisecond, MaxConns: 64},
-		KeyRefresh:    time.Second, LogLevel: "error", ShutdownTimeout: 2 * time.Second,
+		KeyRefresh:    time.Second, LogLevel: "error", ShutdownTimeout: 2 * time.Second, UsageFlushEvery: 100 * time.Millisecond,
 		CursorSecret: []byte(strings.Repeat("c", 32)), InternalAuthSecret: internalSecret,
 	}
 	for _, m := range mutate {

@@ -33,7 +33,13 @@ type Middleware struct {
 	Default ratelimit.Policy
 	// Refusals, optional, counts the requests refused here by reason.
 	Refusals *observe.Refusals
-	now      func() time.Time
+	// Family names the resource family of the request's operation (the document's tag:
+	// pages, persons, ...), false for a path the document does not have; a key with
+	// scopes is checked against it.
+	Family func(c *fiber.Ctx) (string, bool)
+	// Usage, optional, records when each key was last used.
+	Usage *keys.Usage
+	now   func() time.Time
 }
 
 // Handler returns the Fiber middleware.
@@ -51,6 +57,10 @@ func (m *Middleware) Handler() fiber.Handler {
 		if key == nil {
 			return m.refuse(unauthenticated(c, presented))
 		}
+		t := now()
+		if key.Expired(t) { // on every replica at once, whatever its cache holds
+			return m.refuse(observe.UnknownKey)
+		}
 		tenantID := ""
 		if len(key.TenantIDs) == 1 {
 			tenantID = key.TenantIDs[0]
@@ -64,6 +74,23 @@ func (m *Middleware) Handler() fiber.Handler {
 		if len(key.TenantIDs) != 1 {
 			m.Refusals.Inc(observe.MultiTenantKey)
 			return apierror.Forbidden("multi-tenant API keys are not supported; use a key issued for a single tenant")
+		}
+		if key.Scopes != nil && m.Family != nil {
+			if family, ok := m.Family(c); ok {
+				access := keys.Write
+				if c.Method() == fiber.MethodGet || c.Method() == fiber.MethodHead {
+					access = keys.Read
+				}
+				if !key.Allows(family, access) {
+					m.Refusals.Inc(observe.MissingScope)
+					scope := family + ":" + access
+					return apierror.Forbidden("this key's scopes do not allow this operation: it needs " + scope).
+						WithDetails(map[string]any{"missingScope": scope, "scopes": strings.Join(key.Scopes, " ")})
+				}
+			}
+		}
+		if m.Usage != nil {
+			m.Usage.Seen(key.ID, t)
 		}
 		p := m.Default
 		if key.RateLimit != nil {
@@ -88,7 +115,7 @@ var hints = map[observe.Reason]string{
 	observe.MissingKey:      "send your API key in the x-api-key header",
 	observe.WrongHeader:     "send your API key in the x-api-key header: Authorization and query parameters are not read",
 	observe.MalformedKey:    "an API key is capi_ followed by 40 letters and digits: check for quotes, white space or a truncated copy",
-	observe.UnknownKey:      "this key is unknown or revoked: use a key issued for your tenant",
+	observe.UnknownKey:      "this key is unknown, revoked or expired: use a key issued for your tenant",
 	observe.ConflictingKeys: "send one x-api-key header: the request carries several that differ",
 }
 

@@ -7,6 +7,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"math/big"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -39,6 +41,51 @@ type Key struct {
 	RateLimit *RateLimit
 	CreatedAt time.Time
 	RevokedAt *time.Time
+	// ExpiresAt, when set, is when the key stops working (a rotated key's grace end).
+	ExpiresAt *time.Time
+	// Scopes limit what the key may do (nil: everything); see Allows.
+	Scopes []string
+	// RotatedFrom is the key this one replaced by rotation.
+	RotatedFrom *string
+	// LastUsedAt is when a gateway last saw the key (to within UsageFlushEvery; the
+	// admin API's reads only).
+	LastUsedAt *time.Time
+}
+
+// Expired reports whether the key no longer works at now.
+func (k *Key) Expired(now time.Time) bool { return k.ExpiresAt != nil && !now.Before(*k.ExpiresAt) }
+
+// Access levels of a scope: write includes read.
+const (
+	Read  = "read"
+	Write = "write"
+)
+
+// Families are the resource families a scope can name (the document's tags), and "*".
+var Families = []string{"topics", "pages", "persons", "assets", "webhooks"}
+
+// ValidScope reports whether s is "<family>:<read|write>" with a family of Families or *.
+func ValidScope(s string) bool {
+	family, access, ok := strings.Cut(s, ":")
+	if !ok || (access != Read && access != Write) {
+		return false
+	}
+	return family == "*" || slices.Contains(Families, family)
+}
+
+// Allows reports whether the key's scopes permit access (Read or Write) to family;
+// a key without scopes may do everything.
+func (k *Key) Allows(family, access string) bool {
+	if k.Scopes == nil {
+		return true
+	}
+	for _, s := range k.Scopes {
+		f, a, _ := strings.Cut(s, ":")
+		if (f == "*" || f == family) && (a == Write || a == access) {
+			return true
+		}
+	}
+	return false
 }
 
 // Hasher computes the keyed hash of a key with the server-side pepper.

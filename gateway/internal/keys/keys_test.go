@@ -107,3 +107,32 @@ func TestCacheFreshness(t *testing.T) {
 		t.Fatalf("a cache loaded 10 s ago must be stale past 5 s, saying its age, got %v", err)
 	}
 }
+
+// A scope is "<family>:<read|write>" with a known family or *; write includes read; a
+// key without scopes may do everything; an expired key reports so from its expiry on.
+func TestScopesAndExpiry(t *testing.T) {
+	for s, want := range map[string]bool{"pages:read": true, "*:write": true, "webhooks:write": true,
+		"pages:admin": false, "billing:read": false, "pages": false, ":read": false, "": false} {
+		if ValidScope(s) != want {
+			t.Errorf("ValidScope(%q) = %v", s, !want)
+		}
+	}
+	k := Key{Scopes: []string{"pages:write", "topics:read"}}
+	for _, c := range []struct {
+		family, access string
+		want           bool
+	}{{"pages", Read, true}, {"pages", Write, true}, {"topics", Read, true},
+		{"topics", Write, false}, {"persons", Read, false}} {
+		if k.Allows(c.family, c.access) != c.want {
+			t.Errorf("%v allows %s:%s = %v", k.Scopes, c.family, c.access, !c.want)
+		}
+	}
+	if !(&Key{}).Allows("assets", Write) || !(&Key{Scopes: []string{"*:read"}}).Allows("assets", Read) {
+		t.Error("no scopes allow everything; *:read allows every read")
+	}
+	now := time.Now()
+	at := now.Add(time.Second)
+	if (&Key{}).Expired(now) || (&Key{ExpiresAt: &at}).Expired(now) || !(&Key{ExpiresAt: &at}).Expired(at) {
+		t.Error("a key expires exactly at ExpiresAt, and never without one")
+	}
+}

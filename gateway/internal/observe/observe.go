@@ -269,6 +269,7 @@ const (
 	DownloadsPerLink                 // 429: too many downloads of one signed link at once
 	DownloadsPerClient               // 429: too many downloads from one client address at once
 	UploadsPerTenant                 // 429: too many uploads of one tenant at once
+	MissingScope                     // 403: the key's scopes do not cover the operation
 	numReasons
 )
 
@@ -285,6 +286,7 @@ var reasons = [numReasons]struct {
 	DownloadsPerLink:   {"429", "downloads_per_link"},
 	DownloadsPerClient: {"429", "downloads_per_client"},
 	UploadsPerTenant:   {"429", "uploads_per_tenant"},
+	MissingScope:       {"403", "missing_scope"},
 }
 
 // Refusals counts the requests the gateway refuses itself (gateway_refusals_total{code,

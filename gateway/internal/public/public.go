@@ -43,6 +43,10 @@ type Config struct {
 	// OpenAPI is the API document as JSON; Routes are its paths with their services.
 	OpenAPI []byte
 	Routes  []observe.Route
+	// Family names a request's resource family, for keys with scopes (auth.Middleware).
+	Family func(c *fiber.Ctx) (string, bool)
+	// Usage records when keys were last used (nil: not recorded).
+	Usage *keys.Usage
 }
 
 // New builds the public server; the caller runs it.
@@ -81,7 +85,7 @@ func New(cfg Config) (*server.Server, *proxy.Downloads, error) {
 	downloads.Refusals = refusals
 	public.App.Get(proxy.FilesRoute, px.Files(downloads))
 	public.App.Use((&auth.Middleware{Cache: cfg.Cache, Limiter: cfg.Limiter, Default: cfg.Default,
-		Refusals: refusals}).Handler())
+		Refusals: refusals, Family: cfg.Family, Usage: cfg.Usage}).Handler())
 	if cfg.Idempotency != nil {
 		public.App.Use(cfg.Idempotency.Handler())
 	}
