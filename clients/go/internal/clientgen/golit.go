@@ -120,12 +120,8 @@ func (c *client) identLiteral(t *ast.Ident, v any, depth int, imports map[string
 func (c *client) fields(s *ast.StructType, obj map[string]any, depth int, imports map[string]bool) ([]string, error) {
 	var elems []string
 	used := map[string]bool{}
-	for _, f := range s.Fields.List {
-		if len(f.Names) != 1 || f.Tag == nil {
-			continue
-		}
-		tag, _ := strconv.Unquote(f.Tag.Value)
-		name, opts, _ := strings.Cut(reflect.StructTag(tag).Get("json"), ",")
+	for _, tf := range tagged(s, "json") {
+		f, name, opts := tf.field, tf.name, tf.opts
 		v, ok := obj[name]
 		if !ok || name == "" || name == "-" {
 			continue
@@ -164,6 +160,26 @@ func (c *client) basic(t ast.Expr) string {
 		return ""
 	}
 	return id.Name
+}
+
+// taggedField is a named struct field with the value of one key of its tag.
+type taggedField struct {
+	field      *ast.Field
+	name, opts string // the tag's value before and after its first comma
+}
+
+// tagged lists s's fields that have one name and a tag, with their tag's key.
+func tagged(s *ast.StructType, key string) []taggedField {
+	var out []taggedField
+	for _, f := range s.Fields.List {
+		if len(f.Names) != 1 || f.Tag == nil {
+			continue
+		}
+		tag, _ := strconv.Unquote(f.Tag.Value)
+		name, opts, _ := strings.Cut(reflect.StructTag(tag).Get(key), ",")
+		out = append(out, taggedField{field: f, name: name, opts: opts})
+	}
+	return out
 }
 
 // composite reports whether t's literal is a composite one, which & can take.

@@ -7,7 +7,6 @@ import (
 	"go/ast"
 	"go/format"
 	"go/types"
-	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -205,12 +204,8 @@ func (c *client) paramsLiteral(t ast.Expr, q map[string]any, imports map[string]
 		return "", fmt.Errorf("%s is not a struct", types.ExprString(t))
 	}
 	var elems []string
-	for _, f := range s.Fields.List {
-		if len(f.Names) != 1 || f.Tag == nil {
-			continue
-		}
-		tag, _ := strconv.Unquote(f.Tag.Value)
-		name, _, _ := strings.Cut(reflect.StructTag(tag).Get("form"), ",")
+	for _, tf := range tagged(s, "form") {
+		f, name := tf.field, tf.name
 		v, ok := q[name]
 		if !ok {
 			continue
