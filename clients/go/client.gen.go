@@ -1791,7 +1791,7 @@ type UnauthorizedDetails struct {
 	// `Authorization` header or a query parameter that looks like a key (the key goes in
 	// `x-api-key`). `malformed_key`: the value does not have a key's shape (`capi_` and 40
 	// letters and digits; look for quotes, white space or a truncated copy).
-	// `unknown_key`: a well-formed key that is unknown or revoked. `conflicting_keys`:
+	// `unknown_key`: a well-formed key that is unknown, revoked or expired. `conflicting_keys`:
 	// several `x-api-key` headers that differ. New reasons may be added within `/v0`.
 	Reason UnauthorizedDetailsReason `json:"reason"`
 }
@@ -1800,7 +1800,7 @@ type UnauthorizedDetails struct {
 // `Authorization` header or a query parameter that looks like a key (the key goes in
 // `x-api-key`). `malformed_key`: the value does not have a key's shape (`capi_` and 40
 // letters and digits; look for quotes, white space or a truncated copy).
-// `unknown_key`: a well-formed key that is unknown or revoked. `conflicting_keys`:
+// `unknown_key`: a well-formed key that is unknown, revoked or expired. `conflicting_keys`:
 // several `x-api-key` headers that differ. New reasons may be added within `/v0`.
 type UnauthorizedDetailsReason string
 

@@ -1135,7 +1135,7 @@ export interface components {
              *     `Authorization` header or a query parameter that looks like a key (the key goes in
              *     `x-api-key`). `malformed_key`: the value does not have a key's shape (`capi_` and 40
              *     letters and digits; look for quotes, white space or a truncated copy).
-             *     `unknown_key`: a well-formed key that is unknown or revoked. `conflicting_keys`:
+             *     `unknown_key`: a well-formed key that is unknown, revoked or expired. `conflicting_keys`:
              *     several `x-api-key` headers that differ. New reasons may be added within `/v0`.
              * @enum {string}
              */
@@ -4109,8 +4109,10 @@ export interface components {
          *     - **401 UNAUTHORIZED**: no valid credentials. `detail` is always
          *       `authentication is required`; `details` is an `UnauthorizedDetails` whose
          *       `reason` says why and `hint` what to change. Not on operations without a key.
-         *     - **403 FORBIDDEN**: no access to the tenant or the operation, or a key issued for
-         *       several tenants; a download link that was tampered with or has expired.
+         *     - **403 FORBIDDEN**: no access to the tenant or the operation: a key issued for
+         *       several tenants, or a key whose scopes do not cover the operation
+         *       (`details.missingScope`, e.g. `pages:write`); a download link that was tampered
+         *       with or has expired.
          *     - **415 VALIDATION_ERROR**: the body declares a `Content-Encoding` other than
          *       identity. Compressed bodies are never inflated; the answer carries
          *       `Accept-Encoding: identity`.
