@@ -116,7 +116,7 @@ const (
 
 // Defines values for FormEnrichmentFailedEventPayloadType.
 const (
-	FormEnrichmentFailed FormEnrichmentFailedEventPayloadType = "form.enrichment_failed"
+	FormEnrichmentFailedEventPayloadTypeFormEnrichmentFailed FormEnrichmentFailedEventPayloadType = "form.enrichment_failed"
 )
 
 // Defines values for FormSubmittedEventPayloadIdentifierType.
@@ -263,6 +263,16 @@ const (
 	ListAccountLogsParamsIncludeDeletedN0    ListAccountLogsParamsIncludeDeleted = "0"
 	ListAccountLogsParamsIncludeDeletedN1    ListAccountLogsParamsIncludeDeleted = "1"
 	ListAccountLogsParamsIncludeDeletedTrue  ListAccountLogsParamsIncludeDeleted = "true"
+)
+
+// Defines values for ListEventsParamsType.
+const (
+	ListEventsParamsTypeFormEnriched         ListEventsParamsType = "form.enriched"
+	ListEventsParamsTypeFormEnrichmentFailed ListEventsParamsType = "form.enrichment_failed"
+	ListEventsParamsTypeFormSubmitted        ListEventsParamsType = "form.submitted"
+	ListEventsParamsTypePageVersionCreated   ListEventsParamsType = "page.version.created"
+	ListEventsParamsTypePageVersionProcessed ListEventsParamsType = "page.version.processed"
+	ListEventsParamsTypePageVersionPublished ListEventsParamsType = "page.version.published"
 )
 
 // Defines values for SearchPageLinksParamsTargetType.
@@ -800,6 +810,46 @@ type ErrorEnvelopeDetails3 map[string]string
 // ErrorEnvelope_Details Structured details: for VALIDATION_ERROR the list of invalid parts, for RATE_LIMITED the limit's state, for UNAUTHORIZED the reason (`UnauthorizedDetails`); absent otherwise.
 type ErrorEnvelope_Details struct {
 	union json.RawMessage
+}
+
+// Event defines model for Event.
+type Event struct {
+	// Body The body of every delivery; retries send the same bytes.
+	Body WebhookEvent `json:"body"`
+
+	// EventId The event's ID, the `eventId` of its deliveries.
+	EventId string `json:"eventId"`
+
+	// OccurredAt UTC RFC 3339 with millisecond precision and a trailing Z.
+	OccurredAt Timestamp `json:"occurredAt"`
+
+	// Subject The ID of the object the event is about.
+	Subject string           `json:"subject"`
+	Type    WebhookEventType `json:"type"`
+}
+
+// EventPage defines model for EventPage.
+type EventPage struct {
+	HasMore bool    `json:"hasMore"`
+	Items   []Event `json:"items"`
+
+	// NextCursor Pass back as `cursor`; null exactly when `hasMore` is false.
+	NextCursor *NextCursor `json:"nextCursor"`
+
+	// TotalCount Always null: events are not counted (a tenant may have millions).
+	TotalCount *int `json:"totalCount"`
+}
+
+// EventTypeList defines model for EventTypeList.
+type EventTypeList struct {
+	Items []struct {
+		// PayloadSchema The payload's schema (OpenAPI 3.0 schema object).
+		PayloadSchema map[string]interface{} `json:"payloadSchema"`
+
+		// SchemaName The payload schema's name in the document's components.
+		SchemaName string           `json:"schemaName"`
+		Type       WebhookEventType `json:"type"`
+	} `json:"items"`
 }
 
 // FormEnrichedEventPayload Further fields may be added.
@@ -2160,6 +2210,24 @@ type TrashAssetParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// ListEventsParams defines parameters for ListEvents.
+type ListEventsParams struct {
+	// Limit Page size, 1 to 100 (default 20). Anything else is a 400.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque cursor from a previous page's `nextCursor`. It only works for the same list, filters and tenant; anything else is a 400.
+	Cursor *Cursor               `form:"cursor,omitempty" json:"cursor,omitempty"`
+	Type   *ListEventsParamsType `form:"type,omitempty" json:"type,omitempty"`
+
+	// Subject The ID of the object the event is about (a version, a form submission).
+	Subject *string    `form:"subject,omitempty" json:"subject,omitempty"`
+	Since   *time.Time `form:"since,omitempty" json:"since,omitempty"`
+	Until   *time.Time `form:"until,omitempty" json:"until,omitempty"`
+}
+
+// ListEventsParamsType defines parameters for ListEvents.
+type ListEventsParamsType string
+
 // CreatePageLinkParams defines parameters for CreatePageLink.
 type CreatePageLinkParams struct {
 	// IdempotencyKey Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
@@ -3067,6 +3135,15 @@ type ClientInterface interface {
 
 	TrashAsset(ctx context.Context, assetId string, params *TrashAssetParams, body TrashAssetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListEventTypes request
+	ListEventTypes(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListEvents request
+	ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetEvent request
+	GetEvent(ctx context.Context, eventId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetOpenAPI request
 	GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -3508,6 +3585,42 @@ func (c *Client) TrashAssetWithBody(ctx context.Context, assetId string, params 
 
 func (c *Client) TrashAsset(ctx context.Context, assetId string, params *TrashAssetParams, body TrashAssetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewTrashAssetRequest(c.Server, assetId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ListEventTypes(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListEventTypesRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListEventsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) GetEvent(ctx context.Context, eventId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetEventRequest(c.Server, eventId)
 	if err != nil {
 		return nil, err
 	}
@@ -5423,6 +5536,196 @@ func NewTrashAssetRequestWithBody(server string, assetId string, params *TrashAs
 			req.Header.Set("Idempotency-Key", headerParam0)
 		}
 
+	}
+
+	return req, nil
+}
+
+// NewListEventTypesRequest generates requests for ListEventTypes
+func NewListEventTypesRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v0/event_types")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListEventsRequest generates requests for ListEvents
+func NewListEventsRequest(server string, params *ListEventsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v0/events")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "limit", runtime.ParamLocationQuery, *params.Limit); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "cursor", runtime.ParamLocationQuery, *params.Cursor); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Type != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "type", runtime.ParamLocationQuery, *params.Type); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Subject != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "subject", runtime.ParamLocationQuery, *params.Subject); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "since", runtime.ParamLocationQuery, *params.Since); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Until != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "until", runtime.ParamLocationQuery, *params.Until); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetEventRequest generates requests for GetEvent
+func NewGetEventRequest(server string, eventId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "event_id", runtime.ParamLocationPath, eventId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v0/events/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -8567,6 +8870,15 @@ type ClientWithResponsesInterface interface {
 
 	TrashAssetWithResponse(ctx context.Context, assetId string, params *TrashAssetParams, body TrashAssetJSONRequestBody, reqEditors ...RequestEditorFn) (*TrashAssetResponse, error)
 
+	// ListEventTypesWithResponse request
+	ListEventTypesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListEventTypesResponse, error)
+
+	// ListEventsWithResponse request
+	ListEventsWithResponse(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*ListEventsResponse, error)
+
+	// GetEventWithResponse request
+	GetEventWithResponse(ctx context.Context, eventId string, reqEditors ...RequestEditorFn) (*GetEventResponse, error)
+
 	// GetOpenAPIWithResponse request
 	GetOpenAPIWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIResponse, error)
 
@@ -9180,6 +9492,79 @@ func (r TrashAssetResponse) Status() string {
 
 // StatusCode returns HTTPResponse.StatusCode
 func (r TrashAssetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ListEventTypesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *EventTypeList
+	JSON400      *BadRequest
+	JSONDefault  *OtherErrors
+}
+
+// Status returns HTTPResponse.Status
+func (r ListEventTypesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListEventTypesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ListEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *EventPage
+	JSON400      *BadRequest
+	JSONDefault  *OtherErrors
+}
+
+// Status returns HTTPResponse.Status
+func (r ListEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type GetEventResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *Event
+	JSON400      *BadRequest
+	JSON404      *NotFound
+	JSONDefault  *OtherErrors
+}
+
+// Status returns HTTPResponse.Status
+func (r GetEventResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetEventResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -10749,6 +11134,33 @@ func (c *ClientWithResponses) TrashAssetWithResponse(ctx context.Context, assetI
 	return ParseTrashAssetResponse(rsp)
 }
 
+// ListEventTypesWithResponse request returning *ListEventTypesResponse
+func (c *ClientWithResponses) ListEventTypesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListEventTypesResponse, error) {
+	rsp, err := c.ListEventTypes(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListEventTypesResponse(rsp)
+}
+
+// ListEventsWithResponse request returning *ListEventsResponse
+func (c *ClientWithResponses) ListEventsWithResponse(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*ListEventsResponse, error) {
+	rsp, err := c.ListEvents(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListEventsResponse(rsp)
+}
+
+// GetEventWithResponse request returning *GetEventResponse
+func (c *ClientWithResponses) GetEventWithResponse(ctx context.Context, eventId string, reqEditors ...RequestEditorFn) (*GetEventResponse, error) {
+	rsp, err := c.GetEvent(ctx, eventId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetEventResponse(rsp)
+}
+
 // GetOpenAPIWithResponse request returning *GetOpenAPIResponse
 func (c *ClientWithResponses) GetOpenAPIWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIResponse, error) {
 	rsp, err := c.GetOpenAPI(ctx, reqEditors...)
@@ -12222,6 +12634,133 @@ func ParseTrashAssetResponse(rsp *http.Response) (*TrashAssetResponse, error) {
 			return nil, err
 		}
 		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherErrors
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListEventTypesResponse parses an HTTP response from a ListEventTypesWithResponse call
+func ParseListEventTypesResponse(rsp *http.Response) (*ListEventTypesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListEventTypesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EventTypeList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherErrors
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListEventsResponse parses an HTTP response from a ListEventsWithResponse call
+func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EventPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherErrors
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetEventResponse parses an HTTP response from a GetEventWithResponse call
+func ParseGetEventResponse(rsp *http.Response) (*GetEventResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetEventResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Event
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherErrors

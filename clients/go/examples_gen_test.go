@@ -272,6 +272,46 @@ func ExampleClientWithResponses_TrashAssetWithResponse() {
 	fmt.Printf("%+v\n", *resp.JSON200)
 }
 
+func ExampleClientWithResponses_ListEventTypesWithResponse() {
+	ctx := context.Background()
+	api, err := customerapi.New("http://127.0.0.1:25001", os.Getenv("CUSTOMER_API_KEY"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp, err := api.ListEventTypesWithResponse(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%+v\n", *resp.JSON200)
+}
+
+func ExampleAPI_ListEventsAll() {
+	ctx := context.Background()
+	api, err := customerapi.New("http://127.0.0.1:25001", os.Getenv("CUSTOMER_API_KEY"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	for item, err := range api.ListEventsAll(ctx, nil) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%+v\n", item)
+	}
+}
+
+func ExampleClientWithResponses_GetEventWithResponse() {
+	ctx := context.Background()
+	api, err := customerapi.New("http://127.0.0.1:25001", os.Getenv("CUSTOMER_API_KEY"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp, err := api.GetEventWithResponse(ctx, "evt_01kjzdxq11fmnaajjgg5n81c9d")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%+v\n", *resp.JSON200)
+}
+
 func ExampleClientWithResponses_GetOpenAPIWithResponse() {
 	ctx := context.Background()
 	api, err := customerapi.New("http://127.0.0.1:25001", os.Getenv("CUSTOMER_API_KEY"))

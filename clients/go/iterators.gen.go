@@ -157,6 +157,30 @@ func (c *API) ListAudiencesAll(ctx context.Context, pageId string, params *ListA
 	})
 }
 
+// ListEventsAll yields every Event of GET /v0/events (listEvents), page by page.
+func (c *API) ListEventsAll(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) iter.Seq2[Event, error] {
+	var p ListEventsParams
+	if params != nil {
+		p = *params
+	}
+	start := p.Cursor
+	return All(ctx, func(ctx context.Context, cursor *string) ([]Event, *string, error) {
+		q := p
+		q.Cursor = start
+		if cursor != nil {
+			q.Cursor = cursor
+		}
+		r, err := c.ListEventsWithResponse(ctx, &q, reqEditors...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("listEvents: %w", err)
+		}
+		if r.JSON200 == nil {
+			return nil, nil, fmt.Errorf("listEvents: HTTP %d without a list", r.StatusCode())
+		}
+		return r.JSON200.Items, r.JSON200.NextCursor, nil
+	})
+}
+
 // ListPagesAll yields every Page of GET /v0/pages (listPages), page by page.
 func (c *API) ListPagesAll(ctx context.Context, params *ListPagesParams, reqEditors ...RequestEditorFn) iter.Seq2[Page, error] {
 	var p ListPagesParams

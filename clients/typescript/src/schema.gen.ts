@@ -866,6 +866,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v0/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the tenant's events, newest first
+         * @description Every event of the tenant of the last `EVENT_RETENTION` (30 days by default), whether or not a subscription received it: a receiver that was down catches up here (or with a subscription's replay). `body` is exactly what a delivery of the event sends. Filters combine; `since` and `until` bound `occurredAt` (`since` <= occurredAt < `until`).
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/events/{event_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get one event
+         * @description One of the tenant's events, while it is kept (`EVENT_RETENTION`).
+         */
+        get: operations["getEvent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/event_types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the event types with their payload schemas
+         * @description Every event type a subscription can receive, with the name and the schema (an OpenAPI 3.0 schema object, JSON; nested references point into `/v0/openapi.json`) of its payload, the `payload` of a delivery's body.
+         */
+        get: operations["listEventTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v0/webhook_subscriptions": {
         parameters: {
             query?: never;
@@ -3770,6 +3830,85 @@ export interface components {
             totalCount: components["schemas"]["Count"];
             hasMore: boolean;
             nextCursor: components["schemas"]["NextCursor"];
+        };
+        /**
+         * @example {
+         *       "eventId": "evt_01kjzdxq11fmnaajjgg5n81c9d",
+         *       "type": "form.submitted",
+         *       "subject": "formsub_01kjzdf9zdf1z8xbjrkgnr60jq",
+         *       "occurredAt": "2026-03-05T16:20:02.350Z",
+         *       "body": {
+         *         "timestamp": "2026-03-05T16:20:02.350Z",
+         *         "eventId": "evt_01kjzdxq11fmnaajjgg5n81c9d",
+         *         "payload": {
+         *           "type": "form.submitted",
+         *           "pageId": "page_01khjzeje5es8b04emc6f0p6ta",
+         *           "audienceId": "audience_01khjznaqjed7b4278hzkqbjse",
+         *           "audienceSessionId": "session_01kjzdf9zdftn87apayncvbfp1",
+         *           "formSubmissionId": "formsub_01kjzdf9zdf1z8xbjrkgnr60jq",
+         *           "identifier": "ada.lovelace@contoso.example",
+         *           "identifierType": "email",
+         *           "email": "Ada.Lovelace@contoso.example",
+         *           "phone": null,
+         *           "linkedinProfileUrl": null,
+         *           "name": "Ada Lovelace",
+         *           "fields": {
+         *             "company": "Contoso"
+         *           },
+         *           "submittedAt": "2026-03-05T16:20:02.350Z"
+         *         }
+         *       }
+         *     }
+         */
+        Event: {
+            /** @description The event's ID, the `eventId` of its deliveries. */
+            eventId: string;
+            type: components["schemas"]["WebhookEventType"];
+            /** @description The ID of the object the event is about. */
+            subject: string;
+            occurredAt: components["schemas"]["Timestamp"];
+            body: components["schemas"]["WebhookEvent"];
+        };
+        /**
+         * @example {
+         *       "items": [],
+         *       "totalCount": null,
+         *       "hasMore": false,
+         *       "nextCursor": null
+         *     }
+         */
+        EventPage: {
+            items: components["schemas"]["Event"][];
+            /** @description Always null: events are not counted (a tenant may have millions). */
+            totalCount: number | null;
+            hasMore: boolean;
+            nextCursor: components["schemas"]["NextCursor"];
+        };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "type": "form.submitted",
+         *           "schemaName": "FormSubmittedEventPayload",
+         *           "payloadSchema": {
+         *             "type": "object",
+         *             "required": [
+         *               "type",
+         *               "formSubmissionId"
+         *             ]
+         *           }
+         *         }
+         *       ]
+         *     }
+         */
+        EventTypeList: {
+            items: {
+                type: components["schemas"]["WebhookEventType"];
+                /** @description The payload schema's name in the document's components. */
+                schemaName: string;
+                /** @description The payload's schema (OpenAPI 3.0 schema object). */
+                payloadSchema: Record<string, never>;
+            }[];
         };
         /**
          * @description The body of every delivery; retries send the same bytes.
@@ -7070,6 +7209,130 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyDownloads"];
+            default: components["responses"]["OtherErrors"];
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100 (default 20). Anything else is a 400. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Opaque cursor from a previous page's `nextCursor`. It only works for the same list, filters and tenant; anything else is a 400. */
+                cursor?: components["parameters"]["Cursor"];
+                type?: "page.version.created" | "page.version.processed" | "page.version.published" | "form.submitted" | "form.enriched" | "form.enrichment_failed";
+                /** @description The ID of the object the event is about (a version, a form submission). */
+                subject?: string;
+                since?: string;
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events. */
+            200: {
+                headers: {
+                    /** @description Request correlation ID; equals `requestId` of an error envelope. */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed in one window (burst size). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests still allowed right now. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the allowance is whole again. */
+                    "RateLimit-Reset"?: number;
+                    /** @description IETF draft structured policy, e.g. `"default";q=100;w=1`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
+                    RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventPage"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
+            default: components["responses"]["OtherErrors"];
+        };
+    };
+    getEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                event_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event. */
+            200: {
+                headers: {
+                    /** @description Request correlation ID; equals `requestId` of an error envelope. */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed in one window (burst size). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests still allowed right now. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the allowance is whole again. */
+                    "RateLimit-Reset"?: number;
+                    /** @description IETF draft structured policy, e.g. `"default";q=100;w=1`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
+                    RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Event"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["OtherErrors"];
+        };
+    };
+    listEventTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event types. */
+            200: {
+                headers: {
+                    /** @description Request correlation ID; equals `requestId` of an error envelope. */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed in one window (burst size). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests still allowed right now. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the allowance is whole again. */
+                    "RateLimit-Reset"?: number;
+                    /** @description IETF draft structured policy, e.g. `"default";q=100;w=1`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
+                    RateLimit?: string;
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventTypeList"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
             default: components["responses"]["OtherErrors"];
         };
     };

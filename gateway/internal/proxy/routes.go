@@ -19,6 +19,8 @@ var Routes = []Route{
 	{"/v0/accounts", "persons"},
 	{"/v0/assets", "assets"},
 	{"/v0/webhook_subscriptions", "webhooks"},
+	{"/v0/events", "webhooks"},
+	{"/v0/event_types", "webhooks"},
 }
 
 // Upload is a route whose request body streams through to the service (a multipart

@@ -146,6 +146,26 @@ export async function trashAsset(): Promise<void> {
   console.log(asset);
 }
 
+export async function listEventTypes(): Promise<void> {
+  const api = new CustomerAPI({ baseUrl: "http://127.0.0.1:25001", apiKey: process.env.CUSTOMER_API_KEY ?? "" });
+  const eventTypeList = await api.get("/v0/event_types");
+  console.log(eventTypeList);
+}
+
+export async function listEvents(): Promise<void> {
+  const api = new CustomerAPI({ baseUrl: "http://127.0.0.1:25001", apiKey: process.env.CUSTOMER_API_KEY ?? "" });
+  const eventPage = await api.get("/v0/events");
+  console.log(eventPage);
+}
+
+export async function getEvent(): Promise<void> {
+  const api = new CustomerAPI({ baseUrl: "http://127.0.0.1:25001", apiKey: process.env.CUSTOMER_API_KEY ?? "" });
+  const event = await api.get("/v0/events/{event_id}", {
+    path: { event_id: "evt_01kjzdxq11fmnaajjgg5n81c9d" },
+  });
+  console.log(event);
+}
+
 export async function getOpenAPI(): Promise<void> {
   const api = new CustomerAPI({ baseUrl: "http://127.0.0.1:25001", apiKey: process.env.CUSTOMER_API_KEY ?? "" });
   const result = await api.get("/v0/openapi.json");

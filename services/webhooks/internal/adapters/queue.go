@@ -61,6 +61,9 @@ func (s *Store) RecordEvent(ctx context.Context, tx pgx.Tx, evt events.Envelope)
 	if key == "" {
 		key = evt.ID
 	}
+	if err := recordEvent(ctx, tx, evt.TenantID, evt.ID, evt.Type, key, evt.OccurredAt, body); err != nil {
+		return 0, err
+	}
 	var added int64
 	for offset := 0; ; offset += idsPerRound {
 		deliveryIDs := make([]string, idsPerRound)

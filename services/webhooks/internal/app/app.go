@@ -148,3 +148,13 @@ func (s *Service) RetryDelivery(ctx context.Context, tenantID, subscriptionID, d
 	}
 	return d, nil
 }
+
+// ListEvents returns up to limit of the tenant's stored events matching f, newest first.
+func (s *Service) ListEvents(ctx context.Context, tenantID string, f domain.EventFilter, limit int) ([]domain.Event, error) {
+	return s.Repo.ListEvents(ctx, tenantID, f, limit)
+}
+
+// GetEvent returns one of the tenant's stored events.
+func (s *Service) GetEvent(ctx context.Context, tenantID, eventID string) (domain.Event, error) {
+	return s.Repo.GetEvent(ctx, tenantID, eventID)
+}

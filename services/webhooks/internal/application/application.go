@@ -55,6 +55,9 @@ type Settings struct {
 	Workers, PerTenant, PerSubscription int
 	// Retention is how long finished deliveries are kept (WEBHOOK_RETENTION, 0 = forever).
 	Retention time.Duration
+	// EventRetention is how long events are kept for the events API and replays
+	// (EVENT_RETENTION, 0 = forever).
+	EventRetention time.Duration
 	// Secrets seal the signing secrets at rest (WEBHOOK_SECRETS_KEYS, required:
 	// "<key ID>:<base64 of 32 bytes>", comma-separated, the first sealing, all opening).
 	Secrets *secretbox.Keyring
@@ -82,6 +85,7 @@ func SettingsFromEnv(env *config.Env) Settings {
 		Workers:         env.Int("WEBHOOK_WORKERS", 256),
 		PerSubscription: env.Int("WEBHOOK_SUBSCRIPTION_CONCURRENCY", 8),
 		Retention:       env.Duration("WEBHOOK_RETENTION", 30*24*time.Hour),
+		EventRetention:  env.Duration("EVENT_RETENTION", 30*24*time.Hour),
 		ResealEvery:     env.Duration("WEBHOOK_SECRETS_RESEAL_INTERVAL", 10*time.Minute),
 	}
 	if spec := env.String(secretbox.EnvVar, ""); spec == "" {
@@ -187,6 +191,10 @@ func SetupWith(o Options) func(*service.Runtime, *config.Env) error {
 			defer sender.Close()
 			return engine.Run(ctx)
 		})
+		if s.EventRetention > 0 {
+			events := adapters.EventPurger{Store: store}
+			rt.Go(lifecycle.Forever(func(ctx context.Context) { dispatch.RunRetention(ctx, events, s.EventRetention, rt.Log) }))
+		}
 		if s.Retention > 0 {
 			rt.Go(lifecycle.Forever(func(ctx context.Context) { dispatch.RunRetention(ctx, store, s.Retention, rt.Log) }))
 		}

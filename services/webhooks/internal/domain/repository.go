@@ -16,4 +16,5 @@ type Repository interface {
 	RetryDelivery(ctx context.Context, tenantID, subscriptionID, deliveryID string) (Delivery, error)
 	// RecordTestDelivery queues a test event's delivery to one subscription.
 	RecordTestDelivery(ctx context.Context, tenantID, subscriptionID, deliveryID, eventID, eventType string, body []byte) (Delivery, error)
+	EventRepository
 }

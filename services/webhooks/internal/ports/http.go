@@ -3,18 +3,21 @@
 package ports
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/customerapi/platform/libs/apierror"
+	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/pagination"
 	"github.com/customerapi/platform/libs/request"
 	"github.com/customerapi/platform/libs/tenant"
 	"github.com/customerapi/platform/libs/timestamp"
 	"github.com/customerapi/platform/services/webhooks/internal/app"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
+	"github.com/customerapi/platform/services/webhooks/internal/testevent"
 )
 
 // Handlers serve the webhooks routes. The OpenAPI document judged every request before it
@@ -38,6 +41,68 @@ func (h *Handlers) Register(r fiber.Router) {
 	r.Get(sub+"/deliveries/:delivery_id", h.getDelivery)
 	r.Post(sub+"/deliveries/:delivery_id/retry", h.retryDelivery)
 	r.Post(sub+"/test", h.sendTestEvent)
+	r.Get("/events", h.listEvents)
+	r.Get("/events/:event_id", h.getEvent)
+	r.Get("/event_types", h.listEventTypes)
+}
+
+type eventView struct {
+	EventID    string          `json:"eventId"`
+	Type       string          `json:"type"`
+	Subject    string          `json:"subject"`
+	OccurredAt string          `json:"occurredAt"`
+	Body       json.RawMessage `json:"body"`
+}
+
+func viewEvent(e domain.Event) eventView {
+	return eventView{EventID: e.ID, Type: e.Type, Subject: e.Subject, OccurredAt: timestamp.Format(e.OccurredAt), Body: e.Body}
+}
+
+func (h *Handlers) listEvents(c *fiber.Ctx) error {
+	q := request.NewQuery(c)
+	f := domain.EventFilter{Type: q.String("type"), Subject: q.String("subject"), Since: q.Time("since"), Until: q.Time("until")}
+	p := h.Cursors.Parse(q, pagination.Scope(tenant.From(c), "events", f.Type, f.Subject, q.String("since"), q.String("until")))
+	before, err := oneKey(q, p)
+	if err != nil {
+		return err
+	}
+	f.Before = before
+	es, err := h.App.ListEvents(c.UserContext(), tenant.From(c), f, p.Limit+1)
+	if err != nil {
+		return mapError(err)
+	}
+	views := make([]eventView, len(es))
+	for i, e := range es {
+		views[i] = viewEvent(e)
+	}
+	return c.JSON(pagination.Build(h.Cursors, p, views, nil, func(v eventView) []string { return []string{v.EventID} }))
+}
+
+func (h *Handlers) getEvent(c *fiber.Ctx) error {
+	e, err := h.App.GetEvent(c.UserContext(), tenant.From(c), c.Params("event_id"))
+	if err != nil {
+		return mapError(err)
+	}
+	return c.JSON(viewEvent(e))
+}
+
+type eventTypeView struct {
+	Type          string          `json:"type"`
+	SchemaName    string          `json:"schemaName"`
+	PayloadSchema json.RawMessage `json:"payloadSchema"`
+}
+
+func (h *Handlers) listEventTypes(c *fiber.Ctx) error {
+	schemas, err := testevent.PayloadSchemas()
+	if err != nil {
+		return apierror.Internal(err)
+	}
+	items := make([]eventTypeView, 0, len(events.PublicTypes))
+	for _, t := range events.PublicTypes {
+		s := schemas[t]
+		items = append(items, eventTypeView{Type: t, SchemaName: s.Name, PayloadSchema: s.Schema})
+	}
+	return c.JSON(map[string]any{"items": items})
 }
 
 // --- shapes of the API
@@ -272,6 +337,8 @@ func mapError(err error) error {
 		return apierror.NotFound("webhook subscription not found")
 	case errors.Is(err, domain.ErrDeliveryNotFound):
 		return apierror.NotFound("delivery not found")
+	case errors.Is(err, domain.ErrEventNotFound):
+		return apierror.NotFound("event not found (events are kept for EVENT_RETENTION, 30 days by default)")
 	case errors.Is(err, domain.ErrSubscriptionInactive):
 		return apierror.Conflict("the subscription is not active; activate it before retrying its deliveries")
 	case errors.Is(err, domain.ErrTooManySubscriptions):

@@ -100,3 +100,39 @@ func Payload(eventType string) (payload json.RawMessage, ok bool, err error) {
 	p, ok := m[eventType]
 	return p, ok, nil
 }
+
+// PayloadSchema is an event type's payload schema in the document: its component's name
+// and the schema (OpenAPI 3.0, JSON; nested references point into /v0/openapi.json).
+type PayloadSchema struct {
+	Name   string
+	Schema json.RawMessage
+}
+
+// payloadSchemas maps each event type to its payload schema, read from the document once.
+var payloadSchemas = sync.OnceValues(func() (map[string]PayloadSchema, error) {
+	doc, err := openapi3.NewLoader().LoadFromData(api.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("load the OpenAPI document: %w", err)
+	}
+	event := doc.Components.Schemas["WebhookEvent"]
+	if event == nil || event.Value.Properties["payload"] == nil || event.Value.Properties["payload"].Value.Discriminator == nil {
+		return nil, fmt.Errorf("the document has no WebhookEvent payload discriminator")
+	}
+	out := map[string]PayloadSchema{}
+	for typ, ref := range event.Value.Properties["payload"].Value.Discriminator.Mapping {
+		name := strings.TrimPrefix(ref.Ref, "#/components/schemas/")
+		s := doc.Components.Schemas[name]
+		if s == nil {
+			return nil, fmt.Errorf("event type %s: no schema %s", typ, name)
+		}
+		b, err := json.Marshal(s.Value)
+		if err != nil {
+			return nil, err
+		}
+		out[typ] = PayloadSchema{Name: name, Schema: b}
+	}
+	return out, nil
+})
+
+// PayloadSchemas returns the payload schema of every event type of the document.
+func PayloadSchemas() (map[string]PayloadSchema, error) { return payloadSchemas() }

@@ -1,0 +1,68 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/customerapi/platform/libs/events"
+)
+
+// The events API against the whole system: events of a tenant that has no subscription
+// at all are kept and listed newest first, filtered by type and subject, paged with a
+// cursor, readable one by one with the body a delivery sends, and invisible to another
+// tenant; the event types list gives each type's payload schema.
+func TestEventsAPI(t *testing.T) {
+	tenant, c := whTenant(t)
+	_, other := whTenant(t)
+	var evts []events.Envelope
+	for i := range 3 {
+		evts = append(evts, whEvent(t, tenant, events.TypeFormEnrichmentFailed, fmt.Sprintf("formsub_%d", i),
+			`"formSubmissionId":"formsub_1","audienceSessionId":"s_1","pageId":"page_1","reason":"no_identifier","detail":"none"`))
+	}
+	whPublish(t, evts...)
+	var page struct {
+		Items []struct {
+			EventID, Type, Subject string
+			Body                   struct{ EventID string }
+		}
+		HasMore    bool
+		NextCursor *string
+	}
+	whWait(t, 30*time.Second, "the three events listed", func() bool {
+		return must2(t, c.Do("GET", "/v0/events", nil), 200).JSON(&page) == nil && len(page.Items) == 3
+	})
+	if page.Items[0].EventID != evts[2].ID || page.Items[2].EventID != evts[0].ID || page.Items[0].Body.EventID != evts[2].ID {
+		t.Fatalf("newest first, each with its delivery body: %+v", page.Items)
+	}
+	if err := must2(t, c.Do("GET", "/v0/events?limit=2", nil), 200).JSON(&page); err != nil || len(page.Items) != 2 || !page.HasMore {
+		t.Fatalf("a first page of two: %+v %v", page, err)
+	}
+	if err := must2(t, c.Do("GET", "/v0/events?limit=2&cursor="+*page.NextCursor, nil), 200).JSON(&page); err != nil ||
+		len(page.Items) != 1 || page.Items[0].EventID != evts[0].ID {
+		t.Fatalf("the second page: %+v %v", page, err)
+	}
+	if err := must2(t, c.Do("GET", "/v0/events?subject=formsub_1&type="+events.TypeFormEnrichmentFailed, nil), 200).JSON(&page); err != nil ||
+		len(page.Items) != 1 || page.Items[0].EventID != evts[1].ID {
+		t.Fatalf("by subject and type: %+v %v", page, err)
+	}
+	if err := must2(t, c.Do("GET", "/v0/events?type=form.submitted", nil), 200).JSON(&page); err != nil || len(page.Items) != 0 {
+		t.Fatalf("another type: %+v %v", page, err)
+	}
+	if got := must2(t, c.Do("GET", "/v0/events/"+evts[1].ID, nil), 200).Map()["subject"]; got != "formsub_1" {
+		t.Fatalf("one event: subject %v", got)
+	}
+	if r := other.Do("GET", "/v0/events/"+evts[1].ID, nil); r.Status != 404 {
+		t.Fatalf("another tenant's event: want 404, got %s", r)
+	}
+	types := must2(t, c.Do("GET", "/v0/event_types", nil), 200).Map()["items"].([]any)
+	if len(types) != len(events.PublicTypes) {
+		t.Fatalf("event types: %d, want %d", len(types), len(events.PublicTypes))
+	}
+	for _, it := range types {
+		m := it.(map[string]any)
+		if s, _ := m["payloadSchema"].(map[string]any); s["type"] != "object" || m["schemaName"] == "" {
+			t.Errorf("event type %v has no payload schema: %v", m["type"], m)
+		}
+	}
+}
