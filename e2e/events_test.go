@@ -66,3 +66,52 @@ func TestEventsAPI(t *testing.T) {
 		}
 	}
 }
+
+// A receiver that got none of a tenant's events (its subscription listed other types
+// while they happened) catches up with a replay: every event, each exactly once by
+// eventId, the original IDs; a second replay at once is a 429.
+func TestReplayCatchesUp(t *testing.T) {
+	tenant, c := whTenant(t)
+	rc := newWhReceiver(t, func(int) int { return 200 })
+	subID, _ := whSubscribe(t, c, map[string]any{"url": rc.URL, "events": []string{events.TypeFormEnriched}})
+	start := time.Now().Add(-time.Second)
+	var evts []events.Envelope
+	want := map[string]bool{}
+	for i := range 5 {
+		e := whEvent(t, tenant, events.TypeFormEnrichmentFailed, fmt.Sprintf("formsub_%d", i),
+			`"formSubmissionId":"formsub_1","audienceSessionId":"s_1","pageId":"page_1","reason":"no_identifier","detail":"none"`)
+		evts, want[e.ID] = append(evts, e), true
+	}
+	whPublish(t, evts...)
+	whWait(t, 30*time.Second, "the five events kept", func() bool {
+		var page struct{ Items []any }
+		return must2(t, c.Do("GET", "/v0/events", nil), 200).JSON(&page) == nil && len(page.Items) == 5
+	})
+	if n := len(rc.all()); n != 0 {
+		t.Fatalf("the subscription listed other types, yet got %d deliveries", n)
+	}
+	must2(t, c.Do("PATCH", "/v0/webhook_subscriptions/"+subID, map[string]any{"events": nil}), 200)
+	r := c.Do("POST", "/v0/webhook_subscriptions/"+subID+"/replay", map[string]any{
+		"since": start.UTC().Format("2006-01-02T15:04:05.000Z"), "until": time.Now().Add(time.Minute).UTC().Format("2006-01-02T15:04:05.000Z")})
+	if m := r.Map(); r.Status != 202 || m["queued"] != 5.0 || m["alreadyPending"] != 0.0 || m["hasMore"] != false {
+		t.Fatalf("replay: want 202 with 5 queued, got %s", r)
+	}
+	whWait(t, 30*time.Second, "the five events delivered", func() bool { return len(rc.all()) >= 5 })
+	time.Sleep(time.Second) // nothing more may come
+	got := map[string]int{}
+	for _, d := range rc.all() {
+		got[d.parsed.EventID]++
+	}
+	for id := range want {
+		if got[id] != 1 {
+			t.Errorf("event %s delivered %d times by the replay, want once", id, got[id])
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("the replay delivered %v, want exactly %v", got, want)
+	}
+	if r := c.Do("POST", "/v0/webhook_subscriptions/"+subID+"/replay", map[string]any{
+		"since": start.UTC().Format("2006-01-02T15:04:05.000Z"), "until": time.Now().UTC().Format("2006-01-02T15:04:05.000Z")}); r.Status != 429 || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("a second replay at once: want 429 with Retry-After, got %s", r)
+	}
+}

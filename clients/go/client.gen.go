@@ -1973,6 +1973,30 @@ type WebhookEventType string
 // WebhookEventTypes The event types delivered; null means every type, including types added later.
 type WebhookEventTypes = []WebhookEventType
 
+// WebhookReplayRequest defines model for WebhookReplayRequest.
+type WebhookReplayRequest struct {
+	EventTypes *[]WebhookEventType `json:"eventTypes,omitempty"`
+
+	// Since UTC RFC 3339 with millisecond precision and a trailing Z.
+	Since Timestamp `json:"since"`
+
+	// Until UTC RFC 3339 with millisecond precision and a trailing Z.
+	Until Timestamp `json:"until"`
+}
+
+// WebhookReplayResult defines model for WebhookReplayResult.
+type WebhookReplayResult struct {
+	// AlreadyPending Matching events whose delivery was still pending.
+	AlreadyPending int `json:"alreadyPending"`
+
+	// HasMore More events matched than one replay queues (1000); `nextSince` is then where the next replay starts (null otherwise).
+	HasMore   bool               `json:"hasMore"`
+	NextSince *NullableTimestamp `json:"nextSince"`
+
+	// Queued Deliveries queued (new, or ended ones made due again).
+	Queued int `json:"queued"`
+}
+
 // WebhookSubscription defines model for WebhookSubscription.
 type WebhookSubscription struct {
 	// Active Whether deliveries are sent; set by the client, or false when the platform disabled the subscription.
@@ -2460,6 +2484,12 @@ type RetryWebhookDeliveryParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// ReplayWebhookEventsParams defines parameters for ReplayWebhookEvents.
+type ReplayWebhookEventsParams struct {
+	// IdempotencyKey Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // RotateWebhookSecretParams defines parameters for RotateWebhookSecret.
 type RotateWebhookSecretParams struct {
 	// IdempotencyKey Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
@@ -2552,6 +2582,9 @@ type UpdateWebhookSubscriptionJSONRequestBody = WebhookSubscriptionUpdate
 
 // RetryWebhookDeliveryJSONRequestBody defines body for RetryWebhookDelivery for application/json ContentType.
 type RetryWebhookDeliveryJSONRequestBody = WebhookEmptyBody
+
+// ReplayWebhookEventsJSONRequestBody defines body for ReplayWebhookEvents for application/json ContentType.
+type ReplayWebhookEventsJSONRequestBody = WebhookReplayRequest
 
 // RotateWebhookSecretJSONRequestBody defines body for RotateWebhookSecret for application/json ContentType.
 type RotateWebhookSecretJSONRequestBody = WebhookEmptyBody
@@ -3343,6 +3376,11 @@ type ClientInterface interface {
 	RetryWebhookDeliveryWithBody(ctx context.Context, subscriptionId string, deliveryId string, params *RetryWebhookDeliveryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	RetryWebhookDelivery(ctx context.Context, subscriptionId string, deliveryId string, params *RetryWebhookDeliveryParams, body RetryWebhookDeliveryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReplayWebhookEventsWithBody request with any body
+	ReplayWebhookEventsWithBody(ctx context.Context, subscriptionId string, params *ReplayWebhookEventsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	ReplayWebhookEvents(ctx context.Context, subscriptionId string, params *ReplayWebhookEventsParams, body ReplayWebhookEventsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RotateWebhookSecretWithBody request with any body
 	RotateWebhookSecretWithBody(ctx context.Context, subscriptionId string, params *RotateWebhookSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4509,6 +4547,30 @@ func (c *Client) RetryWebhookDeliveryWithBody(ctx context.Context, subscriptionI
 
 func (c *Client) RetryWebhookDelivery(ctx context.Context, subscriptionId string, deliveryId string, params *RetryWebhookDeliveryParams, body RetryWebhookDeliveryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRetryWebhookDeliveryRequest(c.Server, subscriptionId, deliveryId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ReplayWebhookEventsWithBody(ctx context.Context, subscriptionId string, params *ReplayWebhookEventsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplayWebhookEventsRequestWithBody(c.Server, subscriptionId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ReplayWebhookEvents(ctx context.Context, subscriptionId string, params *ReplayWebhookEventsParams, body ReplayWebhookEventsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplayWebhookEventsRequest(c.Server, subscriptionId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8647,6 +8709,68 @@ func NewRetryWebhookDeliveryRequestWithBody(server string, subscriptionId string
 	return req, nil
 }
 
+// NewReplayWebhookEventsRequest calls the generic ReplayWebhookEvents builder with application/json body
+func NewReplayWebhookEventsRequest(server string, subscriptionId string, params *ReplayWebhookEventsParams, body ReplayWebhookEventsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReplayWebhookEventsRequestWithBody(server, subscriptionId, params, "application/json", bodyReader)
+}
+
+// NewReplayWebhookEventsRequestWithBody generates requests for ReplayWebhookEvents with any type of body
+func NewReplayWebhookEventsRequestWithBody(server string, subscriptionId string, params *ReplayWebhookEventsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "subscription_id", runtime.ParamLocationPath, subscriptionId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v0/webhook_subscriptions/%s/replay", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewRotateWebhookSecretRequest calls the generic RotateWebhookSecret builder with application/json body
 func NewRotateWebhookSecretRequest(server string, subscriptionId string, params *RotateWebhookSecretParams, body RotateWebhookSecretJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -9078,6 +9202,11 @@ type ClientWithResponsesInterface interface {
 	RetryWebhookDeliveryWithBodyWithResponse(ctx context.Context, subscriptionId string, deliveryId string, params *RetryWebhookDeliveryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RetryWebhookDeliveryResponse, error)
 
 	RetryWebhookDeliveryWithResponse(ctx context.Context, subscriptionId string, deliveryId string, params *RetryWebhookDeliveryParams, body RetryWebhookDeliveryJSONRequestBody, reqEditors ...RequestEditorFn) (*RetryWebhookDeliveryResponse, error)
+
+	// ReplayWebhookEventsWithBodyWithResponse request with any body
+	ReplayWebhookEventsWithBodyWithResponse(ctx context.Context, subscriptionId string, params *ReplayWebhookEventsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplayWebhookEventsResponse, error)
+
+	ReplayWebhookEventsWithResponse(ctx context.Context, subscriptionId string, params *ReplayWebhookEventsParams, body ReplayWebhookEventsJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplayWebhookEventsResponse, error)
 
 	// RotateWebhookSecretWithBodyWithResponse request with any body
 	RotateWebhookSecretWithBodyWithResponse(ctx context.Context, subscriptionId string, params *RotateWebhookSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
@@ -10904,6 +11033,33 @@ func (r RetryWebhookDeliveryResponse) StatusCode() int {
 	return 0
 }
 
+type ReplayWebhookEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON202      *WebhookReplayResult
+	JSON400      *BadRequest
+	JSON404      *NotFound
+	JSON409      *Conflict
+	JSON412      *PreconditionFailed
+	JSONDefault  *OtherErrors
+}
+
+// Status returns HTTPResponse.Status
+func (r ReplayWebhookEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReplayWebhookEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
 type RotateWebhookSecretResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -11803,6 +11959,23 @@ func (c *ClientWithResponses) RetryWebhookDeliveryWithResponse(ctx context.Conte
 		return nil, err
 	}
 	return ParseRetryWebhookDeliveryResponse(rsp)
+}
+
+// ReplayWebhookEventsWithBodyWithResponse request with arbitrary body returning *ReplayWebhookEventsResponse
+func (c *ClientWithResponses) ReplayWebhookEventsWithBodyWithResponse(ctx context.Context, subscriptionId string, params *ReplayWebhookEventsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplayWebhookEventsResponse, error) {
+	rsp, err := c.ReplayWebhookEventsWithBody(ctx, subscriptionId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReplayWebhookEventsResponse(rsp)
+}
+
+func (c *ClientWithResponses) ReplayWebhookEventsWithResponse(ctx context.Context, subscriptionId string, params *ReplayWebhookEventsParams, body ReplayWebhookEventsJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplayWebhookEventsResponse, error) {
+	rsp, err := c.ReplayWebhookEvents(ctx, subscriptionId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReplayWebhookEventsResponse(rsp)
 }
 
 // RotateWebhookSecretWithBodyWithResponse request with arbitrary body returning *RotateWebhookSecretResponse
@@ -15404,6 +15577,67 @@ func ParseRetryWebhookDeliveryResponse(rsp *http.Response) (*RetryWebhookDeliver
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
 		var dest WebhookDelivery
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherErrors
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseReplayWebhookEventsResponse parses an HTTP response from a ReplayWebhookEventsWithResponse call
+func ParseReplayWebhookEventsResponse(rsp *http.Response) (*ReplayWebhookEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReplayWebhookEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest WebhookReplayResult
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

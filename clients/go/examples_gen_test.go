@@ -1109,6 +1109,22 @@ func ExampleClientWithResponses_RetryWebhookDeliveryWithResponse() {
 	fmt.Printf("%+v\n", *resp.JSON202)
 }
 
+func ExampleClientWithResponses_ReplayWebhookEventsWithResponse() {
+	ctx := context.Background()
+	api, err := customerapi.New("http://127.0.0.1:25001", os.Getenv("CUSTOMER_API_KEY"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp, err := api.ReplayWebhookEventsWithResponse(ctx, "whsub_01kfda4439frq8hts27q7ygqbv", nil, customerapi.WebhookReplayRequest{
+		Since: time.Date(2026, time.March, 5, 0, 0, 0, 0, time.UTC),
+		Until: time.Date(2026, time.March, 6, 0, 0, 0, 0, time.UTC),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%+v\n", *resp.JSON202)
+}
+
 func ExampleClientWithResponses_RotateWebhookSecretWithResponse() {
 	ctx := context.Background()
 	api, err := customerapi.New("http://127.0.0.1:25001", os.Getenv("CUSTOMER_API_KEY"))

@@ -1115,6 +1115,38 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v0/webhook_subscriptions/{subscription_id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscription_id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver a time range of events to the subscription again
+         * @description Queues a delivery of every kept event (see `listEvents`) whose `occurredAt` lies in
+         *     [`since`, `until`) and that the subscription would have received: one of its event
+         *     types (and of `eventTypes`, when given), after the subscription was created. Each
+         *     delivery carries the event's own `eventId`, so a receiver deduplicates replays as it
+         *     deduplicates retries. An event whose delivery ended (delivered or failed) is made
+         *     due again with a fresh retry schedule; one whose delivery is still pending is left
+         *     as it is (`alreadyPending`). The deliveries appear in the subscription's deliveries
+         *     list. At most 1000 events per call, oldest first: when more match, `hasMore` is
+         *     true and `nextSince` is where the next call starts. One replay per subscription
+         *     every 10 seconds (else 429 with `Retry-After`); 409 when the subscription is not
+         *     active.
+         */
+        post: operations["replayWebhookEvents"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3909,6 +3941,34 @@ export interface components {
                 /** @description The payload's schema (OpenAPI 3.0 schema object). */
                 payloadSchema: Record<string, never>;
             }[];
+        };
+        /**
+         * @example {
+         *       "since": "2026-03-05T00:00:00.000Z",
+         *       "until": "2026-03-06T00:00:00.000Z"
+         *     }
+         */
+        WebhookReplayRequest: {
+            since: components["schemas"]["Timestamp"];
+            until: components["schemas"]["Timestamp"];
+            eventTypes?: components["schemas"]["WebhookEventType"][];
+        };
+        /**
+         * @example {
+         *       "queued": 42,
+         *       "alreadyPending": 0,
+         *       "hasMore": false,
+         *       "nextSince": null
+         *     }
+         */
+        WebhookReplayResult: {
+            /** @description Deliveries queued (new, or ended ones made due again). */
+            queued: number;
+            /** @description Matching events whose delivery was still pending. */
+            alreadyPending: number;
+            /** @description More events matched than one replay queues (1000); `nextSince` is then where the next replay starts (null otherwise). */
+            hasMore: boolean;
+            nextSince: components["schemas"]["NullableTimestamp"];
         };
         /**
          * @description The body of every delivery; retries send the same bytes.
@@ -7802,6 +7862,59 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
+            default: components["responses"]["OtherErrors"];
+        };
+    };
+    replayWebhookEvents: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the first request with a key runs, and for 24 hours every retry of the same request (same method, path, query, content type and body) gets its answer again, byte for byte, marked `Idempotent-Replayed: true`, without running twice. A retry while the first still runs is a 409 (`details.reason` `idempotency_key_in_flight`, `Retry-After: 1`); the key with a different request is a 409 (`idempotency_key_reused`). Keys are per tenant. An answer of 429 or 503 is not kept: the request did not run, and a retry runs it. Send a new random key (a UUID) for each new request, the same key for its retries; the Go and TypeScript clients do so on every POST.
+                 * @example 5c0f7e0e-8a51-4bb5-9d5c-3e0c2f1f9b7a
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                subscription_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookReplayRequest"];
+            };
+        };
+        responses: {
+            /** @description What the replay queued. */
+            202: {
+                headers: {
+                    /** @description Request correlation ID; equals `requestId` of an error envelope. */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed in one window (burst size). */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests still allowed right now. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the allowance is whole again. */
+                    "RateLimit-Reset"?: number;
+                    /** @description IETF draft structured policy, e.g. `"default";q=100;w=1`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description IETF draft structured state, e.g. `"default";r=99;t=1`. */
+                    RateLimit?: string;
+                    /** @description `true` when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The strong entity tag of the answer's representation (a digest of its bytes). Send it back in `If-None-Match` to read the resource only if it changed (304 otherwise) and in `If-Match` to change it only if nobody else did (412 otherwise). Every operation honours both headers: If-None-Match on GET, If-Match on writes, where it is checked against the resource the write changes (the parent for an action such as `/publish`). */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookReplayResult"];
                 };
             };
             400: components["responses"]["BadRequest"];

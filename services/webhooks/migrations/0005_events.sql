@@ -16,3 +16,7 @@ CREATE TABLE events (
 CREATE INDEX events_by_type ON events (tenant_id, event_type, event_id);
 CREATE INDEX events_by_subject ON events (tenant_id, subject, event_id);
 CREATE INDEX events_created_at ON events (created_at);
+
+-- When the subscription was last replayed (POST …/replay): one replay per subscription at
+-- a time, at most every ReplayInterval.
+ALTER TABLE subscriptions ADD COLUMN last_replay_at timestamptz;

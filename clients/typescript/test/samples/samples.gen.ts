@@ -715,6 +715,18 @@ export async function retryWebhookDelivery(): Promise<void> {
   console.log(webhookDelivery);
 }
 
+export async function replayWebhookEvents(): Promise<void> {
+  const api = new CustomerAPI({ baseUrl: "http://127.0.0.1:25001", apiKey: process.env.CUSTOMER_API_KEY ?? "" });
+  const webhookReplayResult = await api.post("/v0/webhook_subscriptions/{subscription_id}/replay", {
+    path: { subscription_id: "whsub_01kfda4439frq8hts27q7ygqbv" },
+    body: {
+      "since": "2026-03-05T00:00:00.000Z",
+      "until": "2026-03-06T00:00:00.000Z"
+    },
+  });
+  console.log(webhookReplayResult);
+}
+
 export async function rotateWebhookSecret(): Promise<void> {
   const api = new CustomerAPI({ baseUrl: "http://127.0.0.1:25001", apiKey: process.env.CUSTOMER_API_KEY ?? "" });
   const webhookSubscriptionWithSecret = await api.post("/v0/webhook_subscriptions/{subscription_id}/rotate_secret", {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
 )
 
@@ -75,4 +76,88 @@ func (p EventPurger) PurgeFinished(ctx context.Context, cutoff time.Time, limit 
 		return 0, fmt.Errorf("purge events: %w", err)
 	}
 	return tag.RowsAffected(), nil
+}
+
+// replaySQL queues the deliveries of the events $4 (IDs) to subscription $2 with the new
+// delivery IDs $3 (same order): an event without a delivery gets one; an ended one
+// (succeeded, failed) is made due now with a fresh retry schedule; a pending one stays.
+// It returns how many it queued.
+const replaySQL = `
+WITH n AS (SELECT date_trunc('milliseconds', now()) AS now),
+q AS (
+	INSERT INTO deliveries AS d (tenant_id, delivery_id, subscription_id, event_id, event_type, ordering_key, body,
+	                             status, next_attempt_at, created_at, updated_at)
+	SELECT $1, r.delivery_id, $2, e.event_id, e.event_type, e.subject, e.body, 'pending', n.now, n.now, n.now
+	FROM unnest($3::text[], $4::text[]) AS r(delivery_id, event_id)
+	JOIN events e ON e.tenant_id = $1 AND e.event_id = r.event_id
+	CROSS JOIN n
+	ON CONFLICT (tenant_id, subscription_id, event_id) DO UPDATE
+	   SET status = 'pending', next_attempt_at = EXCLUDED.next_attempt_at, retry_step = 0, updated_at = EXCLUDED.updated_at
+	   WHERE d.status <> 'pending'
+	RETURNING 1)
+SELECT count(*) FROM q`
+
+// ReplayEvents queues the deliveries of a replay (domain.EventRepository).
+func (s *Store) ReplayEvents(ctx context.Context, tenantID, subscriptionID string, r domain.Replay, deliveryIDs []string) (domain.ReplayResult, error) {
+	var out domain.ReplayResult
+	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		// Locked against a concurrent deactivation, which would miss these deliveries.
+		sub, err := getSubscription(ctx, tx, s.secrets, tenantID, subscriptionID, "FOR UPDATE")
+		if err != nil {
+			return err
+		}
+		if !sub.Active {
+			return domain.ErrSubscriptionInactive
+		}
+		tag, err := tx.Exec(ctx, `UPDATE subscriptions SET last_replay_at = now()
+			WHERE tenant_id = $1 AND subscription_id = $2
+			  AND (last_replay_at IS NULL OR last_replay_at <= now() - $3::float8 * interval '1 second')`,
+			tenantID, subscriptionID, domain.ReplayInterval.Seconds())
+		if err != nil {
+			return fmt.Errorf("replay: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return domain.ErrReplayTooSoon
+		}
+		since := r.Since
+		if since.Before(sub.CreatedAt) {
+			since = sub.CreatedAt // it would not have received what came before it
+		}
+		rows, err := tx.Query(ctx, `SELECT event_id, occurred_at FROM events
+			WHERE tenant_id = $1 AND occurred_at >= $2 AND occurred_at < $3
+			  AND ($4::text[] IS NULL OR event_type = ANY($4)) AND ($5::text[] IS NULL OR event_type = ANY($5))
+			ORDER BY occurred_at, event_id LIMIT $6`,
+			tenantID, since, r.Until, sub.Events, r.Types, len(deliveryIDs)+1)
+		if err != nil {
+			return fmt.Errorf("replay: %w", err)
+		}
+		var eventIDs []string
+		var times []time.Time
+		for rows.Next() {
+			var id string
+			var at time.Time
+			if err := rows.Scan(&id, &at); err != nil {
+				rows.Close()
+				return fmt.Errorf("replay: %w", err)
+			}
+			eventIDs, times = append(eventIDs, id), append(times, at)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("replay: %w", err)
+		}
+		if len(eventIDs) > len(deliveryIDs) {
+			out.NextSince = &times[len(deliveryIDs)]
+			eventIDs = eventIDs[:len(deliveryIDs)]
+		}
+		if len(eventIDs) == 0 {
+			return nil
+		}
+		if err := tx.QueryRow(ctx, replaySQL, tenantID, subscriptionID, deliveryIDs[:len(eventIDs)], eventIDs).Scan(&out.Queued); err != nil {
+			return fmt.Errorf("replay: queue deliveries: %w", err)
+		}
+		out.AlreadyPending = len(eventIDs) - out.Queued
+		return notify(ctx, tx, tenantID, time.Now())
+	})
+	return out, err
 }

@@ -158,3 +158,17 @@ func (s *Service) ListEvents(ctx context.Context, tenantID string, f domain.Even
 func (s *Service) GetEvent(ctx context.Context, tenantID, eventID string) (domain.Event, error) {
 	return s.Repo.GetEvent(ctx, tenantID, eventID)
 }
+
+// ReplayEvents queues again the deliveries of a time range of events to a subscription
+// (domain.EventRepository.ReplayEvents), with new delivery IDs where none exists.
+func (s *Service) ReplayEvents(ctx context.Context, tenantID, subscriptionID string, r domain.Replay) (domain.ReplayResult, error) {
+	deliveryIDs := make([]string, domain.ReplayLimit)
+	for i := range deliveryIDs {
+		deliveryIDs[i] = ids.New("delivery")
+	}
+	res, err := s.Repo.ReplayEvents(ctx, tenantID, subscriptionID, r, deliveryIDs)
+	if err != nil {
+		return domain.ReplayResult{}, fmt.Errorf("replay events: %w", err)
+	}
+	return res, nil
+}

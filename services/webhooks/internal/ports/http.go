@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -41,6 +42,7 @@ func (h *Handlers) Register(r fiber.Router) {
 	r.Get(sub+"/deliveries/:delivery_id", h.getDelivery)
 	r.Post(sub+"/deliveries/:delivery_id/retry", h.retryDelivery)
 	r.Post(sub+"/test", h.sendTestEvent)
+	r.Post(sub+"/replay", h.replay)
 	r.Get("/events", h.listEvents)
 	r.Get("/events/:event_id", h.getEvent)
 	r.Get("/event_types", h.listEventTypes)
@@ -76,6 +78,36 @@ func (h *Handlers) listEvents(c *fiber.Ctx) error {
 		views[i] = viewEvent(e)
 	}
 	return c.JSON(pagination.Build(h.Cursors, p, views, nil, func(v eventView) []string { return []string{v.EventID} }))
+}
+
+type replayBody struct {
+	Since      time.Time `json:"since"`
+	Until      time.Time `json:"until"`
+	EventTypes []string  `json:"eventTypes"`
+}
+
+type replayView struct {
+	Queued         int     `json:"queued"`
+	AlreadyPending int     `json:"alreadyPending"`
+	HasMore        bool    `json:"hasMore"`
+	NextSince      *string `json:"nextSince"`
+}
+
+func (h *Handlers) replay(c *fiber.Ctx) error {
+	var b replayBody
+	if err := json.Unmarshal(c.Body(), &b); err != nil {
+		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_type", Message: "invalid replay body", Path: []any{}})
+	}
+	if !b.Until.After(b.Since) {
+		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "custom", Message: "until must be after since", Path: []any{"until"}})
+	}
+	res, err := h.App.ReplayEvents(c.UserContext(), tenant.From(c), c.Params("subscription_id"),
+		domain.Replay{Since: b.Since, Until: b.Until, Types: b.EventTypes})
+	if err != nil {
+		return mapError(err)
+	}
+	return c.Status(fiber.StatusAccepted).JSON(replayView{Queued: res.Queued, AlreadyPending: res.AlreadyPending,
+		HasMore: res.NextSince != nil, NextSince: timestamp.FormatPtr(res.NextSince)})
 }
 
 func (h *Handlers) getEvent(c *fiber.Ctx) error {
@@ -337,6 +369,9 @@ func mapError(err error) error {
 		return apierror.NotFound("webhook subscription not found")
 	case errors.Is(err, domain.ErrDeliveryNotFound):
 		return apierror.NotFound("delivery not found")
+	case errors.Is(err, domain.ErrReplayTooSoon):
+		return apierror.TooManyAtOnce(fmt.Sprintf("this subscription was replayed less than %s ago; retry after it", domain.ReplayInterval),
+			fmt.Sprint(int(domain.ReplayInterval.Seconds())))
 	case errors.Is(err, domain.ErrEventNotFound):
 		return apierror.NotFound("event not found (events are kept for EVENT_RETENTION, 30 days by default)")
 	case errors.Is(err, domain.ErrSubscriptionInactive):
