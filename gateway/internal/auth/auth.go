@@ -90,7 +90,7 @@ func (m *Middleware) Handler() fiber.Handler {
 			}
 		}
 		if m.Usage != nil {
-			m.Usage.Seen(key.ID, t)
+			m.Usage.Seen(key, t)
 		}
 		p := m.Default
 		if key.RateLimit != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/valyala/fasthttp"
 
 	"github.com/customerapi/platform/libs/apierror"
 )
@@ -24,15 +25,26 @@ const CodePreconditionFailed = apierror.CodePreconditionFailed
 
 // ETag is the strong entity tag of a representation: a digest of its bytes, so that two
 // answers carry the same tag exactly when their bodies are the same.
-func ETag(body []byte) string {
+func ETag(body []byte) string { return string(appendETag(nil, body)) }
+
+// setETag sets the answer's ETag header from its body, without an allocation.
+func setETag(resp *fasthttp.Response) {
+	var buf [32]byte // a quoted base64 of 18 bytes: 26
+	resp.Header.SetBytesV(fiber.HeaderETag, appendETag(buf[:0], resp.Body()))
+}
+
+// appendETag appends the ETag of body to dst (no allocation with room in dst).
+func appendETag(dst, body []byte) []byte {
 	sum := sha256.Sum256(body)
-	return `"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`
+	dst = append(dst, '"')
+	dst = base64.RawURLEncoding.AppendEncode(dst, sum[:18])
+	return append(dst, '"')
 }
 
 // Matches reports whether the If-Match or If-None-Match header value lists etag ("*"
 // matches any). Strong comparison (If-Match) refuses weak tags; weak comparison
 // (If-None-Match) compares them without their W/.
-func Matches(header, etag string, strong bool) bool {
+func Matches[E string | []byte](header string, etag E, strong bool) bool {
 	for _, t := range strings.Split(header, ",") {
 		t = strings.TrimSpace(t)
 		if t == "*" {
@@ -44,7 +56,7 @@ func Matches(header, etag string, strong bool) bool {
 			}
 			t = t[2:]
 		}
-		if t == etag {
+		if t == string(etag) {
 			return true
 		}
 	}
@@ -124,11 +136,10 @@ func (m *Middleware) Handler() fiber.Handler {
 		if status < 200 || status > 299 || !strings.HasPrefix(string(resp.Header.ContentType()), fiber.MIMEApplicationJSON) {
 			return nil
 		}
-		etag := string(resp.Header.Peek(fiber.HeaderETag))
-		if etag == "" {
-			etag = ETag(resp.Body())
-			resp.Header.Set(fiber.HeaderETag, etag)
+		if len(resp.Header.Peek(fiber.HeaderETag)) == 0 {
+			setETag(resp)
 		}
+		etag := resp.Header.Peek(fiber.HeaderETag)
 		if inm := c.Get(fiber.HeaderIfNoneMatch); inm != "" && status == fiber.StatusOK &&
 			(method == fiber.MethodGet || method == fiber.MethodHead) && Matches(inm, etag, false) {
 			resp.SetStatusCode(fiber.StatusNotModified)

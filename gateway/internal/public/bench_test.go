@@ -10,8 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
+	"github.com/customerapi/platform/gateway/internal/conditional"
+	"github.com/customerapi/platform/gateway/internal/idempotency"
 	"github.com/customerapi/platform/gateway/internal/keys"
 	"github.com/customerapi/platform/gateway/internal/observe"
 	"github.com/customerapi/platform/gateway/internal/proxy"
@@ -158,6 +161,12 @@ func benchGateway(tb testing.TB) (fasthttp.RequestHandler, string) {
 		Upstreams: map[string]*proxy.Upstream{"topics": topics}, Proxy: opts,
 		OpenAPI: []byte("{}"),
 		Routes:  []observe.Route{{Template: "/v0/topics", Upstream: "topics"}, {Template: "/v0/topics/{topic_id}", Upstream: "topics"}},
+		// The production chain's other steps; a GET reaches none of their stores.
+		Family:      func(*fiber.Ctx) (string, bool) { return "topics", true },
+		Usage:       keys.NewUsage(nil, log),
+		Idempotency: &idempotency.Middleware{Log: log},
+		Conditional: &conditional.Middleware{Target: func(*fiber.Ctx) (string, bool) { return "", false },
+			Tenant: func(*fiber.Ctx) string { return "acme" }},
 	})
 	if err != nil {
 		tb.Fatal(err)
