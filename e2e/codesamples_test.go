@@ -55,6 +55,7 @@ func TestCurlSamplesRun(t *testing.T) {
 		t.Run(id, func(t *testing.T) {
 			cmd := exec.Command("bash", "-c", strings.ReplaceAll(src, apidoc.SampleBaseURL, sys.base)+` -o /dev/null -w '%{http_code}'`)
 			cmd.Env = []string{"CUSTOMER_API_KEY=" + key, "PATH=/usr/bin:/bin"}
+			cmd.Dir = t.TempDir() // a download's -o writes there, never into the checkout
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("%v: %s\n%s", err, out, src)
