@@ -35,6 +35,7 @@ import (
 	"github.com/customerapi/platform/libs/pagination"
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/libs/request"
+	"github.com/customerapi/platform/libs/retention"
 	"github.com/customerapi/platform/libs/server"
 	"github.com/customerapi/platform/libs/telemetry"
 )
@@ -182,7 +183,7 @@ type Application struct {
 	cache     *keys.Cache
 	limiter   *ratelimit.Local
 	downloads *proxy.Downloads
-	idem      *idempotency.Store
+	pool      *pgxpool.Pool
 	usage     *keys.Usage
 	opened    lifecycle.Stack
 }
@@ -310,7 +311,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, tracing *telemetry.T
 	(&admin.Handlers{Store: store, Cache: cache, Hasher: hasher, Validator: validator, Cursors: cursors,
 		Token: cfg.AdminToken}).Register(adminSrv.App)
 
-	a.public, a.admin, a.cache, a.limiter, a.downloads, a.idem, a.usage = public, adminSrv, cache, local, downloads, idem, usage
+	a.public, a.admin, a.cache, a.limiter, a.downloads, a.pool, a.usage = public, adminSrv, cache, local, downloads, pool, usage
 	return a, nil
 }
 
@@ -389,8 +390,6 @@ func (a *Application) Run(ctx context.Context) error {
 	return lifecycle.Run(ctx, lifecycle.Forever(a.cache.Run),
 		lifecycle.Forever(func(ctx context.Context) { a.limiter.RunPruner(ctx, time.Minute) }),
 		lifecycle.Forever(func(ctx context.Context) { a.usage.Run(ctx, a.cfg.UsageFlushEvery) }),
-		lifecycle.Forever(func(ctx context.Context) {
-			a.idem.RunPurger(ctx, time.Minute, func(err error) { a.log.WarnContext(ctx, "idempotency: purge expired keys", "err", err) })
-		}),
+		(&retention.Pruner{Pool: a.pool, Log: a.log, Tables: []retention.Table{idempotency.RetentionTable(idempotency.DefaultTTL)}}).Run,
 		a.public.Run, a.admin.Run)
 }

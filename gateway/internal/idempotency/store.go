@@ -13,6 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/customerapi/platform/libs/retention"
 )
 
 // Outcome is what Begin found for a request.
@@ -121,36 +123,9 @@ func (s *Store) Release(ctx context.Context, tenant, key string) error {
 	return nil
 }
 
-// Purge deletes up to limit expired rows and returns how many it deleted.
-func (s *Store) Purge(ctx context.Context, limit int) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `
-		DELETE FROM idempotency_keys WHERE ctid IN (
-		    SELECT ctid FROM idempotency_keys WHERE expires_at <= now() LIMIT $1)`, limit)
-	if err != nil {
-		return 0, fmt.Errorf("idempotency: purge: %w", err)
-	}
-	return tag.RowsAffected(), nil
-}
-
-// RunPurger purges expired rows every interval until ctx ends, in batches, logging
-// failures through report (nil: ignored).
-func (s *Store) RunPurger(ctx context.Context, interval time.Duration, report func(error)) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		for {
-			n, err := s.Purge(ctx, 1000)
-			if err != nil && report != nil && ctx.Err() == nil {
-				report(err)
-			}
-			if err != nil || n < 1000 {
-				break
-			}
-		}
-	}
+// RetentionTable is the keys' table for libs/retention's pruner: a row is claimed anew
+// (created_at reset) whenever it expires, so it is past its expires_at once its
+// created_at is older than ttl.
+func RetentionTable(ttl time.Duration) retention.Table {
+	return retention.Table{Name: "idempotency_keys", Column: "created_at", Keep: ttl}
 }

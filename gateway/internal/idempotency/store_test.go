@@ -9,6 +9,7 @@ import (
 	"github.com/customerapi/platform/gateway/internal/idempotency"
 	"github.com/customerapi/platform/gateway/migrations"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
+	"github.com/customerapi/platform/libs/retention"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -19,7 +20,8 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // released key is free; an expired row counts as absent and is purged.
 func TestStoreOutcomes(t *testing.T) {
 	ctx := context.Background()
-	s := idempotency.NewStore(pgtest.NewPool(t, migrations.Set))
+	pool := pgtest.NewPool(t, migrations.Set)
+	s := idempotency.NewStore(pool)
 	fp, other := []byte("request-a"), []byte("request-b")
 	const day = 24 * time.Hour
 	begin := func(key string, fp []byte, lease, ttl time.Duration) (idempotency.Outcome, idempotency.Answer) {
@@ -79,7 +81,11 @@ func TestStoreOutcomes(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(20 * time.Millisecond)
-	if n, err := s.Purge(ctx, 100); err != nil || n != 1 {
-		t.Fatalf("purge: %d, %v; want the one expired row", n, err)
+	pruner := &retention.Pruner{Pool: pool, Tables: []retention.Table{idempotency.RetentionTable(time.Millisecond)}}
+	if n, err := pruner.Prune(ctx); err != nil || n != 4 {
+		t.Fatalf("purge with a 1 ms retention: %d, %v; want the four rows, all older", n, err)
+	}
+	if o, _ := begin("k1", other, time.Minute, day); o != idempotency.Proceed {
+		t.Fatalf("a purged key is free: %v", o)
 	}
 }

@@ -65,19 +65,6 @@ func (s *Store) GetEvent(ctx context.Context, tenantID, eventID string) (domain.
 	return e, nil
 }
 
-// EventPurger deletes events kept longer than the retention (dispatch.Purger).
-type EventPurger struct{ Store *Store }
-
-// PurgeFinished deletes up to limit events stored before cutoff.
-func (p EventPurger) PurgeFinished(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
-	tag, err := p.Store.pool.Exec(ctx, `
-		DELETE FROM events WHERE ctid IN (SELECT ctid FROM events WHERE created_at < $1 LIMIT $2)`, cutoff, limit)
-	if err != nil {
-		return 0, fmt.Errorf("purge events: %w", err)
-	}
-	return tag.RowsAffected(), nil
-}
-
 // replaySQL queues the deliveries of the events $4 (IDs) to subscription $2 with the new
 // delivery IDs $3 (same order): an event without a delivery gets one; an ended one
 // (succeeded, failed) is made due now with a fresh retry schedule; a pending one stays.

@@ -13,6 +13,7 @@ import (
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/lifecycle"
 	"github.com/customerapi/platform/libs/postgres"
+	"github.com/customerapi/platform/libs/retention"
 	"github.com/customerapi/platform/libs/service"
 	"github.com/customerapi/platform/services/webhooks/internal/adapters"
 	"github.com/customerapi/platform/services/webhooks/internal/app"
@@ -191,10 +192,9 @@ func SetupWith(o Options) func(*service.Runtime, *config.Env) error {
 			defer sender.Close()
 			return engine.Run(ctx)
 		})
-		if s.EventRetention > 0 {
-			events := adapters.EventPurger{Store: store}
-			rt.Go(lifecycle.Forever(func(ctx context.Context) { dispatch.RunRetention(ctx, events, s.EventRetention, rt.Log) }))
-		}
+		// Events past EVENT_RETENTION, by libs/retention's pruner (0 keeps them).
+		rt.Go((&retention.Pruner{Pool: rt.Pool, Log: rt.Log,
+			Tables: []retention.Table{{Name: "events", Column: "created_at", Keep: s.EventRetention}}}).Run)
 		if s.Retention > 0 {
 			rt.Go(lifecycle.Forever(func(ctx context.Context) { dispatch.RunRetention(ctx, store, s.Retention, rt.Log) }))
 		}

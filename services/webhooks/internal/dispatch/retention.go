@@ -28,7 +28,7 @@ func RunRetention(ctx context.Context, p Purger, keep time.Duration, log *slog.L
 			n, err := p.PurgeFinished(ctx, time.Now().Add(-keep), purgeBatch)
 			if err != nil {
 				if ctx.Err() == nil {
-					log.Warn("purging old rows failed", slog.Any("error", fmt.Errorf("retention: %w", err)))
+					log.Warn("purging old deliveries failed", slog.Any("error", fmt.Errorf("retention: %w", err)))
 				}
 				break
 			}
