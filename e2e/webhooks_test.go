@@ -326,7 +326,9 @@ func TestWebhookTestEventIsMarkedAsATest(t *testing.T) {
 }
 
 // A receiver that answers 500 twice still gets the event, with the same eventId and
-// body; a receiver that answers 410 disables its subscription.
+// body; a receiver that answers 410 disables its subscription, which the tenant's
+// subscription to webhook_subscription.disabled is told of (signed, as every delivery),
+// and the events API keeps.
 func TestWebhookRetriesAndGone(t *testing.T) {
 	local(t)
 	tenant, c := whTenant(t)
@@ -339,6 +341,8 @@ func TestWebhookRetriesAndGone(t *testing.T) {
 	gone := newWhReceiver(t, func(int) int { return 410 })
 	flakyID, secret := whSubscribe(t, c, map[string]any{"url": flaky.URL, "events": []string{"form.submitted"}})
 	goneID, _ := whSubscribe(t, c, map[string]any{"url": gone.URL, "events": []string{"form.submitted"}})
+	ops := newWhReceiver(t, nil)
+	_, opsSecret := whSubscribe(t, c, map[string]any{"url": ops.URL, "events": []string{events.TypeWebhookSubscriptionDisabled}})
 	e := whEvent(t, tenant, events.TypeFormSubmitted, "form_1", `"pageId":"page_1","audienceId":null,"audienceSessionId":"s_1",`+
 		`"formSubmissionId":"form_1","identifier":"a@example.com","identifierType":"email","email":"a@example.com",`+
 		`"phone":null,"linkedinProfileUrl":null,"name":null,"fields":null,"submittedAt":"`+timestamp.Format(time.Now())+`"`)
@@ -361,6 +365,18 @@ func TestWebhookRetriesAndGone(t *testing.T) {
 	})
 	if len(gone.all()) != 1 {
 		t.Fatalf("the 410 receiver got %d requests", len(gone.all()))
+	}
+	whWait(t, 30*time.Second, "the operational event on the other subscription", func() bool { return len(ops.all()) > 0 })
+	d := ops.all()[0]
+	whVerify(t, opsSecret, d)
+	if p := d.parsed.Payload; len(ops.all()) != 1 || p["type"] != events.TypeWebhookSubscriptionDisabled ||
+		p["subscriptionId"] != goneID || p["url"] != gone.URL || p["reason"] != "the receiver answered 410 Gone" {
+		t.Fatalf("the operational receiver got %d deliveries, the first %s; want one webhook_subscription.disabled of %s",
+			len(ops.all()), d.body, goneID)
+	}
+	listed := must(t, c.Do("GET", "/v0/events?type="+events.TypeWebhookSubscriptionDisabled+"&subject="+goneID, nil), 200)["items"].([]any)
+	if len(listed) != 1 || listed[0].(map[string]any)["eventId"] != d.parsed.EventID {
+		t.Fatalf("the events API lists %v, want the announcement %s", listed, d.parsed.EventID)
 	}
 }
 

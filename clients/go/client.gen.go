@@ -234,6 +234,11 @@ const (
 	WebhookDeliveryStatusSucceeded WebhookDeliveryStatus = "succeeded"
 )
 
+// Defines values for WebhookDeliveryFailedEventPayloadType.
+const (
+	WebhookDeliveryFailed WebhookDeliveryFailedEventPayloadType = "webhook_delivery.failed"
+)
+
 // Defines values for WebhookEventTest.
 const (
 	WebhookEventTestTrue WebhookEventTest = true
@@ -241,12 +246,19 @@ const (
 
 // Defines values for WebhookEventType.
 const (
-	WebhookEventTypeFormEnriched         WebhookEventType = "form.enriched"
-	WebhookEventTypeFormEnrichmentFailed WebhookEventType = "form.enrichment_failed"
-	WebhookEventTypeFormSubmitted        WebhookEventType = "form.submitted"
-	WebhookEventTypePageVersionCreated   WebhookEventType = "page.version.created"
-	WebhookEventTypePageVersionProcessed WebhookEventType = "page.version.processed"
-	WebhookEventTypePageVersionPublished WebhookEventType = "page.version.published"
+	WebhookEventTypeFormEnriched                WebhookEventType = "form.enriched"
+	WebhookEventTypeFormEnrichmentFailed        WebhookEventType = "form.enrichment_failed"
+	WebhookEventTypeFormSubmitted               WebhookEventType = "form.submitted"
+	WebhookEventTypePageVersionCreated          WebhookEventType = "page.version.created"
+	WebhookEventTypePageVersionProcessed        WebhookEventType = "page.version.processed"
+	WebhookEventTypePageVersionPublished        WebhookEventType = "page.version.published"
+	WebhookEventTypeWebhookDeliveryFailed       WebhookEventType = "webhook_delivery.failed"
+	WebhookEventTypeWebhookSubscriptionDisabled WebhookEventType = "webhook_subscription.disabled"
+)
+
+// Defines values for WebhookSubscriptionDisabledEventPayloadType.
+const (
+	WebhookSubscriptionDisabled WebhookSubscriptionDisabledEventPayloadType = "webhook_subscription.disabled"
 )
 
 // Defines values for ListAccountsParamsIncludeEmptyOnly.
@@ -267,12 +279,14 @@ const (
 
 // Defines values for ListEventsParamsType.
 const (
-	ListEventsParamsTypeFormEnriched         ListEventsParamsType = "form.enriched"
-	ListEventsParamsTypeFormEnrichmentFailed ListEventsParamsType = "form.enrichment_failed"
-	ListEventsParamsTypeFormSubmitted        ListEventsParamsType = "form.submitted"
-	ListEventsParamsTypePageVersionCreated   ListEventsParamsType = "page.version.created"
-	ListEventsParamsTypePageVersionProcessed ListEventsParamsType = "page.version.processed"
-	ListEventsParamsTypePageVersionPublished ListEventsParamsType = "page.version.published"
+	ListEventsParamsTypeFormEnriched                ListEventsParamsType = "form.enriched"
+	ListEventsParamsTypeFormEnrichmentFailed        ListEventsParamsType = "form.enrichment_failed"
+	ListEventsParamsTypeFormSubmitted               ListEventsParamsType = "form.submitted"
+	ListEventsParamsTypePageVersionCreated          ListEventsParamsType = "page.version.created"
+	ListEventsParamsTypePageVersionProcessed        ListEventsParamsType = "page.version.processed"
+	ListEventsParamsTypePageVersionPublished        ListEventsParamsType = "page.version.published"
+	ListEventsParamsTypeWebhookDeliveryFailed       ListEventsParamsType = "webhook_delivery.failed"
+	ListEventsParamsTypeWebhookSubscriptionDisabled ListEventsParamsType = "webhook_subscription.disabled"
 )
 
 // Defines values for SearchPageLinksParamsTargetType.
@@ -1931,6 +1945,32 @@ type WebhookDeliveryAttempt struct {
 	StatusCode *int `json:"statusCode"`
 }
 
+// WebhookDeliveryFailedEventPayload Operational: a delivery to one of the tenant's subscriptions failed for good, its retry schedule exhausted (its receiver may use `replay` once it is back). Not announced for a delivery of an operational event itself (no chain of failures), nor for the deliveries failed because their subscription was disabled (`webhook_subscription.disabled` says so). Further fields may be added.
+type WebhookDeliveryFailedEventPayload struct {
+	AttemptsCount int    `json:"attemptsCount"`
+	DeliveryId    string `json:"deliveryId"`
+
+	// EventId The event the delivery carried.
+	EventId string `json:"eventId"`
+
+	// EventType The type of the event the delivery carried.
+	EventType string `json:"eventType"`
+
+	// FailedAt UTC RFC 3339 with millisecond precision and a trailing Z.
+	FailedAt Timestamp `json:"failedAt"`
+
+	// LastError Why the last attempt failed.
+	LastError *string `json:"lastError"`
+
+	// LastStatusCode The last attempt's HTTP status; null when no answer came.
+	LastStatusCode *int                                  `json:"lastStatusCode"`
+	SubscriptionId string                                `json:"subscriptionId"`
+	Type           WebhookDeliveryFailedEventPayloadType `json:"type"`
+}
+
+// WebhookDeliveryFailedEventPayloadType defines model for WebhookDeliveryFailedEventPayload.Type.
+type WebhookDeliveryFailedEventPayloadType string
+
 // WebhookDeliveryPage defines model for WebhookDeliveryPage.
 type WebhookDeliveryPage struct {
 	HasMore bool              `json:"hasMore"`
@@ -2033,6 +2073,23 @@ type WebhookSubscriptionCreate struct {
 	// Url Absolute http or https URL: only URI characters (RFC 3986; percent-encode spaces and non-ASCII), a port from 1 to 65535 if any, and a host that is an IP address or a well-formed DNS name whose last label is not a number (otherwise 400 invalid_string). The host must not be, nor resolve to, a loopback, private, link-local, cloud-metadata or other non-public address (400 custom); a name that does not resolve yet is accepted, and every delivery checks again.
 	Url string `json:"url"`
 }
+
+// WebhookSubscriptionDisabledEventPayload Operational: the platform disabled one of the tenant's subscriptions, because its receiver answered 410 Gone or every attempt failed for `WEBHOOK_DISABLE_AFTER` (5 days by default). Delivered to the tenant's other active subscriptions that receive this type (the disabled one receives nothing more); turning the subscription back on (`active: true`) resumes deliveries. Further fields may be added.
+type WebhookSubscriptionDisabledEventPayload struct {
+	// DisabledAt UTC RFC 3339 with millisecond precision and a trailing Z.
+	DisabledAt Timestamp `json:"disabledAt"`
+
+	// Reason Why, as the subscription's `disabledReason` says.
+	Reason         string                                      `json:"reason"`
+	SubscriptionId string                                      `json:"subscriptionId"`
+	Type           WebhookSubscriptionDisabledEventPayloadType `json:"type"`
+
+	// Url The disabled subscription's URL.
+	Url string `json:"url"`
+}
+
+// WebhookSubscriptionDisabledEventPayloadType defines model for WebhookSubscriptionDisabledEventPayload.Type.
+type WebhookSubscriptionDisabledEventPayloadType string
 
 // WebhookSubscriptionPage defines model for WebhookSubscriptionPage.
 type WebhookSubscriptionPage struct {
@@ -2998,6 +3055,62 @@ func (t *WebhookEvent_Payload) MergeFormEnrichmentFailedEventPayload(v FormEnric
 	return err
 }
 
+// AsWebhookSubscriptionDisabledEventPayload returns the union data inside the WebhookEvent_Payload as a WebhookSubscriptionDisabledEventPayload
+func (t WebhookEvent_Payload) AsWebhookSubscriptionDisabledEventPayload() (WebhookSubscriptionDisabledEventPayload, error) {
+	var body WebhookSubscriptionDisabledEventPayload
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWebhookSubscriptionDisabledEventPayload overwrites any union data inside the WebhookEvent_Payload as the provided WebhookSubscriptionDisabledEventPayload
+func (t *WebhookEvent_Payload) FromWebhookSubscriptionDisabledEventPayload(v WebhookSubscriptionDisabledEventPayload) error {
+	v.Type = "webhook_subscription.disabled"
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWebhookSubscriptionDisabledEventPayload performs a merge with any union data inside the WebhookEvent_Payload, using the provided WebhookSubscriptionDisabledEventPayload
+func (t *WebhookEvent_Payload) MergeWebhookSubscriptionDisabledEventPayload(v WebhookSubscriptionDisabledEventPayload) error {
+	v.Type = "webhook_subscription.disabled"
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsWebhookDeliveryFailedEventPayload returns the union data inside the WebhookEvent_Payload as a WebhookDeliveryFailedEventPayload
+func (t WebhookEvent_Payload) AsWebhookDeliveryFailedEventPayload() (WebhookDeliveryFailedEventPayload, error) {
+	var body WebhookDeliveryFailedEventPayload
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWebhookDeliveryFailedEventPayload overwrites any union data inside the WebhookEvent_Payload as the provided WebhookDeliveryFailedEventPayload
+func (t *WebhookEvent_Payload) FromWebhookDeliveryFailedEventPayload(v WebhookDeliveryFailedEventPayload) error {
+	v.Type = "webhook_delivery.failed"
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWebhookDeliveryFailedEventPayload performs a merge with any union data inside the WebhookEvent_Payload, using the provided WebhookDeliveryFailedEventPayload
+func (t *WebhookEvent_Payload) MergeWebhookDeliveryFailedEventPayload(v WebhookDeliveryFailedEventPayload) error {
+	v.Type = "webhook_delivery.failed"
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 func (t WebhookEvent_Payload) Discriminator() (string, error) {
 	var discriminator struct {
 		Discriminator string `json:"type"`
@@ -3024,6 +3137,10 @@ func (t WebhookEvent_Payload) ValueByDiscriminator() (interface{}, error) {
 		return t.AsPageVersionProcessedEventPayload()
 	case "page.version.published":
 		return t.AsPageVersionPublishedEventPayload()
+	case "webhook_delivery.failed":
+		return t.AsWebhookDeliveryFailedEventPayload()
+	case "webhook_subscription.disabled":
+		return t.AsWebhookSubscriptionDisabledEventPayload()
 	default:
 		return nil, errors.New("unknown discriminator value: " + discriminator)
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -34,21 +35,33 @@ const (
 	TypeFormEnrichmentFailed = "form.enrichment_failed"
 )
 
-// PublicTypes lists the public event types in the spec's order.
-var PublicTypes = []string{
+// Operational event types: the webhooks service announces them about the tenant's own
+// subscriptions and deliveries, to the tenant's other subscriptions; no service
+// publishes them on Kafka.
+const (
+	TypeWebhookSubscriptionDisabled = "webhook_subscription.disabled"
+	TypeWebhookDeliveryFailed       = "webhook_delivery.failed"
+)
+
+// ProducedTypes lists the public event types the services publish on Kafka, in the
+// spec's order: the ones the webhooks intake takes.
+var ProducedTypes = []string{
 	TypePageVersionCreated, TypePageVersionProcessed, TypePageVersionPublished,
 	TypeFormSubmitted, TypeFormEnriched, TypeFormEnrichmentFailed,
 }
 
+// OperationalTypes lists the operational event types.
+var OperationalTypes = []string{TypeWebhookSubscriptionDisabled, TypeWebhookDeliveryFailed}
+
+// PublicTypes lists every event type delivered to webhook subscriptions: the produced
+// ones, then the operational ones (the document's order).
+var PublicTypes = append(slices.Clip(ProducedTypes), OperationalTypes...)
+
+// IsOperational reports whether typ is an operational event type.
+func IsOperational(typ string) bool { return slices.Contains(OperationalTypes, typ) }
+
 // IsPublic reports whether typ is delivered to webhooks.
-func IsPublic(typ string) bool {
-	for _, t := range PublicTypes {
-		if t == typ {
-			return true
-		}
-	}
-	return false
-}
+func IsPublic(typ string) bool { return slices.Contains(PublicTypes, typ) }
 
 // Envelope is the shape of every event on Kafka.
 type Envelope struct {

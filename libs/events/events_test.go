@@ -50,7 +50,10 @@ func TestTraceContextTravelsInHeaders(t *testing.T) {
 }
 
 func TestPublicTypes(t *testing.T) {
-	if len(PublicTypes) != 6 || !IsPublic(TypePageVersionCreated) || IsPublic("topic.created") {
-		t.Fatal("public types")
+	if len(ProducedTypes) != 6 || len(PublicTypes) != 8 || !IsPublic(TypePageVersionCreated) || IsPublic("topic.created") {
+		t.Fatal("public types: the spec's six produced ones and the two operational ones")
+	}
+	if !IsPublic(TypeWebhookDeliveryFailed) || !IsOperational(TypeWebhookSubscriptionDisabled) || IsOperational(TypeFormSubmitted) {
+		t.Fatal("operational types are public, and only they are operational")
 	}
 }

@@ -3595,7 +3595,7 @@ export interface components {
          * @example form.submitted
          * @enum {string}
          */
-        WebhookEventType: "page.version.created" | "page.version.processed" | "page.version.published" | "form.submitted" | "form.enriched" | "form.enrichment_failed";
+        WebhookEventType: "page.version.created" | "page.version.processed" | "page.version.published" | "form.submitted" | "form.enriched" | "form.enrichment_failed" | "webhook_subscription.disabled" | "webhook_delivery.failed";
         /**
          * @description The event types delivered; null means every type, including types added later.
          * @example [
@@ -4009,7 +4009,7 @@ export interface components {
              */
             test?: true;
             /** @description The event's data; `type` says which of the shapes it has. */
-            payload: components["schemas"]["PageVersionCreatedEventPayload"] | components["schemas"]["PageVersionProcessedEventPayload"] | components["schemas"]["PageVersionPublishedEventPayload"] | components["schemas"]["FormSubmittedEventPayload"] | components["schemas"]["FormEnrichedEventPayload"] | components["schemas"]["FormEnrichmentFailedEventPayload"];
+            payload: components["schemas"]["PageVersionCreatedEventPayload"] | components["schemas"]["PageVersionProcessedEventPayload"] | components["schemas"]["PageVersionPublishedEventPayload"] | components["schemas"]["FormSubmittedEventPayload"] | components["schemas"]["FormEnrichedEventPayload"] | components["schemas"]["FormEnrichmentFailedEventPayload"] | components["schemas"]["WebhookSubscriptionDisabledEventPayload"] | components["schemas"]["WebhookDeliveryFailedEventPayload"];
         };
         /**
          * @example {
@@ -4204,6 +4204,62 @@ export interface components {
             reason: string;
             /** @description Human-readable explanation of the failure. */
             detail: string;
+        };
+        /**
+         * @description Operational: the platform disabled one of the tenant's subscriptions, because its receiver answered 410 Gone or every attempt failed for `WEBHOOK_DISABLE_AFTER` (5 days by default). Delivered to the tenant's other active subscriptions that receive this type (the disabled one receives nothing more); turning the subscription back on (`active: true`) resumes deliveries. Further fields may be added.
+         * @example {
+         *       "type": "webhook_subscription.disabled",
+         *       "subscriptionId": "whsub_01kjzd8c6ffk1sezjx3w0z1e5q",
+         *       "url": "https://hooks.contoso.example/customer-api",
+         *       "reason": "the receiver answered 410 Gone",
+         *       "disabledAt": "2026-03-05T16:40:00.000Z"
+         *     }
+         */
+        WebhookSubscriptionDisabledEventPayload: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "webhook_subscription.disabled";
+            subscriptionId: string;
+            /** @description The disabled subscription's URL. */
+            url: string;
+            /** @description Why, as the subscription's `disabledReason` says. */
+            reason: string;
+            disabledAt: components["schemas"]["Timestamp"];
+        };
+        /**
+         * @description Operational: a delivery to one of the tenant's subscriptions failed for good, its retry schedule exhausted (its receiver may use `replay` once it is back). Not announced for a delivery of an operational event itself (no chain of failures), nor for the deliveries failed because their subscription was disabled (`webhook_subscription.disabled` says so). Further fields may be added.
+         * @example {
+         *       "type": "webhook_delivery.failed",
+         *       "deliveryId": "delivery_01kjzdxq11fmnaajjgg5n81c9f",
+         *       "subscriptionId": "whsub_01kjzd8c6ffk1sezjx3w0z1e5q",
+         *       "eventId": "evt_01kjzdxq11fmnaajjgg5n81c9d",
+         *       "eventType": "form.submitted",
+         *       "attemptsCount": 8,
+         *       "lastStatusCode": 503,
+         *       "lastError": "the receiver answered 503",
+         *       "failedAt": "2026-03-06T19:51:12.004Z"
+         *     }
+         */
+        WebhookDeliveryFailedEventPayload: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "webhook_delivery.failed";
+            deliveryId: string;
+            subscriptionId: string;
+            /** @description The event the delivery carried. */
+            eventId: string;
+            /** @description The type of the event the delivery carried. */
+            eventType: string;
+            attemptsCount: number;
+            /** @description The last attempt's HTTP status; null when no answer came. */
+            lastStatusCode: number | null;
+            /** @description Why the last attempt failed. */
+            lastError: string | null;
+            failedAt: components["schemas"]["Timestamp"];
         };
     };
     responses: {
@@ -7279,7 +7335,7 @@ export interface operations {
                 limit?: components["parameters"]["Limit"];
                 /** @description Opaque cursor from a previous page's `nextCursor`. It only works for the same list, filters and tenant; anything else is a 400. */
                 cursor?: components["parameters"]["Cursor"];
-                type?: "page.version.created" | "page.version.processed" | "page.version.published" | "form.submitted" | "form.enriched" | "form.enrichment_failed";
+                type?: "page.version.created" | "page.version.processed" | "page.version.published" | "form.submitted" | "form.enriched" | "form.enrichment_failed" | "webhook_subscription.disabled" | "webhook_delivery.failed";
                 /** @description The ID of the object the event is about (a version, a form submission). */
                 subject?: string;
                 since?: string;

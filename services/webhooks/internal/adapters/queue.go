@@ -22,14 +22,15 @@ import (
 // matching subscriptions, gives the ones numbered in ($7, $7 + len($6)] the pre-made IDs
 // in $6, inserts them (a delivery already there for the event is kept as it is), wakes
 // the workers if it inserted any (NotificationPayload: the tenant and when they are
-// due), and returns the number of matches and of inserts.
+// due), and returns the number of matches and of inserts. $9 names a subscription left
+// out ("" for none).
 const recordSQL = `
 WITH n AS (
 	SELECT date_trunc('milliseconds', now()) AS now
 ), matched AS (
 	SELECT subscription_id, row_number() OVER (ORDER BY subscription_id) AS rn
 	FROM subscriptions
-	WHERE tenant_id = $1 AND active AND (events IS NULL OR $3 = ANY (events))
+	WHERE tenant_id = $1 AND active AND (events IS NULL OR $3 = ANY (events)) AND subscription_id <> $9
 ), inserted AS (
 	INSERT INTO deliveries (tenant_id, delivery_id, subscription_id, event_id, event_type, ordering_key, body,
 		status, next_attempt_at, created_at, updated_at)
@@ -53,6 +54,11 @@ const idsPerRound = 16
 // It wakes the workers (the notification arrives when tx commits) and returns the number
 // of deliveries added.
 func (s *Store) RecordEvent(ctx context.Context, tx pgx.Tx, evt events.Envelope) (int64, error) {
+	return recordDeliveries(ctx, tx, evt, "")
+}
+
+// recordDeliveries is RecordEvent, leaving out the subscription except.
+func recordDeliveries(ctx context.Context, tx pgx.Tx, evt events.Envelope, except string) (int64, error) {
 	body, err := domain.NewBody(evt)
 	if err != nil {
 		return 0, consumer.Permanent(err) // retrying cannot repair the payload
@@ -71,7 +77,7 @@ func (s *Store) RecordEvent(ctx context.Context, tx pgx.Tx, evt events.Envelope)
 			deliveryIDs[i] = ids.New("delivery")
 		}
 		var matched, inserted, woken int64
-		if err := tx.QueryRow(ctx, recordSQL, evt.TenantID, evt.ID, evt.Type, key, body, deliveryIDs, offset, Channel).
+		if err := tx.QueryRow(ctx, recordSQL, evt.TenantID, evt.ID, evt.Type, key, body, deliveryIDs, offset, Channel, except).
 			Scan(&matched, &inserted, &woken); err != nil {
 			return 0, fmt.Errorf("record deliveries: %w", err)
 		}
@@ -478,6 +484,9 @@ type Result struct {
 type Disabled struct {
 	TenantID, SubscriptionID, Reason string
 	Gone                             bool
+	// URL is the subscription's, At when it was disabled.
+	URL string
+	At  time.Time
 }
 
 type subKey struct{ tenant, sub string }
@@ -527,9 +536,91 @@ func (s *Store) Complete(ctx context.Context, results []Result, disableAfter tim
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return fmt.Errorf("update deliveries: %w", err)
 		}
-		return nil
+		return announce(ctx, tx, results, disabled)
 	})
 	return disabled, err
+}
+
+// announce records the operational events of a batch in its transaction: a
+// webhook_subscription.disabled per subscription disabled, and a webhook_delivery.failed
+// per delivery the batch failed for good (its schedule exhausted; not a 410, whose
+// subscription's event says it all). They reach the tenant's other subscriptions: not
+// the one they are about.
+func announce(ctx context.Context, tx pgx.Tx, results []Result, disabled []Disabled) error {
+	var announced []announcement
+	for _, d := range disabled {
+		e, err := domain.SubscriptionDisabledEvent(d.TenantID, d.SubscriptionID, d.URL, d.Reason, d.At)
+		if err != nil {
+			return err
+		}
+		announced = append(announced, announcement{e, d.SubscriptionID})
+	}
+	failed, err := failedForGood(ctx, tx, results)
+	if err != nil {
+		return err
+	}
+	for _, a := range append(announced, failed...) {
+		if _, err := recordDeliveries(ctx, tx, a.event, a.about); err != nil {
+			return fmt.Errorf("announce %s: %w", a.event.Type, err)
+		}
+	}
+	return nil
+}
+
+// announcement is an operational event and the subscription it is about, which does not
+// receive it.
+type announcement struct {
+	event events.Envelope
+	about string
+}
+
+// failedForGood returns the webhook_delivery.failed events of the results that failed
+// their delivery in this transaction (the claim still held it) after an attempt, when
+// domain.AnnouncesFailure says so.
+func failedForGood(ctx context.Context, tx pgx.Tx, results []Result) ([]announcement, error) {
+	var tenants, deliveries []string
+	var tokens []int64
+	last := map[subKey]Result{} // by tenant and delivery
+	for _, r := range results {
+		if r.Status == domain.StatusFailed && r.Attempt != nil && !r.Gone {
+			tenants, deliveries, tokens = append(tenants, r.TenantID), append(deliveries, r.DeliveryID), append(tokens, r.LeaseToken)
+			last[subKey{r.TenantID, r.DeliveryID}] = r
+		}
+	}
+	if len(tenants) == 0 {
+		return nil, nil
+	}
+	rows, err := tx.Query(ctx, `SELECT d.tenant_id, d.delivery_id, d.subscription_id, d.event_id, d.event_type, d.test, d.updated_at
+		FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u(tenant_id, delivery_id, token)
+		JOIN deliveries d ON d.tenant_id = u.tenant_id AND d.delivery_id = u.delivery_id AND d.lease_token = u.token
+		WHERE d.status = 'failed' AND d.updated_at = date_trunc('milliseconds', now())`, tenants, deliveries, tokens)
+	if err != nil {
+		return nil, fmt.Errorf("read failed deliveries: %w", err)
+	}
+	defer rows.Close()
+	var out []announcement
+	for rows.Next() {
+		var tenantID string
+		var d domain.Delivery
+		var test bool
+		var at time.Time
+		if err := rows.Scan(&tenantID, &d.ID, &d.SubscriptionID, &d.EventID, &d.EventType, &test, &at); err != nil {
+			return nil, fmt.Errorf("read failed deliveries: %w", err)
+		}
+		if !domain.AnnouncesFailure(d.EventType, test) {
+			continue
+		}
+		r := last[subKey{tenantID, d.ID}]
+		e, err := domain.DeliveryFailedEvent(tenantID, d, r.AttemptNo, *r.Attempt, at)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, announcement{e, d.SubscriptionID})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read failed deliveries: %w", err)
+	}
+	return out, nil
 }
 
 // queueGivenBack notifies the tenants of claims given back unattempted (a replica
@@ -658,15 +749,16 @@ func disable(ctx context.Context, tx pgx.Tx, streaks map[subKey]*streak, disable
 		default:
 			continue
 		}
-		if _, err := tx.Exec(ctx, `UPDATE subscriptions SET active = false, disabled_reason = $3,
+		d := Disabled{TenantID: k.tenant, SubscriptionID: k.sub, Reason: reason, Gone: st.gone}
+		if err := tx.QueryRow(ctx, `UPDATE subscriptions SET active = false, disabled_reason = $3,
 				disabled_at = date_trunc('milliseconds', now()), updated_at = date_trunc('milliseconds', now())
-			WHERE tenant_id = $1 AND subscription_id = $2`, k.tenant, k.sub, reason); err != nil {
+			WHERE tenant_id = $1 AND subscription_id = $2 RETURNING url, disabled_at`, k.tenant, k.sub, reason).Scan(&d.URL, &d.At); err != nil {
 			return nil, fmt.Errorf("disable subscription: %w", err)
 		}
 		if err := failPending(ctx, tx, k.tenant, []string{k.sub}); err != nil {
 			return nil, err
 		}
-		out = append(out, Disabled{TenantID: k.tenant, SubscriptionID: k.sub, Reason: reason, Gone: st.gone})
+		out = append(out, d)
 	}
 	return out, nil
 }

@@ -166,7 +166,7 @@ func SetupWith(o Options) func(*service.Runtime, *config.Env) error {
 		rt.Consume(&consumer.Consumer{
 			Name:   IntakeConsumer,
 			Topics: []string{events.TopicPages, events.TopicPersons},
-			Types:  events.PublicTypes,
+			Types:  events.ProducedTypes, // operational types come from this service only
 			Handler: func(ctx context.Context, tx pgx.Tx, evt events.Envelope) error {
 				_, err := store.RecordEvent(ctx, tx, evt)
 				return err

@@ -2,6 +2,7 @@ package application_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"github.com/customerapi/platform/libs/service/servicetest"
 	"github.com/customerapi/platform/libs/timestamp"
 	"github.com/customerapi/platform/services/webhooks/internal/application"
+	"github.com/customerapi/platform/services/webhooks/internal/domain"
 	"github.com/customerapi/platform/services/webhooks/internal/ssrf"
 )
 
@@ -216,6 +218,8 @@ func TestScheduleExhaustedThenManualRetry(t *testing.T) {
 		return 503
 	})
 	subID, _ := subscribe(t, c, rc.URL, nil)
+	ops := newReceiver(t, nil)
+	subscribe(t, c, ops.URL, []string{events.TypeWebhookDeliveryFailed})
 	publish(t, s.Broker, event(t, "acme", events.TypeFormEnriched, "form_1"))
 	var d map[string]any
 	eventually(t, 20*time.Second, "the delivery to fail", func() bool {
@@ -228,6 +232,17 @@ func TestScheduleExhaustedThenManualRetry(t *testing.T) {
 	})
 	if n := len(d["attempts"].([]any)); n != 3 || rc.count() != 3 || d["nextAttemptAt"] != nil {
 		t.Fatalf("failed after %d attempts (%d received): %v", n, rc.count(), d)
+	}
+	// The failure for good is announced on the tenant's other subscription.
+	eventually(t, 20*time.Second, "the webhook_delivery.failed announcement", func() bool { return ops.count() > 0 })
+	var announced struct {
+		Payload domain.DeliveryFailed `json:"payload"`
+	}
+	if err := json.Unmarshal(ops.all()[0].body, &announced); err != nil || ops.count() != 1 ||
+		announced.Payload.DeliveryID != d["deliveryId"] || announced.Payload.AttemptsCount != 3 ||
+		announced.Payload.LastStatusCode == nil || *announced.Payload.LastStatusCode != 503 {
+		t.Fatalf("%d announcements, the first %s (%v); want one webhook_delivery.failed of %s after 3 attempts",
+			ops.count(), ops.all()[0].body, err, d["deliveryId"])
 	}
 	if n := len(deliveries(t, c, subID, "status=failed")); n != 1 {
 		t.Fatalf("status filter: %d failed", n)
