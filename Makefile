@@ -40,12 +40,11 @@ test-short: ## Run the tests without the end-to-end suite
 .PHONY: bench
 bench: deps build ## Run the benchmarks and write the results into docs/benchmarks.md (needs wrk and nginx; installs them on Debian as root)
 	@command -v wrk >/dev/null && command -v nginx >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk nginx-light >/dev/null; }
-	$(GO) test -p 1 -run '^$$' -bench . -benchtime 2s $(filter-out %/e2e/...,$(PKGS)) 2>&1 | grep -E '^(Benchmark|goos|goarch|cpu|pkg)' | tee $(BIN)/go-bench.txt
-	$(GO) run ./e2e/cmd/loadbench -out docs/benchmarks.md -go-bench $(BIN)/go-bench.txt
-	$(GO) run ./e2e/cmd/loadbench -bin $(BIN) -out docs/benchmarks.md
-	$(GO) run ./e2e/cmd/loadbench -outbox-lever -rounds 6 -out docs/benchmarks.md
-	$(GO) run ./e2e/cmd/loadbench -bin $(BIN) -events -out docs/benchmarks.md
-	$(GO) run ./e2e/cmd/loadbench -bin $(BIN) -events -event-sweep 10,100,200,300 -out docs/benchmarks.md
+	$(GO) test -p 1 -run '^$$' -bench . -benchtime 2s $(filter-out %/e2e/... %/bench/...,$(PKGS)) 2>&1 | grep -E '^(Benchmark|goos|goarch|cpu|pkg)' | tee $(BIN)/go-bench.txt
+	$(GO) run ./bench/cmd/loadbench -out docs/benchmarks.md -go-bench $(BIN)/go-bench.txt
+	$(GO) run ./bench/cmd/loadbench -bin $(BIN) -out docs/benchmarks.md
+	$(GO) run ./bench/cmd/loadbench -bin $(BIN) -events -out docs/benchmarks.md
+	$(GO) run ./bench/cmd/loadbench -bin $(BIN) -events -event-sweep 10,100,200,300 -out docs/benchmarks.md
 
 .PHONY: bench-large
 bench-large: deps ## Person search at 10,000,000 persons (BenchmarkSearch with BENCH_LARGE=1; the fill alone takes many minutes)

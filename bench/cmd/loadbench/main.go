@@ -112,9 +112,6 @@ func run() error {
 	flag.DurationVar(&eo.warmup, "event-warmup", 30*time.Second, "-events: the same load before the measured one, then ANALYZE")
 	sweep := flag.String("event-sweep", "", "-events: comma-separated rates, one run each on one system, lowest first "+
 		"(e.g. 10,100,200,300); writes the \"events-sweep\" section instead of \"events\"")
-	lever := flag.Bool("outbox-lever", false, "measure the write path's event designs side by side instead: the outbox table "+
-		"(today's) against pg_logical_emit_message read through logical replication, each on its own durable cluster "+
-		"(-rounds, -write-duration, -write-conns, -pause); writes the \"outbox-lever\" section")
 	floorUpstream := flag.String("floor-proxy", "", "internal: serve the floor proxy to this upstream (host:port) and nothing else")
 	floorListen := flag.String("floor-listen", "", "internal: the floor proxy's listening address")
 	flag.Parse()
@@ -138,9 +135,6 @@ func run() error {
 	flag.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
 	if explicit["duration"] && !explicit["write-duration"] {
 		o.writeDur = o.readDur
-	}
-	if *lever {
-		return runOutboxLever(*out, leverOptions{rounds: o.rounds, dur: o.writeDur, writers: o.writeConns, pause: o.pause})
 	}
 	if *events {
 		for _, f := range strings.Split(*sweep, ",") {
@@ -451,7 +445,7 @@ func captureProfiles(dir, run string, dur time.Duration, gatewayAdmin, service s
 }
 
 // commandLine is how this run was started, for its report.
-func commandLine() string { return "go run ./e2e/cmd/loadbench " + strings.Join(os.Args[1:], " ") }
+func commandLine() string { return "go run ./bench/cmd/loadbench " + strings.Join(os.Args[1:], " ") }
 
 // runDir makes a run's scratch directory (the caller removes it), open to PostgreSQL's
 // own user: when loadbench runs as root, its clusters run as that user.

@@ -46,7 +46,7 @@ type system struct {
 	topicID string
 	signer  *internalauth.Signer
 	// outboxPending tells whether the topics service's outbox holds rows; closeDB
-	// closes its connection. (Through closures: e2e does not depend on pgx directly.)
+	// closes its connection.
 	outboxPending func(context.Context) (bool, error)
 	closeDB       func()
 	pgData        string
