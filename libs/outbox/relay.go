@@ -224,7 +224,7 @@ type row struct {
 // in the index until VACUUM removes them: under a steady stream of writes autovacuum
 // comes round about once a minute, and until then each read walked every row deleted
 // since, so the relay's cost per event grew with the time since the last VACUUM
-// (docs/benchmarks.md, "The outbox's dead rows").
+// (docs/architecture.md, the relay).
 type position struct{ txid int64 }
 
 // advance moves the position past a batch that was read and removed: to the oldest

@@ -111,7 +111,7 @@ func TestACappedLaneIsRefilledWhenItRunsLow(t *testing.T) {
 // held count below the bound afterwards: the engine must still claim again without a
 // notification. A version of the wake-ups that relied on the held count alone left the
 // tenant's deliveries waiting for the idle minute (TestAbuseWebhookTenantCannotStarveOthers
-// found it; docs/benchmarks.md, "Fewer claims that find nothing").
+// found it; docs/benchmarks.md at commit 7deceba, "Fewer claims that find nothing").
 func TestATenantFilledByAClaimIsClaimedAgain(t *testing.T) {
 	q := &dueQueue{delay: 20 * time.Millisecond}
 	url := fastReceiver(t)
