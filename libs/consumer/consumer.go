@@ -29,6 +29,7 @@ import (
 	"github.com/customerapi/platform/libs/apierror"
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/postgres"
+	"github.com/customerapi/platform/libs/worker"
 )
 
 //go:embed migrations/*.sql
@@ -158,7 +159,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 				break
 			}
 			c.Log.Warn("kafka fetch failed; retrying", slog.String("consumer", c.Name), slog.Any("error", err))
-			sleep(ctx, time.Second)
+			worker.Sleep(ctx, time.Second)
 			continue
 		}
 		start := time.Now()
@@ -183,16 +184,6 @@ func commit(ctx context.Context, r *kafka.Reader, batch []kafka.Message) error {
 }
 
 // sleep waits d and reports true, or reports false as soon as ctx ends.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
 
 // fetchBatch blocks for one message, then takes what else is already buffered, up to
 // BatchSize, so a busy consumer handles many events per transaction.
@@ -281,7 +272,7 @@ func (c *Consumer) wants(typ string) bool {
 // handleOne tries one event up to MaxAttempts times, then dead-letters it. A try that
 // failed because a dependency was unavailable is not an attempt: it is waited out.
 func (c *Consumer) handleOne(ctx context.Context, it item) {
-	backoff := 100 * time.Millisecond
+	backoff := worker.Backoff{Max: maxBackoff}
 	var err error
 	for attempt := 1; attempt <= c.MaxAttempts; attempt++ {
 		var processed, dup int
@@ -303,8 +294,7 @@ func (c *Consumer) handleOne(ctx context.Context, it item) {
 		}
 		c.Log.Warn("event handling failed; retrying", slog.String("consumer", c.Name),
 			slog.String("event_id", it.evt.ID), slog.Int("attempt", attempt), slog.Any("error", err))
-		sleep(ctx, backoff)
-		backoff = min(backoff*2, maxBackoff)
+		backoff.Sleep(ctx)
 	}
 	c.deadLetter(ctx, it, err)
 }
@@ -381,7 +371,7 @@ func (c *Consumer) deadLetter(ctx context.Context, it item, cause error) {
 			c.Name, it.msg.Topic, it.msg.Partition, it.msg.Offset, eventID, fmt.Sprint(cause), it.msg.Value)
 		return err
 	}
-	backoff := 100 * time.Millisecond
+	backoff := worker.Backoff{Max: maxBackoff}
 	for held := false; ; {
 		err := c.untilAvailable(ctx, insert)
 		if held && (err == nil || ctx.Err() != nil) {
@@ -399,10 +389,9 @@ func (c *Consumer) deadLetter(ctx context.Context, it item, cause error) {
 			slog.String("event_id", it.evt.ID), slog.Any("error", err))
 		held = true
 		c.setWaiting(true)
-		if !sleep(ctx, backoff) {
+		if !backoff.Sleep(ctx) {
 			return
 		}
-		backoff = min(backoff*2, maxBackoff)
 	}
 }
 
@@ -414,7 +403,7 @@ const maxBackoff = 5 * time.Second
 // backoff (capped at maxBackoff), shown by consumer_dependency_waiting, and logged once
 // when the outage begins and once when it ends.
 func (c *Consumer) untilAvailable(ctx context.Context, fn func() error) error {
-	backoff := 100 * time.Millisecond
+	backoff := worker.Backoff{Max: maxBackoff}
 	var since time.Time
 	for {
 		err := fn()
@@ -438,11 +427,10 @@ func (c *Consumer) untilAvailable(ctx context.Context, fn func() error) error {
 		if c.Metrics != nil {
 			c.Metrics.waits.WithLabelValues(c.Name).Inc()
 		}
-		if !sleep(ctx, backoff) {
+		if !backoff.Sleep(ctx) {
 			c.setWaiting(false)
 			return ctx.Err()
 		}
-		backoff = min(backoff*2, maxBackoff)
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/customerapi/platform/libs/worker"
 )
 
 // Publisher sends messages to Kafka; *kafka.Writer is one.
@@ -122,30 +124,18 @@ func (r *Relay) Run(ctx context.Context) error {
 	if r.IdleWake <= 0 {
 		r.IdleWake = 2 * time.Second
 	}
-	backoff := 200 * time.Millisecond
+	backoff := worker.Backoff{First: 200 * time.Millisecond}
 	for ctx.Err() == nil {
 		err := r.lead(ctx)
 		if ctx.Err() != nil {
 			break
 		}
-		r.Log.Warn("outbox relay interrupted; retrying", slog.Any("error", err), slog.Duration("backoff", backoff))
-		if !sleep(ctx, backoff) {
+		r.Log.Warn("outbox relay interrupted; retrying", slog.Any("error", err), slog.Duration("backoff", backoff.Peek()))
+		if !backoff.Sleep(ctx) {
 			break
 		}
-		backoff = min(backoff*2, 5*time.Second)
 	}
 	return nil
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // lead takes leadership on a dedicated connection, then drains and waits for
@@ -165,7 +155,7 @@ func (r *Relay) lead(ctx context.Context) error {
 		if ok {
 			break
 		}
-		if !sleep(ctx, 2*time.Second) {
+		if !worker.Sleep(ctx, 2*time.Second) {
 			return ctx.Err()
 		}
 	}
@@ -352,7 +342,7 @@ func (r *Relay) publish(ctx context.Context, rows []row) ([]deadLetter, error) {
 		}
 		pending = append(pending, outgoing{row: rw, msg: m})
 	}
-	backoff := 100 * time.Millisecond
+	var backoff worker.Backoff
 	for len(pending) > 0 {
 		err := r.Publisher.WriteMessages(ctx, messages(pending)...)
 		if err == nil {
@@ -382,7 +372,7 @@ func (r *Relay) publish(ctx context.Context, rows []row) ([]deadLetter, error) {
 func (r *Relay) publishEach(ctx context.Context, pending []outgoing) ([]deadLetter, error) {
 	var dead []deadLetter
 	for _, o := range pending {
-		backoff := 100 * time.Millisecond
+		var backoff worker.Backoff
 		for {
 			err := r.Publisher.WriteMessages(ctx, o.msg)
 			if err == nil {
@@ -405,17 +395,13 @@ func (r *Relay) publishEach(ctx context.Context, pending []outgoing) ([]deadLett
 
 // retryLater counts and logs a failed publish and waits out the backoff, doubling it; it
 // reports false when ctx ended first.
-func (r *Relay) retryLater(ctx context.Context, err error, n int, backoff *time.Duration) bool {
+func (r *Relay) retryLater(ctx context.Context, err error, n int, backoff *worker.Backoff) bool {
 	if r.Metrics != nil {
 		r.Metrics.failures.Inc()
 	}
 	r.Log.Warn("outbox publish failed; will retry", slog.Any("error", err),
-		slog.Int("batch", n), slog.Duration("backoff", *backoff))
-	if !sleep(ctx, *backoff) {
-		return false
-	}
-	*backoff = min(*backoff*2, 5*time.Second)
-	return true
+		slog.Int("batch", n), slog.Duration("backoff", backoff.Peek()))
+	return backoff.Sleep(ctx)
 }
 
 // ensureTopics creates, once per process, the topics of rows not seen before; while that
@@ -436,7 +422,7 @@ func (r *Relay) ensureTopics(ctx context.Context, rows []row) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	backoff := 100 * time.Millisecond
+	var backoff worker.Backoff
 	for {
 		err := r.CreateTopics(ctx, missing...)
 		if err == nil {
@@ -451,11 +437,10 @@ func (r *Relay) ensureTopics(ctx context.Context, rows []row) error {
 		if r.Metrics != nil {
 			r.Metrics.failures.Inc()
 		}
-		r.Log.Warn("creating Kafka topics failed; will retry", slog.Any("error", err), slog.Duration("backoff", backoff))
-		if !sleep(ctx, backoff) {
+		r.Log.Warn("creating Kafka topics failed; will retry", slog.Any("error", err), slog.Duration("backoff", backoff.Peek()))
+		if !backoff.Sleep(ctx) {
 			return errors.Join(err, ctx.Err())
 		}
-		backoff = min(backoff*2, 5*time.Second)
 	}
 }
 

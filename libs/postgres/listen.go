@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/customerapi/platform/libs/worker"
 )
 
 // ListenLoop runs fn whenever a notification arrives on channel, once at start (and after
@@ -17,20 +19,15 @@ import (
 // It listens on a dedicated connection, reconnects with backoff, and returns when ctx ends.
 func ListenLoop(ctx context.Context, pool *pgxpool.Pool, channel string, idle time.Duration, log *slog.Logger,
 	fn func(ctx context.Context) (time.Duration, error)) {
-	backoff := 200 * time.Millisecond
+	backoff := worker.Backoff{First: 200 * time.Millisecond}
 	for ctx.Err() == nil {
 		err := listenOnce(ctx, pool, channel, idle, fn)
 		if ctx.Err() != nil {
 			return
 		}
 		log.Warn("listener interrupted; reconnecting", slog.String("channel", channel), slog.Any("error", err),
-			slog.Duration("backoff", backoff))
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 5*time.Second)
+			slog.Duration("backoff", backoff.Peek()))
+		backoff.Sleep(ctx)
 	}
 }
 

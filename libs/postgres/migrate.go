@@ -17,6 +17,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/customerapi/platform/libs/worker"
 )
 
 // migrationLockKey is the advisory lock that serialises migrations of one database.
@@ -232,7 +234,7 @@ func applySet(ctx context.Context, conn *pgx.Conn, set MigrationSet, opts Migrat
 // applyRetrying applies m, and again after a backoff each time an attempt gave up on a
 // lock (SQLSTATE 55P03), until ctx ends.
 func applyRetrying(ctx context.Context, conn *pgx.Conn, set string, m Migration, opts MigrateOptions) error {
-	backoff := opts.FirstBackoff
+	backoff := worker.Backoff{First: opts.FirstBackoff, Max: opts.MaxBackoff}
 	for attempt := 1; ; attempt++ {
 		err := apply(ctx, conn, set, m, opts.LockTimeout)
 		if err == nil || !IsCode(err, lockNotAvailable) {
@@ -244,14 +246,11 @@ func applyRetrying(ctx context.Context, conn *pgx.Conn, set string, m Migration,
 		if opts.Log != nil {
 			opts.Log.Warn("migration gave up waiting for a lock; it will try again (other sessions hold locks it needs)",
 				slog.String("set", set), slog.String("migration", m.Name), slog.Int("attempt", attempt),
-				slog.Duration("lock_timeout", opts.LockTimeout), slog.Duration("retry_in", backoff), slog.Any("error", err))
+				slog.Duration("lock_timeout", opts.LockTimeout), slog.Duration("retry_in", backoff.Peek()), slog.Any("error", err))
 		}
-		select {
-		case <-ctx.Done():
+		if !backoff.Sleep(ctx) {
 			return fmt.Errorf("gave up waiting for a lock after %d attempts: %w", attempt, ctx.Err())
-		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, opts.MaxBackoff)
 	}
 }
 

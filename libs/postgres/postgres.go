@@ -14,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/customerapi/platform/libs/worker"
 )
 
 // Connect opens a pool for url (a postgres:// URL; pool_max_conns and friends may be set
@@ -54,7 +56,7 @@ func ConnectWith(ctx context.Context, url string, configure func(*pgxpool.Config
 	if err != nil {
 		return nil, fmt.Errorf("postgres: pool: %w", err)
 	}
-	backoff := 100 * time.Millisecond
+	backoff := worker.Backoff{Max: 2 * time.Second}
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		err = pool.Ping(pctx)
@@ -62,13 +64,10 @@ func ConnectWith(ctx context.Context, url string, configure func(*pgxpool.Config
 		if err == nil {
 			return pool, nil
 		}
-		select {
-		case <-ctx.Done():
+		if !backoff.Sleep(ctx) {
 			pool.Close()
 			return nil, fmt.Errorf("postgres: database not reachable: %w", err)
-		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, 2*time.Second)
 	}
 }
 
