@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/customerapi/platform/libs/errkind"
 )
 
 func TestFromMapsEveryFailure(t *testing.T) {
@@ -85,5 +87,31 @@ func TestValidationSummary(t *testing.T) {
 	}
 	if got := InvalidParam(FieldPath, "account_id", "invalid_string", "bad").Detail; got != "invalid path.account_id: bad" {
 		t.Fatalf("detail = %q", got)
+	}
+}
+
+// A domain error is mapped by its kind, wrapped or not, in one place.
+func TestFromMapsDomainErrorKinds(t *testing.T) {
+	for _, tc := range []struct {
+		err    error
+		status int
+		code   Code
+	}{
+		{errkind.NotFound.New("topic not found"), 404, CodeNotFound},
+		{fmt.Errorf("update: %w", errkind.Conflict.New("the page is archived")), 409, CodeConflict},
+		{errkind.Invalid.At("must be unique", "actions", 1, "actionId"), 400, CodeValidation},
+		{errors.New("disk on fire"), 500, CodeInternal},
+	} {
+		e := From(tc.err)
+		if e.Status != tc.status || e.Code != tc.code {
+			t.Fatalf("From(%v) = %d %s, want %d %s", tc.err, e.Status, e.Code, tc.status, tc.code)
+		}
+		if (tc.status == 404 || tc.status == 409) && e.Detail != errkind.Of(tc.err).Error() {
+			t.Fatalf("detail %q, want the domain error's message", e.Detail)
+		}
+	}
+	v := From(errkind.Invalid.At("must be unique", "actions", 1, "actionId"))
+	if issues := v.Details.([]FieldIssues); issues[0].Field != FieldBody || fmt.Sprint(issues[0].Issues[0].Path) != "[actions 1 actionId]" {
+		t.Fatalf("validation details %+v", v.Details)
 	}
 }

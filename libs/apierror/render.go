@@ -10,6 +10,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/customerapi/platform/libs/errkind"
 	"github.com/customerapi/platform/libs/requestid"
 )
 
@@ -76,11 +77,17 @@ func (r Renderer) Handler() fiber.ErrorHandler {
 	return r.Write
 }
 
-// From maps any error to an *Error: an *Error as is, Fiber's own errors by status, a
-// cancelled request as 503, anything else as 500.
+// From maps any error to an *Error: an *Error as is, a domain error by its kind
+// (errkind: NotFound 404, Conflict 409, Invalid 400 about the body), Fiber's own errors by
+// status, a cancelled request as 503, anything else as 500.
 func From(err error) *Error {
 	if e := As(err); e != nil {
 		return e
+	}
+	if k := errkind.Of(err); k != nil {
+		if e := fromKind(k); e != nil {
+			return e
+		}
 	}
 	var fe *fiber.Error
 	if errors.As(err, &fe) {
@@ -92,6 +99,23 @@ func From(err error) *Error {
 		return e
 	}
 	return Internal(err)
+}
+
+// fromKind is the one mapping of domain error kinds to answers.
+func fromKind(k *errkind.Error) *Error {
+	switch k.Kind() {
+	case errkind.NotFound:
+		return NotFound(k.Error())
+	case errkind.Conflict:
+		return Conflict(k.Error())
+	case errkind.Invalid:
+		path := k.Path
+		if path == nil {
+			path = []any{}
+		}
+		return Validation(FieldBody, Issue{Code: "custom", Message: k.Error(), Path: path})
+	}
+	return nil
 }
 
 func fromFiber(fe *fiber.Error) *Error {
