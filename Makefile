@@ -201,8 +201,10 @@ $(RECEIVER_STAMP): $(RECEIVER_NODE)/package.json $(RECEIVER_NODE)/package-lock.j
 	@touch $@
 
 .PHONY: clients
-clients: $(TS_STAMP) ## Regenerate the clients from api/openapi.yaml
+clients: $(TS_STAMP) ## Regenerate the clients and the API's Go types (api/apitypes) from api/openapi.yaml
 	cd clients/go && GOWORK=off $(GO) run $(OAPI_CODEGEN) -config oapi-codegen.yaml ../../api/openapi.yaml
+	cd api && GOWORK=off $(GO) run ./internal/typesoverlay
+	cd api/apitypes && GOWORK=off $(GO) run $(OAPI_CODEGEN) -config oapi-codegen.yaml ../openapi.yaml
 	cd $(TS_DIR) && $(APILINT_ENV) npm run --silent generate
 	$(MAKE) --no-print-directory clients-extras
 
@@ -216,8 +218,8 @@ ts-client: ts-build ## Build the TypeScript client and run its unit tests
 
 .PHONY: clients-check
 clients-check: clients ## Regenerate the clients and fail if the committed code differs
-	@git diff --exit-code --stat -- clients/ api/codesamples.json || { echo "the generated clients differ from api/openapi.yaml: run make clients and commit"; exit 1; }
-	@test -z "$$(git status --porcelain --untracked-files=all -- clients/ api/codesamples.json)" || { git status --short -- clients/ api/codesamples.json; echo "untracked generated files: run make clients and commit"; exit 1; }
+	@git diff --exit-code --stat -- clients/ api/codesamples.json api/apitypes/ || { echo "the generated clients differ from api/openapi.yaml: run make clients and commit"; exit 1; }
+	@test -z "$$(git status --porcelain --untracked-files=all -- clients/ api/codesamples.json api/apitypes/)" || { git status --short -- clients/ api/codesamples.json api/apitypes/; echo "untracked generated files: run make clients and commit"; exit 1; }
 
 # make clients-extras, make ts-pack (the clients from another project: docs/clients.md).
 include clients/clients.mk

@@ -4,12 +4,15 @@ go 1.26
 
 require (
 	github.com/getkin/kin-openapi v0.152.0
+	github.com/oapi-codegen/runtime v1.1.2
 	github.com/oasdiff/yaml3 v0.0.14
 )
 
 require (
+	github.com/apapsch/go-jsonmerge/v2 v2.0.0 // indirect
 	github.com/go-openapi/jsonpointer v0.22.5 // indirect
 	github.com/go-openapi/swag/jsonname v0.25.5 // indirect
+	github.com/google/uuid v1.5.0 // indirect
 	github.com/gorilla/mux v1.8.0 // indirect
 	github.com/kr/pretty v0.3.1 // indirect
 	github.com/oasdiff/yaml v0.1.1 // indirect
