@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/events/kafkatest"
 	"github.com/customerapi/platform/libs/testwait"
@@ -301,12 +302,19 @@ func TestAbuseValidationErrorIsSmall(t *testing.T) {
 	if len(r.Body) > 32<<10 {
 		t.Fatalf("the error answer to %d issues is %d bytes; it must stay small", n, len(r.Body))
 	}
-	details := r.Map()["details"].([]any)[0].(map[string]any)
-	if got := len(details["issues"].([]any)); got != 100 {
+	env := decode[apitypes.ErrorEnvelope](t, r, 400)
+	var parts apitypes.ErrorEnvelopeDetails0
+	if env.Details != nil {
+		parts, _ = env.Details.AsErrorEnvelopeDetails0()
+	}
+	if len(parts) != 1 {
+		t.Fatalf("validation details %s, want one part", r.Body[:200])
+	}
+	if got := len(parts[0].Issues); got != 100 {
 		t.Fatalf("listed %d issues, want the first 100", got)
 	}
-	if details["omittedIssues"] != float64(n-100) {
-		t.Fatalf("omittedIssues = %v, want %d", details["omittedIssues"], n-100)
+	if o := parts[0].OmittedIssues; o == nil || *o != n-100 {
+		t.Fatalf("omittedIssues = %v, want %d", o, n-100)
 	}
 }
 
@@ -1229,13 +1237,12 @@ func TestAbuseAmplifiedDeliveryAttemptsAreBounded(t *testing.T) {
 	list := "/v0/webhook_subscriptions/" + subID + "/deliveries"
 	var deliveryID string
 	testwait.For(t, 10*time.Second, "the delivery to be listed as succeeded", func() (bool, string) {
-		items := must(t, c.Do("GET", list, nil), 200)["items"].([]any)
+		items := decode[apitypes.WebhookDeliveryPage](t, c.Do("GET", list, nil), 200).Items
 		if len(items) != 1 {
 			return false, fmt.Sprintf("%d deliveries", len(items))
 		}
-		d := items[0].(map[string]any)
-		deliveryID = d["deliveryId"].(string)
-		return d["status"] == "succeeded", fmt.Sprint(d["status"])
+		deliveryID = items[0].DeliveryId
+		return items[0].Status == "succeeded", string(items[0].Status)
 	})
 	one := list + "/" + deliveryID
 

@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/api/apitypes"
 )
 
 // assetPart is one part of a multipart upload: a text field, or the file when filename
@@ -93,8 +94,8 @@ func assetFetchMethod(t *testing.T, method, link string, header ...string) *apit
 func assetIDs(t *testing.T, c *apitest.Client, path string) []string {
 	t.Helper()
 	var out []string
-	for _, it := range must(t, c.Do("GET", path, nil), 200)["items"].([]any) {
-		out = append(out, it.(map[string]any)["assetId"].(string))
+	for _, it := range decode[apitypes.AssetPage](t, c.Do("GET", path, nil), 200).Items {
+		out = append(out, it.AssetId)
 	}
 	return out
 }
@@ -106,19 +107,21 @@ func TestAssetsThroughTheGateway(t *testing.T) {
 	c := api(t, newKey(t, nil))
 	img := assetPNG(600, 300)
 	sum := sha256.Sum256(img)
-	a := must(t, assetUpload(c, assetFile("hero.png", img), assetField("name", "Summer Hero"),
+	a := decode[apitypes.Asset](t, assetUpload(c, assetFile("hero.png", img), assetField("name", "Summer Hero"),
 		assetField("purpose", "landing page header"), assetField("type", "image"),
 		assetField("tags", "Campaign-2026"), assetField("tags", "brand")), 201)
-	id := a["assetId"].(string)
-	data := a["data"].(map[string]any)
-	if a["lifecycleState"] != "active" || data["type"] != "image" || data["contentType"] != "image/png" ||
-		data["sha256"] != hex.EncodeToString(sum[:]) || a["aiDescription"] != nil {
-		t.Fatalf("uploaded = %v", a)
+	id := a.AssetId
+	if data := a.Data; a.LifecycleState != "active" || data.Type != "image" || data.ContentType != "image/png" ||
+		data.Sha256 != hex.EncodeToString(sum[:]) || a.AiDescription != nil {
+		t.Fatalf("uploaded = %+v", a)
 	}
 	must(t, c.Do("GET", "/v0/assets/"+id, nil), 200)
 
 	// The signed link works without x-api-key and gives back the very bytes.
-	link := a["downloadUrl"].(string)
+	if a.DownloadUrl == nil || a.PreviewDownloadUrl == nil {
+		t.Fatalf("an active image has a download and a preview link: %+v", a)
+	}
+	link := *a.DownloadUrl
 	d := assetFetch(t, link)
 	if d.Status != 200 || !bytes.Equal(d.Body, img) || d.Header.Get("Content-Type") != "image/png" ||
 		d.Header.Get("Content-Length") != fmt.Sprint(len(img)) || d.Header.Get("ETag") != `"`+hex.EncodeToString(sum[:])+`"` {
@@ -134,7 +137,7 @@ func TestAssetsThroughTheGateway(t *testing.T) {
 		t.Fatalf("HEAD: %d %v", r.Status, r.Header)
 	}
 	// The preview: a JPEG of at most 512 pixels on the longer side.
-	pv := assetFetch(t, a["previewDownloadUrl"].(string))
+	pv := assetFetch(t, *a.PreviewDownloadUrl)
 	cfg, format, err := image.DecodeConfig(bytes.NewReader(pv.Body))
 	if pv.Status != 200 || err != nil || format != "jpeg" || cfg.Width != 512 || cfg.Height != 256 {
 		t.Fatalf("preview: %d %s %v %v", pv.Status, format, cfg, err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/libs/events"
 )
 
@@ -55,14 +56,13 @@ func TestEventsAPI(t *testing.T) {
 	if r := other.Do("GET", "/v0/events/"+evts[1].ID, nil); r.Status != 404 {
 		t.Fatalf("another tenant's event: want 404, got %s", r)
 	}
-	types := must2(t, c.Do("GET", "/v0/event_types", nil), 200).Map()["items"].([]any)
+	types := decode[apitypes.EventTypeList](t, c.Do("GET", "/v0/event_types", nil), 200).Items
 	if len(types) != len(events.PublicTypes) {
 		t.Fatalf("event types: %d, want %d", len(types), len(events.PublicTypes))
 	}
 	for _, it := range types {
-		m := it.(map[string]any)
-		if s, _ := m["payloadSchema"].(map[string]any); s["type"] != "object" || m["schemaName"] == "" {
-			t.Errorf("event type %v has no payload schema: %v", m["type"], m)
+		if it.PayloadSchema["type"] != "object" || it.SchemaName == "" {
+			t.Errorf("event type %v has no payload schema: %+v", it.Type, it)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/events/kafkatest"
 	"github.com/customerapi/platform/libs/testwait"
@@ -57,9 +58,9 @@ func TestPageSessionWithFormSubmission(t *testing.T) {
 
 	q := "?audienceId=" + audienceID + "&startDate=" + url.QueryEscape(started.Add(-time.Second).Format(time.RFC3339)) +
 		"&endDate=" + url.QueryEscape(started.Format(time.RFC3339Nano))
-	list := must(t, c.Do("GET", sessions+q, nil), 200)
-	if list["totalCount"] != 1.0 || list["items"].([]any)[0].(map[string]any)["audienceSessionId"] != id {
-		t.Fatalf("list = %v", list)
+	list := decode[apitypes.SessionPage](t, c.Do("GET", sessions+q, nil), 200)
+	if list.TotalCount != 1 || len(list.Items) != 1 || list.Items[0].AudienceSessionId != id {
+		t.Fatalf("list = %+v", list)
 	}
 	if empty := must(t, c.Do("GET", sessions+"?startDate="+url.QueryEscape(started.Add(time.Second).Format(time.RFC3339)), nil), 200); empty["totalCount"] != 0.0 {
 		t.Fatalf("after the start = %v", empty)
@@ -95,10 +96,9 @@ func TestPageLinkFoundBySearch(t *testing.T) {
 		"target": map[string]any{"targetType": "page", "pageId": pageID}}), 409)
 
 	ids := func(path string) []string {
-		m := must(t, c.Do("GET", path, nil), 200)
 		var out []string
-		for _, it := range m["items"].([]any) {
-			out = append(out, it.(map[string]any)["pageLinkId"].(string))
+		for _, it := range decode[apitypes.PageLinkPage](t, c.Do("GET", path, nil), 200).Items {
+			out = append(out, it.PageLinkId)
 		}
 		return out
 	}

@@ -8,19 +8,20 @@ import (
 	"time"
 
 	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/testwait"
 )
 
 // waitPublished polls an audience through the gateway until its published version is
 // the one wanted.
-func waitPublished(t *testing.T, c *apitest.Client, pageID, audienceID, versionID string) map[string]any {
+func waitPublished(t *testing.T, c *apitest.Client, pageID, audienceID, versionID string) apitypes.Audience {
 	t.Helper()
-	var a map[string]any
+	var a apitypes.Audience
 	testwait.For(t, 20*time.Second, "version "+versionID+" to be published", func() (bool, string) {
-		a = must(t, c.Do("GET", fmt.Sprintf("/v0/pages/%s/audiences/%s", pageID, audienceID), nil), 200)
-		pv, _ := a["publishedVersion"].(map[string]any)
-		return pv != nil && pv["versionId"] == versionID && a["status"] == "published", fmt.Sprint(a)
+		a = decode[apitypes.Audience](t, c.Do("GET", fmt.Sprintf("/v0/pages/%s/audiences/%s", pageID, audienceID), nil), 200)
+		pv := a.PublishedVersion
+		return pv != nil && pv.VersionId == versionID && a.Status == "published", fmt.Sprintf("%+v", a)
 	})
 	return a
 }
@@ -42,15 +43,18 @@ func TestPageAndAudienceToPublishedVersions(t *testing.T) {
 		t.Fatalf("published page = %v", p)
 	}
 
-	a := must(t, c.Do("POST", "/v0/pages/"+pageID+"/audiences", map[string]any{"customName": "CTOs",
+	a := decode[apitypes.Audience](t, c.Do("POST", "/v0/pages/"+pageID+"/audiences", map[string]any{"customName": "CTOs",
 		"metadataOverride": map[string]any{"description": "For CTOs"}}), 201)
-	audienceID := a["audienceId"].(string)
-	v1 := a["latestVersion"].(map[string]any)["versionId"].(string)
-	a = waitPublished(t, c, pageID, audienceID, v1)
-	if m := a["effectiveMetadata"].(map[string]any); m["title"] != "Launch day" || m["description"] != "For CTOs" {
-		t.Fatalf("effectiveMetadata = %v", m)
+	audienceID := a.AudienceId
+	if a.LatestVersion == nil {
+		t.Fatalf("a new audience has no latestVersion: %+v", a)
 	}
-	if n := must(t, c.Do("GET", "/v0/pages/"+pageID, nil), 200)["audiencesCount"]; n != 1.0 {
+	v1 := a.LatestVersion.VersionId
+	a = waitPublished(t, c, pageID, audienceID, v1)
+	if m := a.EffectiveMetadata; m == nil || m.Title == nil || *m.Title != "Launch day" || m.Description == nil || *m.Description != "For CTOs" {
+		t.Fatalf("effectiveMetadata = %+v", m)
+	}
+	if n := decode[apitypes.Page](t, c.Do("GET", "/v0/pages/"+pageID, nil), 200).AudiencesCount; n != 1 {
 		t.Fatalf("audiencesCount = %v", n)
 	}
 
@@ -63,18 +67,18 @@ func TestPageAndAudienceToPublishedVersions(t *testing.T) {
 		t.Fatalf("operationKey replay = %v", again)
 	}
 	waitPublished(t, c, pageID, audienceID, v2)
-	versions := must(t, c.Do("GET", base+"/versions?include=snapshot", nil), 200)
-	items := versions["items"].([]any)
-	if versions["totalCount"] != 2.0 || len(items) != 2 {
-		t.Fatalf("versions = %v", versions)
+	versions := decode[apitypes.AudienceVersionPage](t, c.Do("GET", base+"/versions?include=snapshot", nil), 200)
+	items := versions.Items
+	if versions.TotalCount != 2 || len(items) != 2 {
+		t.Fatalf("versions = %+v", versions)
 	}
-	newest, old := items[0].(map[string]any), items[1].(map[string]any)
-	if newest["versionId"] != v2 || newest["status"] != "published" || old["versionId"] != v1 || old["obsoleteAt"] == nil {
-		t.Fatalf("versions = %v", items)
+	newest, old := items[0], items[1]
+	if newest.VersionId != v2 || newest.Status != "published" || old.VersionId != v1 || old.ObsoleteAt == nil {
+		t.Fatalf("versions = %+v", items)
 	}
-	msgs := must(t, c.Do("GET", base+"/messages", nil), 200)
-	if msgs["context"].(map[string]any)["currentMetaTitle"] != "Launch day for CTOs" || len(msgs["pendingChanges"].([]any)) != 0 {
-		t.Fatalf("messages = %v", msgs)
+	msgs := decode[apitypes.AudienceMessages](t, c.Do("GET", base+"/messages", nil), 200)
+	if msgs.Context.CurrentMetaTitle != "Launch day for CTOs" || len(msgs.PendingChanges) != 0 {
+		t.Fatalf("messages = %+v", msgs)
 	}
 
 	// Events on Kafka: created, processed, published for each version, keyed by audience.

@@ -14,6 +14,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/testwait"
 	"github.com/customerapi/platform/libs/timestamp"
@@ -29,16 +30,16 @@ func personsTenant(t *testing.T) (string, *apitest.Client) {
 func TestPersonsAccountLinkingBothWays(t *testing.T) {
 	_, c := personsTenant(t)
 	early := must(t, c.Do("POST", "/v0/persons", map[string]any{"name": "Early Person", "email": "early@linked.example"}), 201)
-	acc := must(t, c.Do("POST", "/v0/accounts", map[string]any{"domain": "https://www.Linked.example/", "name": "Linked"}), 201)
-	if acc["domain"] != "linked.example" || len(acc["linkedPersons"].([]any)) != 1 {
-		t.Fatalf("account = %v", acc)
+	acc := decode[apitypes.Account](t, c.Do("POST", "/v0/accounts", map[string]any{"domain": "https://www.Linked.example/", "name": "Linked"}), 201)
+	if acc.Domain != "linked.example" || len(acc.LinkedPersons) != 1 {
+		t.Fatalf("account = %+v", acc)
 	}
-	accID := acc["accountId"].(string)
+	accID := acc.AccountId
 	late := must(t, c.Do("POST", "/v0/persons", map[string]any{"name": "Late Person", "email": "late@LINKED.example"}), 201)
-	got := must(t, c.Do("GET", "/v0/accounts/"+accID, nil), 200)
+	got := decode[apitypes.Account](t, c.Do("GET", "/v0/accounts/"+accID, nil), 200)
 	var linked []any
-	for _, p := range got["linkedPersons"].([]any) {
-		linked = append(linked, p.(map[string]any)["personId"])
+	for _, p := range got.LinkedPersons {
+		linked = append(linked, p.PersonId)
 	}
 	if fmt.Sprint(linked) != fmt.Sprint([]any{early["personId"], late["personId"]}) {
 		t.Fatalf("linked = %v", linked)
@@ -47,13 +48,13 @@ func TestPersonsAccountLinkingBothWays(t *testing.T) {
 		t.Fatalf("duplicate domain: %s", r)
 	}
 	must(t, c.Do("POST", "/v0/accounts", map[string]any{"domain": "lonely.example"}), 201)
-	list := must(t, c.Do("GET", "/v0/accounts", nil), 200)
-	if list["totalCount"] != 2.0 || list["items"].([]any)[0].(map[string]any)["linkedPersonsCount"] != 2.0 {
-		t.Fatalf("accounts = %v", list)
+	list := decode[apitypes.AccountPage](t, c.Do("GET", "/v0/accounts", nil), 200)
+	if list.TotalCount != 2 || len(list.Items) == 0 || list.Items[0].LinkedPersonsCount != 2 {
+		t.Fatalf("accounts = %+v", list)
 	}
-	empty := must(t, c.Do("GET", "/v0/accounts?includeEmptyOnly=true", nil), 200)
-	if empty["totalCount"] != 1.0 || empty["items"].([]any)[0].(map[string]any)["domain"] != "lonely.example" {
-		t.Fatalf("empty accounts = %v", empty)
+	empty := decode[apitypes.AccountPage](t, c.Do("GET", "/v0/accounts?includeEmptyOnly=true", nil), 200)
+	if empty.TotalCount != 1 || len(empty.Items) == 0 || empty.Items[0].Domain != "lonely.example" {
+		t.Fatalf("empty accounts = %+v", empty)
 	}
 	if r := c.Do("GET", "/v0/accounts/not-an-account", nil); r.Status != 400 {
 		t.Fatalf("malformed account ID: %s", r)
@@ -129,17 +130,17 @@ func TestPersonsSearchAndLifecycle(t *testing.T) {
 	var walked []string
 	path := "/v0/persons/search?query=FIND-ME&limit=2"
 	for {
-		page := must(t, c.Do("GET", path, nil), 200)
-		if page["totalCount"] != 5.0 {
-			t.Fatalf("totalCount = %v", page["totalCount"])
+		page := decode[apitypes.PersonSearchPage](t, c.Do("GET", path, nil), 200)
+		if page.TotalCount == nil || *page.TotalCount != 5 {
+			t.Fatalf("totalCount = %v", page.TotalCount)
 		}
-		for _, it := range page["items"].([]any) {
-			walked = append(walked, it.(map[string]any)["personId"].(string))
+		for _, it := range page.Items {
+			walked = append(walked, it.PersonId)
 		}
-		if page["nextCursor"] == nil {
+		if page.NextCursor == nil {
 			break
 		}
-		path = "/v0/persons/search?query=FIND-ME&limit=2&cursor=" + url.QueryEscape(page["nextCursor"].(string))
+		path = "/v0/persons/search?query=FIND-ME&limit=2&cursor=" + url.QueryEscape(*page.NextCursor)
 	}
 	if fmt.Sprint(walked) != fmt.Sprint(ids) {
 		t.Fatalf("walk = %v, want %v", walked, ids)
@@ -158,9 +159,9 @@ func TestPersonsSearchAndLifecycle(t *testing.T) {
 	// Case folding is Unicode's, and queries of 1 or 2 characters find matches anywhere.
 	zola := must(t, c.Do("POST", "/v0/persons", map[string]any{"name": "Émile Zöla"}), 201)["personId"]
 	for _, q := range []string{"ÉMILE", "émile", "ZÖ", "ö", "é"} {
-		page := must(t, c.Do("GET", apitest.Query("/v0/persons/search", "query", q), nil), 200)
-		if its := page["items"].([]any); page["totalCount"] != 1.0 || its[0].(map[string]any)["personId"] != zola {
-			t.Errorf("query %q: %v", q, page)
+		page := decode[apitypes.PersonSearchPage](t, c.Do("GET", apitest.Query("/v0/persons/search", "query", q), nil), 200)
+		if page.TotalCount == nil || *page.TotalCount != 1 || len(page.Items) != 1 || page.Items[0].PersonId != zola {
+			t.Errorf("query %q: %+v", q, page)
 		}
 	}
 	for name, r := range map[string]*apitest.Response{
@@ -208,21 +209,20 @@ func TestPersonsFormSubmissionIsEnriched(t *testing.T) {
 	if err := w.WriteMessages(ctx, msg, msg); err != nil {
 		t.Fatal(err)
 	}
-	var person map[string]any
+	var person *apitypes.Person
 	testwait.For(t, 60*time.Second, "the submission to be enriched", func() (bool, string) {
-		page := must(t, c.Do("GET", apitest.Query("/v0/persons/search", "query", email), nil), 200)
-		its := page["items"].([]any)
-		if len(its) > 0 {
-			person = its[0].(map[string]any)
+		page := decode[apitypes.PersonSearchPage](t, c.Do("GET", apitest.Query("/v0/persons/search", "query", email), nil), 200)
+		if len(page.Items) > 0 {
+			person = &page.Items[0]
 		}
-		return person != nil, fmt.Sprintf("%d persons found", len(its))
+		return person != nil, fmt.Sprintf("%d persons found", len(page.Items))
 	})
-	if person["name"] != "E2E Visitor" || person["domain"] != "enriched.example" {
-		t.Fatalf("person = %v", person)
+	if person.Name != "E2E Visitor" || person.Domain == nil || *person.Domain != "enriched.example" {
+		t.Fatalf("person = %+v", person)
 	}
-	got := must(t, c.Do("GET", "/v0/accounts/"+acc["accountId"].(string), nil), 200)
-	if l := got["linkedPersons"].([]any); len(l) != 1 || l[0].(map[string]any)["personId"] != person["personId"] {
-		t.Fatalf("account = %v", got)
+	got := decode[apitypes.Account](t, c.Do("GET", "/v0/accounts/"+acc["accountId"].(string), nil), 200)
+	if l := got.LinkedPersons; len(l) != 1 || l[0].PersonId != person.PersonId {
+		t.Fatalf("account = %+v", got)
 	}
 	// The consumer has seen the redelivery (as a duplicate) once its counter moves.
 	testwait.For(t, 30*time.Second, "the persons consumer to count the redelivered event as a duplicate", func() (bool, string) {
@@ -248,14 +248,13 @@ func TestPersonsEnrichPagesFormSubmissions(t *testing.T) {
 	must(t, c.Do("POST", "/v0/pages/"+page["pageId"].(string)+"/audience_sessions", map[string]any{
 		"analyticsSessionId": fmt.Sprintf("as_%d", time.Now().UnixNano()), "sessionStartedAt": timestamp.Format(time.Now()),
 		"formSubmission": map[string]any{"email": email, "name": "Flow Visitor"}}), 201)
-	var linked []any
+	var linked []apitypes.Person
 	testwait.For(t, 60*time.Second, "the form submission to be enriched and linked to the account", func() (bool, string) {
-		got := must(t, c.Do("GET", "/v0/accounts/"+acc["accountId"].(string), nil), 200)
-		linked = got["linkedPersons"].([]any)
+		linked = decode[apitypes.Account](t, c.Do("GET", "/v0/accounts/"+acc["accountId"].(string), nil), 200).LinkedPersons
 		return len(linked) == 1, fmt.Sprintf("%d linked persons", len(linked))
 	})
-	if p := linked[0].(map[string]any); p["name"] != "Flow Visitor" || p["email"] != email {
-		t.Fatalf("person = %v", p)
+	if p := linked[0]; p.Name != "Flow Visitor" || p.Email == nil || *p.Email != email {
+		t.Fatalf("person = %+v", p)
 	}
 }
 

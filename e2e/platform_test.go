@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/libs/testwait"
 )
 
@@ -84,12 +85,15 @@ func TestRateLimit(t *testing.T) {
 		_ = r
 	}
 	r := c.Do("GET", "/v0/topics", nil)
-	m := must(t, r, 429)
-	d := m["details"].(map[string]any)
-	if m["code"] != "RATE_LIMITED" || d["limit"] != 5.0 || d["remaining"] != 0.0 || d["retryAfter"] != 2.0 {
+	m := decode[apitypes.ErrorEnvelope](t, r, 429)
+	var d apitypes.RateLimitDetails
+	if m.Details != nil {
+		d, _ = m.Details.AsRateLimitDetails()
+	}
+	if m.Code != "RATE_LIMITED" || d.Limit != 5 || d.Remaining != 0 || d.RetryAfter != 2 {
 		t.Fatalf("429: %s", r)
 	}
-	if reset := int64(d["resetTime"].(float64)); reset < time.Now().UnixMilli() {
+	if reset := int64(d.ResetTime); reset < time.Now().UnixMilli() {
 		t.Fatalf("resetTime %d is in the past", reset)
 	}
 	if r.Header.Get("Retry-After") != "2" {

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/events/kafkatest"
 )
@@ -24,26 +25,26 @@ func TestTopicsThroughTheGateway(t *testing.T) {
 	var walked []string
 	path := "/v0/topics?limit=2"
 	for {
-		page := must(t, c.Do("GET", path, nil), 200)
-		if page["totalCount"] != 5.0 {
-			t.Fatalf("totalCount = %v", page["totalCount"])
+		page := decode[apitypes.TopicPage](t, c.Do("GET", path, nil), 200)
+		if page.TotalCount != 5 {
+			t.Fatalf("totalCount = %v", page.TotalCount)
 		}
-		for _, it := range page["items"].([]any) {
-			walked = append(walked, it.(map[string]any)["topicId"].(string))
+		for _, it := range page.Items {
+			walked = append(walked, it.TopicId)
 		}
-		if page["nextCursor"] == nil {
+		if page.NextCursor == nil {
 			break
 		}
-		path = "/v0/topics?limit=2&cursor=" + url.QueryEscape(page["nextCursor"].(string))
+		path = "/v0/topics?limit=2&cursor=" + url.QueryEscape(*page.NextCursor)
 	}
 	want := []string{ids[4], ids[3], ids[2], ids[1], ids[0]}
 	if fmt.Sprint(walked) != fmt.Sprint(want) {
 		t.Fatalf("walk = %v, want %v", walked, want)
 	}
 
-	got := must(t, c.Do("GET", "/v0/topics/"+first, nil), 200)
-	if len(got["entries"].([]any)) != 1 {
-		t.Fatalf("topic entries = %v", got["entries"])
+	got := decode[apitypes.Topic](t, c.Do("GET", "/v0/topics/"+first, nil), 200)
+	if len(got.Entries) != 1 {
+		t.Fatalf("topic entries = %+v", got.Entries)
 	}
 	entries := must(t, c.Do("GET", "/v0/topics/"+first+"/entries", nil), 200)
 	if entries["totalCount"] != 1.0 {

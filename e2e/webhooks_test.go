@@ -20,6 +20,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/e2e/faultload"
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/testwait"
@@ -277,7 +278,7 @@ func TestWebhookDeliveryOfPublicEvents(t *testing.T) {
 	// An event's deliveries are all recorded in the one transaction that consumes it: every
 	// event has been delivered somewhere, so every delivery there will ever be is recorded.
 	recorded := func(id string) int {
-		return len(must(t, c.Do("GET", "/v0/webhook_subscriptions/"+id+"/deliveries", nil), 200)["items"].([]any))
+		return len(decode[apitypes.WebhookDeliveryPage](t, c.Do("GET", "/v0/webhook_subscriptions/"+id+"/deliveries", nil), 200).Items)
 	}
 	if n, m, k := recorded(inactiveID), recorded(formsOnlyID), recorded(everythingID); n != 0 || m != 0 || k != 3 {
 		t.Fatalf("deliveries recorded: inactive %d, unlisted type %d, catch-all %d", n, m, k)
@@ -356,9 +357,8 @@ func TestWebhookRetriesAndGone(t *testing.T) {
 		}
 	}
 	whWait(t, 30*time.Second, "the delivery to read as succeeded", func() bool {
-		items := must(t, c.Do("GET", "/v0/webhook_subscriptions/"+flakyID+"/deliveries", nil), 200)["items"].([]any)
-		return len(items) == 1 && items[0].(map[string]any)["status"] == "succeeded" &&
-			len(items[0].(map[string]any)["attempts"].([]any)) == 3
+		items := decode[apitypes.WebhookDeliveryPage](t, c.Do("GET", "/v0/webhook_subscriptions/"+flakyID+"/deliveries", nil), 200).Items
+		return len(items) == 1 && items[0].Status == "succeeded" && len(items[0].Attempts) == 3
 	})
 	whWait(t, 30*time.Second, "the 410 subscription to be disabled", func() bool {
 		return must(t, c.Do("GET", "/v0/webhook_subscriptions/"+goneID, nil), 200)["active"] == false
@@ -374,8 +374,8 @@ func TestWebhookRetriesAndGone(t *testing.T) {
 		t.Fatalf("the operational receiver got %d deliveries, the first %s; want one webhook_subscription.disabled of %s",
 			len(ops.all()), d.body, goneID)
 	}
-	listed := must(t, c.Do("GET", "/v0/events?type="+events.TypeWebhookSubscriptionDisabled+"&subject="+goneID, nil), 200)["items"].([]any)
-	if len(listed) != 1 || listed[0].(map[string]any)["eventId"] != d.parsed.EventID {
+	listed := decode[apitypes.EventPage](t, c.Do("GET", "/v0/events?type="+events.TypeWebhookSubscriptionDisabled+"&subject="+goneID, nil), 200).Items
+	if len(listed) != 1 || listed[0].EventId != d.parsed.EventID {
 		t.Fatalf("the events API lists %v, want the announcement %s", listed, d.parsed.EventID)
 	}
 }
