@@ -29,11 +29,6 @@ type Search struct {
 	samples *searchSamples
 }
 
-// NewSearch returns a Search on pool.
-func NewSearch(pool *pgxpool.Pool) *Search {
-	return &Search{pool: pool, shortCountSkip: ShortCountSkip, samples: &searchSamples{ttl: samplesTTL}}
-}
-
 // LikePattern makes the LIKE pattern matching q anywhere, case-insensitively (search_text
 // is lower case), with LIKE's wildcards in q taken literally.
 func LikePattern(q string) string {

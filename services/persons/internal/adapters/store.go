@@ -32,7 +32,8 @@ type Store struct {
 
 // NewStore returns a Store on pool that writes its events through out.
 func NewStore(pool *pgxpool.Pool, out outbox.Writer) *Store {
-	return &Store{pool: pool, out: out, search: NewSearch(pool)}
+	return &Store{pool: pool, out: out,
+		search: &Search{pool: pool, shortCountSkip: ShortCountSkip, samples: &searchSamples{ttl: samplesTTL}}}
 }
 
 const personCols = "person_id, tenant_id, name, email, domain, slug, phone_number, linkedin_profile_url, created_at, updated_at"
