@@ -53,8 +53,8 @@ func scan(r pgx.Row) (domain.Asset, error) {
 	return a, nil
 }
 
-func (s *Store) emit(ctx context.Context, tx pgx.Tx, a domain.Asset, typ, reason string) error {
-	return s.out.Emit(ctx, tx, events.TopicAssets, a.TenantID, typ, a.ID, domain.NewEvent(a, reason))
+func (s *Store) emit(ctx context.Context, tx pgx.Tx, tenantID string, evt domain.Event) error {
+	return s.out.Emit(ctx, tx, events.TopicAssets, tenantID, evt.Type, evt.Subject, evt.Payload)
 }
 
 // Reserve records keys as objects to remove at due unless an asset claims them first.
@@ -85,11 +85,11 @@ func (s *Store) DueAt(ctx context.Context, keys []string, due time.Time) error {
 	return nil
 }
 
-// Create stores a new asset whose objects were written under keys, and claims those
-// objects: their cleanup records go in the same transaction. When the janitor already
-// took a record (the upload outlasted its grace period and the object may be gone or
-// going), nothing is stored and the result is ErrUploadExpired.
-func (s *Store) Create(ctx context.Context, a domain.Asset, keys []string) error {
+// Create stores a new asset whose objects were written under keys, and its event, and
+// claims those objects: their cleanup records go in the same transaction. When the
+// janitor already took a record (the upload outlasted its grace period and the object
+// may be gone or going), nothing is stored and the result is ErrUploadExpired.
+func (s *Store) Create(ctx context.Context, a domain.Asset, keys []string, evt domain.Event) error {
 	return postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		if a.ParentID != nil {
 			// FOR SHARE keeps the parent from being deleted until this commits.
@@ -124,7 +124,7 @@ func (s *Store) Create(ctx context.Context, a domain.Asset, keys []string) error
 		if err != nil {
 			return fmt.Errorf("insert asset: %w", err)
 		}
-		return s.emit(ctx, tx, a, domain.EventCreated, "")
+		return s.emit(ctx, tx, a.TenantID, evt)
 	})
 }
 
@@ -140,11 +140,11 @@ func (s *Store) Get(ctx context.Context, tenantID, id string) (domain.Asset, err
 	return a, nil
 }
 
-// Update locks an asset, lets fn change it, and stores the result with its event and
-// the cleanup records of the objects it frees (due at once), in one transaction.
-func (s *Store) Update(ctx context.Context, tenantID, id string, now time.Time, fn func(*domain.Asset) (domain.Change, error)) (domain.Asset, domain.Change, error) {
+// Update locks an asset, lets change change it, and stores the result with its event
+// (and, for a deleted asset, the cleanup records of its objects, due at once) in one
+// transaction when change reports a change.
+func (s *Store) Update(ctx context.Context, tenantID, id string, change domain.Change[domain.Asset]) (domain.Asset, error) {
 	var out domain.Asset
-	var ch domain.Change
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		a, err := scan(tx.QueryRow(ctx, "SELECT "+cols+" FROM assets WHERE tenant_id = $1 AND asset_id = $2 FOR UPDATE", tenantID, id))
 		if postgres.IsNoRows(err) {
@@ -153,34 +153,36 @@ func (s *Store) Update(ctx context.Context, tenantID, id string, now time.Time, 
 		if err != nil {
 			return fmt.Errorf("load asset: %w", err)
 		}
-		if ch, err = fn(&a); err != nil {
+		if err := s.apply(ctx, tx, &a, change); err != nil {
 			return err
-		}
-		if ch.Event != "" {
-			if err := s.save(ctx, tx, a, ch, now); err != nil {
-				return err
-			}
 		}
 		out = a
 		return nil
 	})
-	return out, ch, err
+	return out, err
 }
 
-func (s *Store) save(ctx context.Context, tx pgx.Tx, a domain.Asset, ch domain.Change, now time.Time) error {
-	_, err := tx.Exec(ctx, `UPDATE assets SET lifecycle_state = $3, updated_at = $4, trashed_at = $5, deleted_at = $6
+// apply lets change change a locked asset and, when it reports a change, stores the
+// result and its event; a deleted asset's objects are due for removal from the time of
+// its deletion.
+func (s *Store) apply(ctx context.Context, tx pgx.Tx, a *domain.Asset, change domain.Change[domain.Asset]) error {
+	evt, changed, err := change(a)
+	if err != nil || !changed {
+		return err
+	}
+	_, err = tx.Exec(ctx, `UPDATE assets SET lifecycle_state = $3, updated_at = $4, trashed_at = $5, deleted_at = $6
 		WHERE tenant_id = $1 AND asset_id = $2`, a.TenantID, a.ID, string(a.State), a.UpdatedAt, a.TrashedAt, a.DeletedAt)
 	if err != nil {
 		return fmt.Errorf("update asset: %w", err)
 	}
-	if len(ch.Remove) > 0 {
+	if a.State == domain.Deleted {
 		if _, err := tx.Exec(ctx, `INSERT INTO object_cleanup (tenant_id, object_key, due_at)
 			SELECT $1, k, $3 FROM unnest($2::text[]) k ON CONFLICT (object_key) DO UPDATE SET due_at = excluded.due_at`,
-			a.TenantID, ch.Remove, now); err != nil {
+			a.TenantID, a.Objects(), a.DeletedAt); err != nil {
 			return fmt.Errorf("schedule object removal: %w", err)
 		}
 	}
-	return s.emit(ctx, tx, a, ch.Event, ch.Reason)
+	return s.emit(ctx, tx, a.TenantID, evt)
 }
 
 // List returns up to limit assets of the tenant in state, newest first, after the asset
@@ -227,10 +229,11 @@ func (s *Store) List(ctx context.Context, tenantID string, state domain.State, f
 	return out, total, nil
 }
 
-// PurgeDue marks deleted up to limit assets trashed before cutoff, across tenants, and
-// returns the objects to remove. SKIP LOCKED lets several replicas purge side by side
-// without waiting on each other or taking the same asset twice.
-func (s *Store) PurgeDue(ctx context.Context, cutoff, now time.Time, limit int) (purged int, remove []string, err error) {
+// PurgeDue applies change (the deletion) to up to limit assets trashed before cutoff,
+// across tenants, stores each as Update does, and returns how many and the objects to
+// remove. SKIP LOCKED lets several replicas purge side by side without waiting on each
+// other or taking the same asset twice.
+func (s *Store) PurgeDue(ctx context.Context, cutoff time.Time, limit int, change domain.Change[domain.Asset]) (purged int, remove []string, err error) {
 	err = postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, "SELECT "+cols+` FROM assets WHERE lifecycle_state = 'trashed' AND trashed_at < $1
 			ORDER BY trashed_at LIMIT $2 FOR UPDATE SKIP LOCKED`, cutoff, limit)
@@ -242,12 +245,12 @@ func (s *Store) PurgeDue(ctx context.Context, cutoff, now time.Time, limit int) 
 			return fmt.Errorf("find trashed assets: %w", err)
 		}
 		for _, a := range due {
-			keys := a.Delete(now)
-			ch := domain.Change{Event: domain.EventDeleted, Reason: domain.ReasonRetention, Remove: keys}
-			if err := s.save(ctx, tx, a, ch, now); err != nil {
+			if err := s.apply(ctx, tx, &a, change); err != nil {
 				return err
 			}
-			remove = append(remove, keys...)
+			if a.State == domain.Deleted {
+				remove = append(remove, a.Objects()...)
+			}
 		}
 		purged = len(due)
 		return nil

@@ -22,9 +22,6 @@ import (
 	"github.com/customerapi/platform/libs/ids"
 	"github.com/customerapi/platform/libs/timestamp"
 	"github.com/customerapi/platform/services/assets/internal/domain"
-	"github.com/customerapi/platform/services/assets/internal/preview"
-	"github.com/customerapi/platform/services/assets/internal/signing"
-	"github.com/customerapi/platform/services/assets/internal/storage"
 )
 
 // Errors of uploads the handlers map to 400s.
@@ -51,9 +48,9 @@ func (e *UndecodableError) Error() string { return "the file is not a valid " + 
 // Service runs the assets use cases.
 type Service struct {
 	Repo     domain.Repository
-	Storage  storage.Storage
-	Signer   *signing.Signer
-	Previews *preview.Generator
+	Storage  domain.Storage
+	Signer   domain.Signer
+	Previews domain.Previewer
 	Log      *slog.Logger
 	// MaxUploadBytes is the largest file accepted.
 	MaxUploadBytes int64
@@ -144,22 +141,10 @@ func (s *Service) Discard(ctx context.Context, st *Staged) {
 func (s *Service) release(ctx context.Context, keys ...string) {
 	// Cleanup runs even when the request that caused it was cancelled.
 	ctx = context.WithoutCancel(ctx)
-	var failed []string
-	for _, k := range keys {
-		if err := s.Storage.Delete(ctx, k); err != nil {
-			s.Log.WarnContext(ctx, "object removal failed; the janitor retries", slog.String("key", k), slog.Any("error", err))
-			failed = append(failed, k)
-		}
-	}
+	gone, failed := s.remove(ctx, slog.LevelWarn, "object removal failed; the janitor retries", keys)
 	if len(failed) > 0 {
 		if err := s.Repo.DueAt(ctx, failed, s.Clock.Now()); err != nil {
 			s.Log.WarnContext(ctx, "scheduling object cleanup failed", slog.Any("error", err))
-		}
-	}
-	gone := make([]string, 0, len(keys))
-	for _, k := range keys {
-		if !contains(failed, k) {
-			gone = append(gone, k)
 		}
 	}
 	if len(gone) > 0 {
@@ -169,13 +154,18 @@ func (s *Service) release(ctx context.Context, keys ...string) {
 	}
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
+// remove deletes the objects of keys, logging each failure at level, and returns the
+// keys whose objects are gone and those whose removal failed.
+func (s *Service) remove(ctx context.Context, level slog.Level, msg string, keys []string) (gone, failed []string) {
+	for _, k := range keys {
+		if err := s.Storage.Delete(ctx, k); err != nil {
+			s.Log.Log(ctx, level, msg, slog.String("key", k), slog.Any("error", err))
+			failed = append(failed, k)
+			continue
 		}
+		gone = append(gone, k)
 	}
-	return false
+	return gone, failed
 }
 
 func objectKey(tenantID, fileID string) string { return "t/" + tenantID + "/" + fileID }
@@ -226,7 +216,7 @@ func (s *Service) Create(ctx context.Context, in NewAsset, st *Staged) (_ domain
 		return domain.Asset{}, &MediaError{AssetType: in.Type, MediaType: media}
 	}
 	var prev *domain.File
-	if preview.Supports(media) {
+	if s.Previews.Supports(media) {
 		prev, err = s.makePreview(ctx, st.TenantID, file, media, &keys)
 		if err != nil {
 			return domain.Asset{}, err
@@ -239,7 +229,7 @@ func (s *Service) Create(ctx context.Context, in NewAsset, st *Staged) (_ domain
 	if a.Tags == nil {
 		a.Tags = []string{}
 	}
-	if err := s.Repo.Create(ctx, a, keys); err != nil {
+	if err := s.Repo.Create(ctx, a, keys, domain.Announce(domain.EventCreated, a, "")); err != nil {
 		return domain.Asset{}, err
 	}
 	return a, nil
@@ -251,7 +241,7 @@ func (s *Service) makePreview(ctx context.Context, tenantID string, file domain.
 	img, err := s.Previews.Make(ctx, media, func() (io.ReadCloser, error) {
 		return s.Storage.Open(ctx, file.Key, 0, -1)
 	})
-	if errors.Is(err, preview.ErrUndecodable) {
+	if errors.Is(err, domain.ErrUndecodable) {
 		return nil, &UndecodableError{MediaType: media}
 	}
 	if err != nil || img == nil {
@@ -284,35 +274,37 @@ func (s *Service) List(ctx context.Context, tenantID string, state domain.State,
 // Trash moves an active asset to the trash.
 func (s *Service) Trash(ctx context.Context, tenantID, id string) (domain.Asset, error) {
 	now := s.Clock.Now()
-	a, _, err := s.Repo.Update(ctx, tenantID, id, now, func(a *domain.Asset) (domain.Change, error) {
-		return domain.Change{Event: domain.EventTrashed}, a.Trash(now)
+	return s.Repo.Update(ctx, tenantID, id, func(a *domain.Asset) (domain.Event, bool, error) {
+		if err := a.Trash(now); err != nil {
+			return domain.Event{}, false, err
+		}
+		return domain.Announce(domain.EventTrashed, *a, ""), true, nil
 	})
-	return a, err
 }
 
 // Restore brings a trashed asset back.
 func (s *Service) Restore(ctx context.Context, tenantID, id string) (domain.Asset, error) {
 	now := s.Clock.Now()
-	a, _, err := s.Repo.Update(ctx, tenantID, id, now, func(a *domain.Asset) (domain.Change, error) {
-		return domain.Change{Event: domain.EventRestored}, a.Restore(now)
+	return s.Repo.Update(ctx, tenantID, id, func(a *domain.Asset) (domain.Event, bool, error) {
+		if err := a.Restore(now); err != nil {
+			return domain.Event{}, false, err
+		}
+		return domain.Announce(domain.EventRestored, *a, ""), true, nil
 	})
-	return a, err
 }
 
 // Delete marks an asset deleted and removes its bytes. The record stays; deleting it
 // again changes nothing.
 func (s *Service) Delete(ctx context.Context, tenantID, id string) error {
 	now := s.Clock.Now()
-	_, ch, err := s.Repo.Update(ctx, tenantID, id, now, func(a *domain.Asset) (domain.Change, error) {
-		keys := a.Delete(now)
-		if keys == nil {
-			return domain.Change{}, nil
-		}
-		return domain.Change{Event: domain.EventDeleted, Reason: domain.ReasonRequest, Remove: keys}, nil
+	var remove []string
+	_, err := s.Repo.Update(ctx, tenantID, id, func(a *domain.Asset) (domain.Event, bool, error) {
+		remove = a.Delete(now)
+		return domain.Announce(domain.EventDeleted, *a, domain.ReasonRequest), remove != nil, nil
 	})
 	if err != nil {
 		return err
 	}
-	s.release(ctx, ch.Remove...)
+	s.release(ctx, remove...)
 	return nil
 }

@@ -24,11 +24,11 @@ import (
 	"github.com/customerapi/platform/libs/outbox"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 	"github.com/customerapi/platform/services/assets/internal/adapters"
+	"github.com/customerapi/platform/services/assets/internal/adapters/preview"
+	"github.com/customerapi/platform/services/assets/internal/adapters/signing"
+	"github.com/customerapi/platform/services/assets/internal/adapters/storage"
 	"github.com/customerapi/platform/services/assets/internal/app"
 	"github.com/customerapi/platform/services/assets/internal/domain"
-	"github.com/customerapi/platform/services/assets/internal/preview"
-	"github.com/customerapi/platform/services/assets/internal/signing"
-	"github.com/customerapi/platform/services/assets/internal/storage"
 	"github.com/customerapi/platform/services/assets/migrations"
 )
 
@@ -36,7 +36,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 // faulty is the real local storage with failures switched on by the test.
 type faulty struct {
-	storage.Storage
+	domain.Storage
 	puts       atomic.Int32
 	failPutN   atomic.Int32 // fail the n-th put (1-based); 0: none
 	failDelete atomic.Bool
@@ -347,7 +347,7 @@ func TestLinks(t *testing.T) {
 // announces itself on entered (buffered), then waits for proceed (closed when the test
 // ends) or its context.
 type slowDeletes struct {
-	storage.Storage
+	domain.Storage
 	entered chan string
 	proceed chan struct{}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/customerapi/platform/services/assets/internal/domain"
 )
 
 // Janitor settings.
@@ -25,7 +27,10 @@ func (s *Service) PurgeOnce(ctx context.Context, retention time.Duration) (int, 
 	total := 0
 	for range maxBatchRuns {
 		now := s.Clock.Now()
-		n, keys, err := s.Repo.PurgeDue(ctx, now.Add(-retention), now, purgeBatch)
+		n, keys, err := s.Repo.PurgeDue(ctx, now.Add(-retention), purgeBatch, func(a *domain.Asset) (domain.Event, bool, error) {
+			a.Delete(now)
+			return domain.Announce(domain.EventDeleted, *a, domain.ReasonRetention), true, nil
+		})
 		if err != nil {
 			return total, err
 		}
@@ -68,15 +73,7 @@ func (s *Service) sweepBatch(ctx context.Context) (removed, taken int, err error
 	}
 	rctx, cancel := context.WithTimeout(ctx, sweepLease/2)
 	defer cancel()
-	var gone, failed []string
-	for _, k := range keys {
-		if err := s.Storage.Delete(rctx, k); err != nil {
-			s.Log.DebugContext(ctx, "object removal failed; retried later", slog.String("key", k), slog.Any("error", err))
-			failed = append(failed, k)
-			continue
-		}
-		gone = append(gone, k)
-	}
+	gone, failed := s.remove(rctx, slog.LevelDebug, "object removal failed; retried later", keys)
 	if len(gone) > 0 {
 		if err := s.Repo.Forget(ctx, gone); err != nil {
 			return 0, len(keys), fmt.Errorf("sweep: %w", err)

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/customerapi/platform/services/assets/internal/domain"
-	"github.com/customerapi/platform/services/assets/internal/signing"
 )
 
 // FilesPath is the public path of signed downloads; the gateway serves it without an API
@@ -25,13 +24,13 @@ func (s *Service) Links(a domain.Asset) Links {
 	}
 	exp := time.Now().Add(s.URLTTL)
 	url := func(f domain.File, variant string) *string {
-		tok := s.Signer.Sign(signing.Claims{TenantID: a.TenantID, AssetID: a.ID, FileID: f.ID, Variant: variant, Expires: exp})
+		tok := s.Signer.Sign(domain.Grant{TenantID: a.TenantID, AssetID: a.ID, FileID: f.ID, Variant: variant, Expires: exp})
 		u := strings.TrimRight(s.BaseURL, "/") + FilesPath + tok
 		return &u
 	}
-	l := Links{Download: url(a.File, signing.Original)}
+	l := Links{Download: url(a.File, domain.VariantOriginal)}
 	if a.Preview != nil {
-		l.Preview = url(*a.Preview, signing.Preview)
+		l.Preview = url(*a.Preview, domain.VariantPreview)
 	}
 	return l
 }
@@ -43,7 +42,7 @@ type Download struct {
 }
 
 // Resolve checks a download token and returns the file it grants. A bad or expired
-// token gives signing.ErrInvalid or signing.ErrExpired; an asset that is gone (deleted,
+// token gives domain.ErrLinkInvalid or domain.ErrLinkExpired; an asset that is gone (deleted,
 // or its file replaced) gives domain.ErrNotFound.
 func (s *Service) Resolve(ctx context.Context, token string) (Download, error) {
 	c, err := s.Signer.Verify(token, time.Now())
@@ -58,7 +57,7 @@ func (s *Service) Resolve(ctx context.Context, token string) (Download, error) {
 		return Download{}, domain.ErrNotFound
 	}
 	f := a.File
-	if c.Variant == signing.Preview {
+	if c.Variant == domain.VariantPreview {
 		if a.Preview == nil {
 			return Download{}, domain.ErrNotFound
 		}

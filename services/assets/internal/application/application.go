@@ -14,11 +14,12 @@ import (
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/libs/service"
 	"github.com/customerapi/platform/services/assets/internal/adapters"
+	"github.com/customerapi/platform/services/assets/internal/adapters/preview"
+	"github.com/customerapi/platform/services/assets/internal/adapters/signing"
+	"github.com/customerapi/platform/services/assets/internal/adapters/storage"
 	"github.com/customerapi/platform/services/assets/internal/app"
+	"github.com/customerapi/platform/services/assets/internal/domain"
 	"github.com/customerapi/platform/services/assets/internal/ports"
-	"github.com/customerapi/platform/services/assets/internal/preview"
-	"github.com/customerapi/platform/services/assets/internal/signing"
-	"github.com/customerapi/platform/services/assets/internal/storage"
 	"github.com/customerapi/platform/services/assets/migrations"
 )
 
@@ -169,7 +170,7 @@ func Setup(rt *service.Runtime, env *config.Env) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var store storage.Storage
+	var store domain.Storage
 	var err error
 	if s.Backend == "s3" {
 		store, err = storage.NewS3(ctx, s.S3)

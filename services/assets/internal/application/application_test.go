@@ -15,8 +15,9 @@ import (
 	"time"
 
 	"github.com/customerapi/platform/api/apitest"
-	"github.com/customerapi/platform/services/assets/internal/preview/previewtest"
-	"github.com/customerapi/platform/services/assets/internal/signing"
+	"github.com/customerapi/platform/services/assets/internal/adapters/preview/previewtest"
+	"github.com/customerapi/platform/services/assets/internal/adapters/signing"
+	"github.com/customerapi/platform/services/assets/internal/domain"
 )
 
 func sha(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
@@ -567,16 +568,16 @@ func TestSignedLinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expired := signer.Sign(signing.Claims{TenantID: "acme", AssetID: a["assetId"].(string), FileID: a["data"].(map[string]any)["fileId"].(string),
-		Variant: signing.Original, Expires: time.Now().Add(-time.Second)})
+	expired := signer.Sign(domain.Grant{TenantID: "acme", AssetID: a["assetId"].(string), FileID: a["data"].(map[string]any)["fileId"].(string),
+		Variant: domain.VariantOriginal, Expires: time.Now().Add(-time.Second)})
 	if r := e.fetch(t, "GET", "http://x/v0/asset_files/"+expired); r.status != 403 || !strings.Contains(string(r.body), "expired") {
 		t.Fatalf("expired link: %d %s", r.status, r.body)
 	}
 	// A valid signature over a preview the asset does not have, or another file, is 404.
-	for _, cl := range []signing.Claims{
-		{TenantID: "acme", AssetID: a["assetId"].(string), FileID: a["data"].(map[string]any)["fileId"].(string), Variant: signing.Preview},
-		{TenantID: "acme", AssetID: a["assetId"].(string), FileID: "file_other", Variant: signing.Original},
-		{TenantID: "globex", AssetID: a["assetId"].(string), FileID: a["data"].(map[string]any)["fileId"].(string), Variant: signing.Original},
+	for _, cl := range []domain.Grant{
+		{TenantID: "acme", AssetID: a["assetId"].(string), FileID: a["data"].(map[string]any)["fileId"].(string), Variant: domain.VariantPreview},
+		{TenantID: "acme", AssetID: a["assetId"].(string), FileID: "file_other", Variant: domain.VariantOriginal},
+		{TenantID: "globex", AssetID: a["assetId"].(string), FileID: a["data"].(map[string]any)["fileId"].(string), Variant: domain.VariantOriginal},
 	} {
 		cl.Expires = time.Now().Add(time.Hour)
 		if r := e.fetch(t, "GET", "http://x/v0/asset_files/"+signer.Sign(cl)); r.status != 404 {

@@ -109,12 +109,16 @@ func (a *Asset) Delete(now time.Time) []string {
 	if a.State == Deleted {
 		return nil
 	}
-	keys := []string{a.File.Key}
-	if a.Preview != nil {
-		keys = append(keys, a.Preview.Key)
-	}
 	a.State, a.DeletedAt, a.UpdatedAt = Deleted, &now, now
-	return keys
+	return a.Objects()
+}
+
+// Objects returns the keys of the asset's stored objects: its file and its preview.
+func (a *Asset) Objects() []string {
+	if a.Preview == nil {
+		return []string{a.File.Key}
+	}
+	return []string{a.File.Key, a.Preview.Key}
 }
 
 // HasBytes reports whether the asset's objects exist (everything but deleted assets).

@@ -1,5 +1,7 @@
 package domain
 
+import "github.com/customerapi/platform/libs/events"
+
 // Internal event types of the assets context (on assets.events; not delivered to webhooks).
 const (
 	EventCreated  = "asset.created"
@@ -14,8 +16,8 @@ const (
 	ReasonRetention = "retention"
 )
 
-// Event is the payload of asset.* events.
-type Event struct {
+// AssetEvent is the payload of asset.* events.
+type AssetEvent struct {
 	AssetID        string `json:"assetId"`
 	AssetType      string `json:"assetType"`
 	LifecycleState State  `json:"lifecycleState"`
@@ -23,7 +25,15 @@ type Event struct {
 	Reason         string `json:"reason,omitempty"`
 }
 
-// NewEvent returns the payload of an event about a; reason is "" unless a was deleted.
-func NewEvent(a Asset, reason string) Event {
-	return Event{AssetID: a.ID, AssetType: a.Type, LifecycleState: a.State, FileID: a.File.ID, Reason: reason}
+// Event is what a change announces (the platform's events.Announcement).
+type Event = events.Announcement
+
+// Change changes a loaded record in place and returns the event that announces it and
+// whether anything changed (if not, nothing is stored or announced); an error aborts.
+type Change[T any] func(cur *T) (Event, bool, error)
+
+// Announce returns the event of type typ about a; reason is "" unless a was deleted.
+func Announce(typ string, a Asset, reason string) Event {
+	return Event{Type: typ, Subject: a.ID, Payload: AssetEvent{AssetID: a.ID, AssetType: a.Type, LifecycleState: a.State,
+		FileID: a.File.ID, Reason: reason}}
 }

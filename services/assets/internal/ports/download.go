@@ -11,7 +11,6 @@ import (
 
 	"github.com/customerapi/platform/libs/apierror"
 	"github.com/customerapi/platform/services/assets/internal/domain"
-	"github.com/customerapi/platform/services/assets/internal/storage"
 )
 
 // downloadCSP keeps a stored file harmless when a browser opens it as a page (an SVG or
@@ -65,7 +64,7 @@ func (h *Handlers) download(c *fiber.Ctx) error {
 		for _, k := range []string{fiber.HeaderContentRange, fiber.HeaderETag, fiber.HeaderCacheControl} {
 			hdr.Del(k)
 		}
-		if errors.Is(err, storage.ErrNotFound) {
+		if errors.Is(err, domain.ErrObjectNotFound) {
 			return apierror.NotFound("the asset's bytes are gone")
 		}
 		return h.mapError(err)

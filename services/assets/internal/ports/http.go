@@ -17,7 +17,6 @@ import (
 	"github.com/customerapi/platform/libs/tenant"
 	"github.com/customerapi/platform/services/assets/internal/app"
 	"github.com/customerapi/platform/services/assets/internal/domain"
-	"github.com/customerapi/platform/services/assets/internal/signing"
 )
 
 // Handlers serve the assets routes. The OpenAPI document judged every request before it
@@ -139,7 +138,7 @@ func (h *Handlers) mapError(err error) error {
 		return fieldIssue("file", "too_big", "the file exceeds the upload limit of "+formatBytes(h.App.MaxUploadBytes))
 	case errors.Is(err, domain.ErrUploadExpired):
 		return apierror.Unavailable("the upload took too long to complete; retry")
-	case errors.Is(err, signing.ErrInvalid), errors.Is(err, signing.ErrExpired):
+	case errors.Is(err, domain.ErrLinkInvalid), errors.Is(err, domain.ErrLinkExpired):
 		return apierror.Forbidden(err.Error())
 	}
 	return apierror.Internal(err)

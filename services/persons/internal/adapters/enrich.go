@@ -6,18 +6,25 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/outbox"
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/services/persons/internal/domain"
 )
 
-// The enrichment's storage steps. Each runs in the consumer's transaction; the rule that
-// joins them is the use case's (app.Service.HandleFormSubmitted).
+// enrichments are the enrichment's storage steps, bound to the consumer's transaction;
+// the rule that joins them is the use case's (app.Service.Enrich).
+type enrichments struct {
+	tx  pgx.Tx
+	out outbox.Writer
+}
+
+// Enrichments returns the enrichment's steps inside tx, the consumer's transaction.
+func (s *Store) Enrichments(tx pgx.Tx) domain.Enrichments { return enrichments{tx: tx, out: s.out} }
 
 // BeginEnrichment records that a submission is being enriched; false when it was
 // enriched before (under another event ID), and then nothing else is to be done.
-func (s *Store) BeginEnrichment(ctx context.Context, tx pgx.Tx, in domain.Submission) (bool, error) {
-	tag, err := tx.Exec(ctx, `INSERT INTO form_enrichments (tenant_id, form_submission_id, event_id, outcome, created_at)
+func (e enrichments) BeginEnrichment(ctx context.Context, in domain.Submission) (bool, error) {
+	tag, err := e.tx.Exec(ctx, `INSERT INTO form_enrichments (tenant_id, form_submission_id, event_id, outcome, created_at)
 		VALUES ($1, $2, $3, 'pending', $4) ON CONFLICT DO NOTHING`, in.TenantID, in.Form.FormSubmissionID, in.EventID, in.Now)
 	if err != nil {
 		return false, fmt.Errorf("record enrichment: %w", err)
@@ -28,12 +35,12 @@ func (s *Store) BeginEnrichment(ctx context.Context, tx pgx.Tx, in domain.Submis
 // PersonByIdentifier waits for any other enrichment of the same identifier to finish
 // (two submissions of a new email create one person, not two) and returns the person the
 // identifier names, locked, or nil when none does.
-func (s *Store) PersonByIdentifier(ctx context.Context, tx pgx.Tx, tenantID string, sub domain.Submitted) (*domain.Person, error) {
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+func (e enrichments) PersonByIdentifier(ctx context.Context, tenantID string, sub domain.Submitted) (*domain.Person, error) {
+	if _, err := e.tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
 		"persons-ident:"+tenantID+":"+sub.Kind+":"+sub.Key); err != nil {
 		return nil, fmt.Errorf("lock identifier: %w", err)
 	}
-	p, err := scanPerson(tx.QueryRow(ctx, "SELECT "+personCols+" FROM persons WHERE tenant_id = $1 AND "+sub.Kind+
+	p, err := scanPerson(e.tx.QueryRow(ctx, "SELECT "+personCols+" FROM persons WHERE tenant_id = $1 AND "+sub.Kind+
 		"_key = $2 ORDER BY person_id LIMIT 1 FOR UPDATE", tenantID, sub.Key))
 	if postgres.IsNoRows(err) {
 		return nil, nil
@@ -45,17 +52,17 @@ func (s *Store) PersonByIdentifier(ctx context.Context, tx pgx.Tx, tenantID stri
 }
 
 // SaveEnrichedPerson stores a person the enrichment created (created) or changed.
-func (s *Store) SaveEnrichedPerson(ctx context.Context, tx pgx.Tx, p *domain.Person, created bool) error {
+func (e enrichments) SaveEnrichedPerson(ctx context.Context, p *domain.Person, created bool) error {
 	if created {
-		return insertPerson(ctx, tx, p)
+		return insertPerson(ctx, e.tx, p)
 	}
-	return updatePerson(ctx, tx, *p)
+	return updatePerson(ctx, e.tx, *p)
 }
 
 // AccountOfDomain returns the ID of the tenant's account with the domain, or nil.
-func (s *Store) AccountOfDomain(ctx context.Context, tx pgx.Tx, tenantID, domainName string) (*string, error) {
+func (e enrichments) AccountOfDomain(ctx context.Context, tenantID, domainName string) (*string, error) {
 	var id string
-	err := tx.QueryRow(ctx, "SELECT account_id FROM accounts WHERE tenant_id = $1 AND domain = $2", tenantID, domainName).Scan(&id)
+	err := e.tx.QueryRow(ctx, "SELECT account_id FROM accounts WHERE tenant_id = $1 AND domain = $2", tenantID, domainName).Scan(&id)
 	if postgres.IsNoRows(err) {
 		return nil, nil
 	}
@@ -66,10 +73,10 @@ func (s *Store) AccountOfDomain(ctx context.Context, tx pgx.Tx, tenantID, domain
 }
 
 // FinishEnrichment records a submission's outcome and writes its event.
-func (s *Store) FinishEnrichment(ctx context.Context, tx pgx.Tx, in domain.Submission, outcome string, personID *string, evt domain.Event) error {
-	if _, err := tx.Exec(ctx, `UPDATE form_enrichments SET outcome = $3, person_id = $4
+func (e enrichments) FinishEnrichment(ctx context.Context, in domain.Submission, outcome string, personID *string, evt domain.Event) error {
+	if _, err := e.tx.Exec(ctx, `UPDATE form_enrichments SET outcome = $3, person_id = $4
 		WHERE tenant_id = $1 AND form_submission_id = $2`, in.TenantID, in.Form.FormSubmissionID, outcome, personID); err != nil {
 		return fmt.Errorf("record outcome: %w", err)
 	}
-	return s.out.Emit(ctx, tx, events.TopicPersons, in.TenantID, evt.Type, evt.Subject, evt.Payload)
+	return emit(ctx, e.out, e.tx, in.TenantID, evt)
 }

@@ -23,13 +23,14 @@ import (
 // partitions (or replicas) would.
 func enrichAtOnce(t *testing.T, pool *pgxpool.Pool, subs []domain.Submission) {
 	t.Helper()
-	svc := &app.Service{Repo: adapters.NewStore(pool, outbox.Writer{})}
+	store := adapters.NewStore(pool, outbox.Writer{})
+	svc := &app.Service{Repo: store}
 	var wg sync.WaitGroup
 	for _, sub := range subs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := postgres.InTx(context.Background(), pool, func(tx pgx.Tx) error { return svc.Enrich(context.Background(), tx, sub) })
+			err := postgres.InTx(context.Background(), pool, func(tx pgx.Tx) error { return svc.Enrich(context.Background(), store.Enrichments(tx), sub) })
 			if err != nil {
 				t.Errorf("enrich %s: %v", sub.Form.FormSubmissionID, err)
 			}

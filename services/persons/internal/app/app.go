@@ -1,49 +1,20 @@
 // Package app holds the persons use cases: it makes IDs and timestamps, derives domains,
 // runs the form enrichment step by step (its rules are domain.EnrichPerson, domain.Enriched
-// and domain.EnrichmentFailed), and calls the repository.
+// and domain.EnrichmentFailed) through steps bound to the consumer's transaction, and
+// calls the repository.
 package app
 
 import (
 	"context"
-	"strings"
-	"unicode/utf8"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/customerapi/platform/libs/consumer"
-	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/ids"
 	"github.com/customerapi/platform/libs/timestamp"
 	"github.com/customerapi/platform/services/persons/internal/domain"
 )
 
-// Store is what the use cases need from storage: the repository, and the enrichment's
-// steps, which run in the transaction of the consumed event (so they take its pgx.Tx and
-// stay out of the domain, which imports no driver).
-type Store interface {
-	domain.Repository
-	Enrichments
-}
-
-// Enrichments is what the form enrichment needs from storage, each step inside the
-// consumer's transaction.
-type Enrichments interface {
-	// BeginEnrichment records that a submission is being enriched; false when it was before.
-	BeginEnrichment(ctx context.Context, tx pgx.Tx, in domain.Submission) (bool, error)
-	// PersonByIdentifier serialises enrichments of one identifier and returns the person
-	// it names, locked, or nil.
-	PersonByIdentifier(ctx context.Context, tx pgx.Tx, tenantID string, sub domain.Submitted) (*domain.Person, error)
-	// SaveEnrichedPerson stores a person the enrichment created or changed.
-	SaveEnrichedPerson(ctx context.Context, tx pgx.Tx, p *domain.Person, created bool) error
-	// AccountOfDomain returns the ID of the tenant's account with the domain, or nil.
-	AccountOfDomain(ctx context.Context, tx pgx.Tx, tenantID, domainName string) (*string, error)
-	// FinishEnrichment records a submission's outcome and stores its event.
-	FinishEnrichment(ctx context.Context, tx pgx.Tx, in domain.Submission, outcome string, personID *string, evt domain.Event) error
-}
-
 // Service runs the persons use cases.
 type Service struct {
-	Repo Store
+	Repo domain.Repository
 	// Clock tells the time (the system clock when nil).
 	Clock timestamp.Clock
 }
@@ -76,7 +47,9 @@ func (s *Service) GetPerson(ctx context.Context, tenantID, id string) (domain.Pe
 // UpdatePerson applies a patch.
 func (s *Service) UpdatePerson(ctx context.Context, tenantID, id string, p domain.PersonPatch) (domain.Person, error) {
 	now := s.Clock.Now()
-	return s.Repo.UpdatePerson(ctx, tenantID, id, func(x *domain.Person) bool { return x.Apply(p, now) })
+	return s.Repo.UpdatePerson(ctx, tenantID, id, func(x *domain.Person) (domain.Event, bool, error) {
+		return domain.Event{}, x.Apply(p, now), nil
+	})
 }
 
 // DeletePerson deletes a person and its logs.
@@ -140,18 +113,10 @@ func (s *Service) DeleteLog(ctx context.Context, k domain.LogOwner, tenantID, ow
 	return s.Repo.DeleteLog(ctx, k, tenantID, ownerID, id, s.Clock.Now())
 }
 
-// HandleFormSubmitted is the consumer handler of form.submitted: it enriches the
-// submission in the consumer's transaction. A payload that cannot be read, or has no
-// form submission ID to report on, can never succeed: it is dead-lettered.
-func (s *Service) HandleFormSubmitted(ctx context.Context, tx pgx.Tx, evt events.Envelope) error {
-	f, err := domain.ParseFormSubmitted(evt.Payload)
-	if err != nil {
-		return consumer.Permanent(err)
-	}
-	if !storable(f.FormSubmissionID) || !storable(evt.TenantID) {
-		return consumer.Permanent(errMissingSubmission)
-	}
-	return s.Enrich(ctx, tx, domain.Submission{TenantID: evt.TenantID, EventID: evt.ID, Form: f,
+// EnrichForm enriches a submission of the form.submitted event eventID (Enrich), with a
+// new person's ID and the time of now.
+func (s *Service) EnrichForm(ctx context.Context, steps domain.Enrichments, tenantID, eventID string, f domain.FormSubmitted) error {
+	return s.Enrich(ctx, steps, domain.Submission{TenantID: tenantID, EventID: eventID, Form: f,
 		NewPersonID: ids.New("person"), Now: s.Clock.Now()})
 }
 
@@ -159,41 +124,30 @@ func (s *Service) HandleFormSubmitted(ctx context.Context, tx pgx.Tx, evt events
 // person lacks (domain.EnrichPerson), links the account of the person's domain, and
 // announces form.enriched, or form.enrichment_failed when the submission names nobody.
 // A submission enriched before changes nothing.
-func (s *Service) Enrich(ctx context.Context, tx pgx.Tx, in domain.Submission) error {
-	first, err := s.Repo.BeginEnrichment(ctx, tx, in)
+func (s *Service) Enrich(ctx context.Context, steps domain.Enrichments, in domain.Submission) error {
+	first, err := steps.BeginEnrichment(ctx, in)
 	if err != nil || !first {
 		return err
 	}
 	sub, invalid := in.Form.Validate()
 	if invalid != nil {
-		return s.Repo.FinishEnrichment(ctx, tx, in, domain.OutcomeFailed, nil, domain.EnrichmentFailed(in.Form, invalid))
+		return steps.FinishEnrichment(ctx, in, domain.OutcomeFailed, nil, domain.EnrichmentFailed(in.Form, invalid))
 	}
-	matched, err := s.Repo.PersonByIdentifier(ctx, tx, in.TenantID, sub)
+	matched, err := steps.PersonByIdentifier(ctx, in.TenantID, sub)
 	if err != nil {
 		return err
 	}
 	p, outcome, changed := domain.EnrichPerson(matched, sub, in)
 	if changed {
-		if err := s.Repo.SaveEnrichedPerson(ctx, tx, &p, matched == nil); err != nil {
+		if err := steps.SaveEnrichedPerson(ctx, &p, matched == nil); err != nil {
 			return err
 		}
 	}
 	var accountID *string
 	if p.Domain != nil {
-		if accountID, err = s.Repo.AccountOfDomain(ctx, tx, in.TenantID, *p.Domain); err != nil {
+		if accountID, err = steps.AccountOfDomain(ctx, in.TenantID, *p.Domain); err != nil {
 			return err
 		}
 	}
-	return s.Repo.FinishEnrichment(ctx, tx, in, outcome, &p.ID, domain.Enriched(in.Form, p, outcome, accountID, sub.Kind))
+	return steps.FinishEnrichment(ctx, in, outcome, &p.ID, domain.Enriched(in.Form, p, outcome, accountID, sub.Kind))
 }
-
-// storable reports whether s is a non-empty text PostgreSQL can store.
-func storable(s string) bool {
-	return s != "" && utf8.ValidString(s) && !strings.ContainsRune(s, 0)
-}
-
-type constError string
-
-func (e constError) Error() string { return string(e) }
-
-const errMissingSubmission = constError("form.submitted without a usable formSubmissionId or tenant")

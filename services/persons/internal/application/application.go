@@ -28,15 +28,17 @@ var Migrations = []postgres.MigrationSet{migrations.Set}
 
 // Setup adds the persons routes and the form enrichment consumer to a runtime.
 func Setup(rt *service.Runtime, _ *config.Env) error {
-	svc := &app.Service{Repo: adapters.NewStore(rt.Pool, rt.Outbox)}
+	store := adapters.NewStore(rt.Pool, rt.Outbox)
+	svc := &app.Service{Repo: store}
 	h := &ports.Handlers{App: svc, Cursors: rt.Cursors}
 	h.Register(rt.API)
+	enrichment := &ports.Enrichment{App: svc, Steps: store.Enrichments}
 
 	rt.Consume(&consumer.Consumer{
 		Name:    EnrichmentConsumer,
 		Topics:  []string{events.TopicPages},
 		Types:   []string{events.TypeFormSubmitted},
-		Handler: svc.HandleFormSubmitted,
+		Handler: enrichment.Handle,
 	})
 	return nil
 }

@@ -9,7 +9,7 @@ import (
 type Repository interface {
 	CreatePerson(ctx context.Context, p Person) (Person, error)
 	GetPerson(ctx context.Context, tenantID, id string) (Person, error)
-	UpdatePerson(ctx context.Context, tenantID, id string, fn func(*Person) bool) (Person, error)
+	UpdatePerson(ctx context.Context, tenantID, id string, change Change[Person]) (Person, error)
 	DeletePerson(ctx context.Context, tenantID, id string) error
 	SearchPersons(ctx context.Context, tenantID, query, after string, limit int) ([]Person, *int64, error)
 	CreateAccount(ctx context.Context, a Account) (Account, error)
@@ -19,4 +19,25 @@ type Repository interface {
 	GetLog(ctx context.Context, k LogOwner, tenantID, ownerID, id string) (Log, error)
 	ListLogs(ctx context.Context, k LogOwner, tenantID, ownerID string, includeDeleted bool, before string, limit int) ([]Log, int64, error)
 	DeleteLog(ctx context.Context, k LogOwner, tenantID, ownerID, id string, now time.Time) error
+}
+
+// Change changes a loaded record in place and returns the event that announces it (the
+// zero Event for none) and whether anything changed (if not, nothing is stored); an
+// error aborts.
+type Change[T any] func(cur *T) (Event, bool, error)
+
+// Enrichments are the form enrichment's steps in storage, all inside the transaction of
+// the consumed event, to which an implementation is bound.
+type Enrichments interface {
+	// BeginEnrichment records that a submission is being enriched; false when it was before.
+	BeginEnrichment(ctx context.Context, in Submission) (bool, error)
+	// PersonByIdentifier serialises enrichments of one identifier and returns the person
+	// it names, locked, or nil.
+	PersonByIdentifier(ctx context.Context, tenantID string, sub Submitted) (*Person, error)
+	// SaveEnrichedPerson stores a person the enrichment created or changed.
+	SaveEnrichedPerson(ctx context.Context, p *Person, created bool) error
+	// AccountOfDomain returns the ID of the tenant's account with the domain, or nil.
+	AccountOfDomain(ctx context.Context, tenantID, domainName string) (*string, error)
+	// FinishEnrichment records a submission's outcome and stores its event.
+	FinishEnrichment(ctx context.Context, in Submission, outcome string, personID *string, evt Event) error
 }

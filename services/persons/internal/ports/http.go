@@ -1,5 +1,5 @@
-// Package ports serves the persons context over HTTP: it maps requests to use cases and
-// results to the API's shapes, and nothing else.
+// Package ports drives the persons use cases: HTTP requests (mapped to use cases, results
+// to the API's shapes) and the form.submitted consumer.
 package ports
 
 import (

@@ -105,7 +105,9 @@ func (s *Store) UpdateTopic(ctx context.Context, tenantID, id string, change dom
 		if err != nil {
 			return fmt.Errorf("load topic: %w", err)
 		}
-		if evt, changed := change(&t); changed {
+		if evt, changed, err := change(&t); err != nil {
+			return err
+		} else if changed {
 			if t.IsDefault {
 				if err := clearDefault(ctx, tx, tenantID, t.ID); err != nil {
 					return fmt.Errorf("clear default: %w", err)
@@ -313,7 +315,9 @@ func (s *Store) UpdateEntry(ctx context.Context, tenantID, topicID, entryID stri
 			return fmt.Errorf("load entry: %w", err)
 		}
 		before := e.Content
-		if evt, changed := change(&e); changed {
+		if evt, changed, err := change(&e); err != nil {
+			return err
+		} else if changed {
 			if e.Content != before {
 				if err := s.fitsAfterUpdate(ctx, tx, tenantID, e); err != nil {
 					return err

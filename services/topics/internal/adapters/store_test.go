@@ -101,9 +101,9 @@ func TestATopicsEntriesStayWithinTheirAnswerSize(t *testing.T) {
 		t.Fatalf("a small entry that still fits must be added: %v", err)
 	}
 	// Growing an entry past the bound is refused too; shrinking one is not.
-	grow := func(e *domain.Entry) (domain.Event, bool) {
+	grow := func(e *domain.Entry) (domain.Event, bool, error) {
 		e.Content = control
-		return domain.EntryUpdated(*e), true
+		return domain.EntryUpdated(*e), true, nil
 	}
 	id := fmt.Sprintf("topicentry_%026d", fit+1)
 	if _, err := store.UpdateEntry(ctx, "t", topic.ID, id, grow); err == nil {
@@ -111,9 +111,9 @@ func TestATopicsEntriesStayWithinTheirAnswerSize(t *testing.T) {
 	} else if !errors.Is(err, domain.ErrTopicTooLarge) {
 		t.Fatalf("growing an entry past the bound: %v, want ErrTopicTooLarge", err)
 	}
-	if _, err := store.UpdateEntry(ctx, "t", topic.ID, fmt.Sprintf("topicentry_%026d", 0), func(e *domain.Entry) (domain.Event, bool) {
+	if _, err := store.UpdateEntry(ctx, "t", topic.ID, fmt.Sprintf("topicentry_%026d", 0), func(e *domain.Entry) (domain.Event, bool, error) {
 		e.Content = small
-		return domain.EntryUpdated(*e), true
+		return domain.EntryUpdated(*e), true, nil
 	}); err != nil {
 		t.Fatalf("shrinking an entry must be allowed: %v", err)
 	}

@@ -37,9 +37,9 @@ func (s *Service) CreateTopic(ctx context.Context, tenantID string, in NewTopic)
 // UpdateTopic applies a patch.
 func (s *Service) UpdateTopic(ctx context.Context, tenantID, id string, p domain.TopicPatch) (domain.Topic, error) {
 	now := s.Clock.Now()
-	return s.Repo.UpdateTopic(ctx, tenantID, id, func(t *domain.Topic) (domain.Event, bool) {
+	return s.Repo.UpdateTopic(ctx, tenantID, id, func(t *domain.Topic) (domain.Event, bool, error) {
 		changed := t.Apply(p, now)
-		return domain.TopicUpdated(*t), changed
+		return domain.TopicUpdated(*t), changed, nil
 	})
 }
 
@@ -75,9 +75,9 @@ func (s *Service) AddEntry(ctx context.Context, tenantID, topicID string, in New
 // UpdateEntry applies a patch to an entry.
 func (s *Service) UpdateEntry(ctx context.Context, tenantID, topicID, entryID string, p domain.EntryPatch) (domain.Entry, error) {
 	now := s.Clock.Now()
-	return s.Repo.UpdateEntry(ctx, tenantID, topicID, entryID, func(e *domain.Entry) (domain.Event, bool) {
+	return s.Repo.UpdateEntry(ctx, tenantID, topicID, entryID, func(e *domain.Entry) (domain.Event, bool, error) {
 		changed := e.Apply(p, now)
-		return domain.EntryUpdated(*e), changed
+		return domain.EntryUpdated(*e), changed, nil
 	})
 }
 

@@ -24,7 +24,9 @@ func (m *memory) CreateTopic(_ context.Context, t domain.Topic, evt domain.Event
 
 func (m *memory) UpdateTopic(_ context.Context, _, _ string, change domain.Change[domain.Topic]) (domain.Topic, error) {
 	t := m.topic
-	if evt, changed := change(&t); changed {
+	if evt, changed, err := change(&t); err != nil {
+		return m.topic, err
+	} else if changed {
 		m.topic, m.stored = t, append(m.stored, evt)
 	}
 	return m.topic, nil
@@ -42,7 +44,9 @@ func (m *memory) AddEntry(_ context.Context, _ string, e domain.Entry, evt domai
 
 func (m *memory) UpdateEntry(_ context.Context, _, _, _ string, change domain.Change[domain.Entry]) (domain.Entry, error) {
 	e := m.entry
-	if evt, changed := change(&e); changed {
+	if evt, changed, err := change(&e); err != nil {
+		return m.entry, err
+	} else if changed {
 		m.entry, m.stored = e, append(m.stored, evt)
 	}
 	return m.entry, nil

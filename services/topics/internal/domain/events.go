@@ -42,9 +42,9 @@ func NewEntryEvent(e Entry) EntryEvent {
 // Event is what a change announces (the platform's events.Announcement).
 type Event = events.Announcement
 
-// Change changes a loaded record in place and returns the event that announces it, or
-// false when nothing changed (then nothing is stored and nothing announced).
-type Change[T any] func(*T) (Event, bool)
+// Change changes a loaded record in place and returns the event that announces it and
+// whether anything changed (if not, nothing is stored or announced); an error aborts.
+type Change[T any] func(cur *T) (Event, bool, error)
 
 // TopicCreated announces a new topic.
 func TopicCreated(t Topic) Event {

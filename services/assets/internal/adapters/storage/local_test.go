@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/customerapi/platform/services/assets/internal/storage"
-	"github.com/customerapi/platform/services/assets/internal/storage/storagetest"
+	"github.com/customerapi/platform/services/assets/internal/adapters/storage"
+	"github.com/customerapi/platform/services/assets/internal/domain"
 )
 
 func TestLocal(t *testing.T) {
-	storagetest.Run(t, func(t *testing.T) storage.Storage {
+	suite(t, func(t *testing.T) domain.Storage {
 		s, err := storage.NewLocal(t.TempDir())
 		if err != nil {
 			t.Fatal(err)

@@ -1,27 +1,25 @@
-// Package preview makes bounded-size previews of raster images: at most MaxEdge pixels on
-// the longer side, JPEG for opaque images and PNG for ones with transparency. What
-// decoding an image would take is judged from its header before any pixel is decoded.
+// Package preview makes bounded-size previews of raster images (a domain.Previewer): at
+// most MaxEdge pixels on the longer side, JPEG for opaque images and PNG for ones with
+// transparency. What decoding an image would take is judged from its header before any
+// pixel is decoded.
 package preview
 
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"image"
 	"image/gif"
 	"image/jpeg"
 	"image/png"
 	"io"
-	"slices"
 
 	"golang.org/x/image/bmp"
 	"golang.org/x/image/draw"
 	"golang.org/x/image/webp"
-)
 
-// ErrUndecodable means the bytes do not decode as the image format they claim to be.
-var ErrUndecodable = errors.New("preview: the image cannot be decoded")
+	"github.com/customerapi/platform/services/assets/internal/domain"
+)
 
 // decoders are the raster formats previews are made of, by sniffed media type: how to
 // judge an image from its header, and how to decode it.
@@ -36,25 +34,8 @@ var decoders = map[string]struct {
 	"image/bmp":  {configHeader(bmp.DecodeConfig, bmpBytesPerPixel), bmp.Decode},
 }
 
-// Supported lists the media types that get a preview.
-func Supported() []string {
-	out := make([]string, 0, len(decoders))
-	for k := range decoders {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // Supports reports whether images of mediaType get a preview.
-func Supports(mediaType string) bool { _, ok := decoders[mediaType]; return ok }
-
-// Image is a made preview.
-type Image struct {
-	Data          []byte
-	ContentType   string
-	Width, Height int
-}
+func (*Generator) Supports(mediaType string) bool { _, ok := decoders[mediaType]; return ok }
 
 // DefaultMaxDecodeBytes is the memory budget of one preview when none is configured.
 const DefaultMaxDecodeBytes = 128 << 20
@@ -84,8 +65,8 @@ func NewGenerator(maxEdge int, maxPixels, maxDecodeBytes int64, concurrency int)
 // Make returns the preview of the image of mediaType that open reads (it is called
 // twice: once for the header, once for the pixels), or nil when the image has more than
 // MaxPixels pixels or would take more than MaxDecodeBytes to decode and scale: such an
-// image is never decoded. Bytes that do not decode give ErrUndecodable.
-func (g *Generator) Make(ctx context.Context, mediaType string, open func() (io.ReadCloser, error)) (*Image, error) {
+// image is never decoded. Bytes that do not decode give domain.ErrUndecodable.
+func (g *Generator) Make(ctx context.Context, mediaType string, open func() (io.ReadCloser, error)) (*domain.Image, error) {
 	dec, ok := decoders[mediaType]
 	if !ok {
 		return nil, fmt.Errorf("preview: %s is not supported", mediaType)
@@ -95,7 +76,7 @@ func (g *Generator) Make(ctx context.Context, mediaType string, open func() (io.
 		return nil, err
 	}
 	if hdr.width <= 0 || hdr.height <= 0 {
-		return nil, ErrUndecodable
+		return nil, domain.ErrUndecodable
 	}
 	if int64(hdr.width)*int64(hdr.height) > g.MaxPixels || hdr.decodeBytes > g.decodeBudget(hdr.width, hdr.height) {
 		return nil, nil
@@ -149,12 +130,12 @@ func read[T any](open func() (io.ReadCloser, error), fn func(io.Reader) (T, erro
 	defer rc.Close()
 	v, err := fn(rc)
 	if err != nil {
-		return zero, fmt.Errorf("%w: %w", ErrUndecodable, err)
+		return zero, fmt.Errorf("%w: %w", domain.ErrUndecodable, err)
 	}
 	return v, nil
 }
 
-func (g *Generator) scale(src image.Image) (*Image, error) {
+func (g *Generator) scale(src image.Image) (*domain.Image, error) {
 	b := src.Bounds()
 	w, h := g.size(b.Dx(), b.Dy())
 	dst := image.NewRGBA(image.Rect(0, 0, w, h))
@@ -162,7 +143,7 @@ func (g *Generator) scale(src image.Image) (*Image, error) {
 	// every source pixel (no aliasing) at a quarter of Catmull-Rom's cost.
 	draw.BiLinear.Scale(dst, dst.Bounds(), src, b, draw.Src, nil)
 	var buf bytes.Buffer
-	out := &Image{Width: w, Height: h}
+	out := &domain.Image{Width: w, Height: h}
 	if dst.Opaque() {
 		out.ContentType = "image/jpeg"
 		if err := jpeg.Encode(&buf, dst, &jpeg.Options{Quality: 82}); err != nil {

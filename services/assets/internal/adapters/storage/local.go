@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/customerapi/platform/services/assets/internal/domain"
 )
 
 // partialDir holds objects being written; a finished one is renamed into place, so a
@@ -96,7 +98,7 @@ func (l *Local) Open(_ context.Context, key string, offset, length int64) (io.Re
 	}
 	f, err := os.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, ErrNotFound
+		return nil, domain.ErrObjectNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", key, err)

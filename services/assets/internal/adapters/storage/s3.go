@@ -9,6 +9,8 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/customerapi/platform/services/assets/internal/domain"
 )
 
 // S3Config configures the S3-compatible backend.
@@ -137,7 +139,7 @@ func (s *S3) Open(ctx context.Context, key string, offset, length int64) (io.Rea
 	body, _, _, err := minio.Core{Client: s.client}.GetObject(ctx, s.bucket, key, opts)
 	if err != nil {
 		if minio.ToErrorResponse(err).Code == minio.NoSuchKey {
-			return nil, ErrNotFound
+			return nil, domain.ErrObjectNotFound
 		}
 		return nil, fmt.Errorf("storage: get %s: %w", key, err)
 	}

@@ -15,7 +15,8 @@ import (
 
 	"golang.org/x/image/bmp"
 
-	pt "github.com/customerapi/platform/services/assets/internal/preview/previewtest"
+	pt "github.com/customerapi/platform/services/assets/internal/adapters/preview/previewtest"
+	"github.com/customerapi/platform/services/assets/internal/domain"
 )
 
 // allocated runs fn and returns the bytes the process allocated meanwhile.
@@ -54,7 +55,7 @@ func TestImagesOverTheDecodeBudgetAreNotDecoded(t *testing.T) {
 			hdr := judge(t, g, tc.media, tc.data)
 			t.Logf("%d KiB file, %dx%d: decoding takes %d MiB, scaling %d MiB",
 				len(tc.data)>>10, hdr.width, hdr.height, hdr.decodeBytes/mib, g.scaleBytes(w, h)/mib)
-			var p *Image
+			var p *domain.Image
 			var err error
 			alloc := allocated(func() { p, err = g.Make(context.Background(), tc.media, opener(tc.data)) })
 			if p != nil || err != nil {

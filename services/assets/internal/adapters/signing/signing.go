@@ -1,6 +1,6 @@
-// Package signing makes and checks the signed, expiring tokens of download URLs: the
-// token names the tenant, asset, stored file and variant, so holding it is the whole
-// authorisation (no API key).
+// Package signing makes and checks the signed, expiring tokens of download URLs (a
+// domain.Signer): the token names the tenant, asset, stored file and variant, so holding
+// it is the whole authorisation (no API key).
 package signing
 
 import (
@@ -11,18 +11,8 @@ import (
 	"errors"
 	"strings"
 	"time"
-)
 
-// Variants of a download.
-const (
-	Original = "original"
-	Preview  = "preview"
-)
-
-// Errors of Verify. Both mean 403 to the caller; the detail differs.
-var (
-	ErrInvalid = errors.New("the download link is invalid")
-	ErrExpired = errors.New("the download link has expired")
+	"github.com/customerapi/platform/services/assets/internal/domain"
 )
 
 // MinKeyBytes is the shortest signing key accepted.
@@ -35,14 +25,13 @@ const maxTokenLen = 1024
 // spelling (the gateway bounds concurrent downloads per link by its text).
 var encoding = base64.RawURLEncoding.Strict()
 
-// Claims are what a token grants: one variant of one stored file, until Expires.
-type Claims struct {
-	TenantID string    `json:"t"`
-	AssetID  string    `json:"a"`
-	FileID   string    `json:"f"`
-	Variant  string    `json:"v"`
-	Expires  time.Time `json:"-"`
-	ExpUnix  int64     `json:"e"`
+// claims are a token's body: a domain.Grant, its expiry in seconds.
+type claims struct {
+	TenantID string `json:"t"`
+	AssetID  string `json:"a"`
+	FileID   string `json:"f"`
+	Variant  string `json:"v"`
+	ExpUnix  int64  `json:"e"`
 }
 
 // Signer signs and verifies tokens with a key derived from the service secret.
@@ -67,39 +56,39 @@ func (s *Signer) mac(body string) []byte {
 	return m.Sum(nil)
 }
 
-// Sign returns the token for c (Expires is rounded down to the second).
-func (s *Signer) Sign(c Claims) string {
-	c.ExpUnix = c.Expires.Unix()
-	b, _ := json.Marshal(c)
+// Sign returns the token for g (Expires is rounded down to the second).
+func (s *Signer) Sign(g domain.Grant) string {
+	b, _ := json.Marshal(claims{g.TenantID, g.AssetID, g.FileID, g.Variant, g.Expires.Unix()})
 	body := base64.RawURLEncoding.EncodeToString(b)
 	return body + "." + base64.RawURLEncoding.EncodeToString(s.mac(body))
 }
 
 // Verify checks the token's signature, then its expiry at now.
-func (s *Signer) Verify(token string, now time.Time) (Claims, error) {
+func (s *Signer) Verify(token string, now time.Time) (domain.Grant, error) {
 	if len(token) > maxTokenLen {
-		return Claims{}, ErrInvalid
+		return domain.Grant{}, domain.ErrLinkInvalid
 	}
 	body, sig, ok := strings.Cut(token, ".")
 	if !ok || body == "" {
-		return Claims{}, ErrInvalid
+		return domain.Grant{}, domain.ErrLinkInvalid
 	}
 	got, err := encoding.DecodeString(sig)
 	if err != nil || !hmac.Equal(got, s.mac(body)) {
-		return Claims{}, ErrInvalid
+		return domain.Grant{}, domain.ErrLinkInvalid
 	}
 	raw, err := encoding.DecodeString(body)
 	if err != nil {
-		return Claims{}, ErrInvalid
+		return domain.Grant{}, domain.ErrLinkInvalid
 	}
-	var c Claims
+	var c claims
 	if err := json.Unmarshal(raw, &c); err != nil || c.TenantID == "" || c.AssetID == "" || c.FileID == "" ||
-		(c.Variant != Original && c.Variant != Preview) {
-		return Claims{}, ErrInvalid
+		(c.Variant != domain.VariantOriginal && c.Variant != domain.VariantPreview) {
+		return domain.Grant{}, domain.ErrLinkInvalid
 	}
-	c.Expires = time.Unix(c.ExpUnix, 0).UTC()
-	if !now.Before(c.Expires) {
-		return c, ErrExpired
+	g := domain.Grant{TenantID: c.TenantID, AssetID: c.AssetID, FileID: c.FileID, Variant: c.Variant,
+		Expires: time.Unix(c.ExpUnix, 0).UTC()}
+	if !now.Before(g.Expires) {
+		return g, domain.ErrLinkExpired
 	}
-	return c, nil
+	return g, nil
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
-	"github.com/customerapi/platform/services/assets/internal/storage"
-	"github.com/customerapi/platform/services/assets/internal/storage/storagetest"
+	"github.com/customerapi/platform/services/assets/internal/adapters/storage"
+	"github.com/customerapi/platform/services/assets/internal/domain"
 )
 
 // FakeS3 starts an in-process S3-protocol server on 127.0.0.1 and returns the backend
@@ -32,7 +32,7 @@ func fakeS3(t *testing.T) storage.S3Config {
 }
 
 func TestS3(t *testing.T) {
-	storagetest.Run(t, func(t *testing.T) storage.Storage {
+	suite(t, func(t *testing.T) domain.Storage {
 		s, err := storage.NewS3(context.Background(), fakeS3(t))
 		if err != nil {
 			t.Fatal(err)

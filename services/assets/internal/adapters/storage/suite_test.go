@@ -1,5 +1,4 @@
-// Package storagetest is the one test suite every storage backend passes.
-package storagetest
+package storage_test
 
 import (
 	"bytes"
@@ -11,11 +10,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/customerapi/platform/services/assets/internal/storage"
+	"github.com/customerapi/platform/services/assets/internal/domain"
 )
 
-// Bytes returns n deterministic pseudo-random bytes.
-func Bytes(seed uint64, n int) []byte {
+// randomBytes returns n deterministic pseudo-random bytes.
+func randomBytes(seed uint64, n int) []byte {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	b := make([]byte, n)
 	for i := range b {
@@ -40,7 +39,7 @@ func (f *failingReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func read(ctx context.Context, t *testing.T, s storage.Storage, key string, offset, length int64) []byte {
+func read(ctx context.Context, t *testing.T, s domain.Storage, key string, offset, length int64) []byte {
 	t.Helper()
 	rc, err := s.Open(ctx, key, offset, length)
 	if err != nil {
@@ -54,21 +53,22 @@ func read(ctx context.Context, t *testing.T, s storage.Storage, key string, offs
 	return b
 }
 
-func missing(ctx context.Context, t *testing.T, s storage.Storage, key string) {
+func missing(ctx context.Context, t *testing.T, s domain.Storage, key string) {
 	t.Helper()
 	rc, err := s.Open(ctx, key, 0, -1)
 	if err == nil {
 		rc.Close()
 		t.Fatalf("%s exists, want it missing", key)
 	}
-	if !errors.Is(err, storage.ErrNotFound) {
-		t.Fatalf("open %s: %v, want ErrNotFound", key, err)
+	if !errors.Is(err, domain.ErrObjectNotFound) {
+		t.Fatalf("open %s: %v, want ErrObjectNotFound", key, err)
 	}
 }
 
-// Run runs the suite against the backend that open returns (a fresh, empty one per call).
+// suite is the one test suite every storage backend passes, run against the backend
+// that open returns (a fresh, empty one per call).
 // large is the size of the object that crosses the backend's buffering thresholds.
-func Run(t *testing.T, open func(t *testing.T) storage.Storage) {
+func suite(t *testing.T, open func(t *testing.T) domain.Storage) {
 	ctx := context.Background()
 	const large = 6<<20 + 12345
 
@@ -76,7 +76,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Storage) {
 		s := open(t)
 		for i, size := range []int{1, 4096, 1 << 20, 1<<20 + 1, large} {
 			key := fmt.Sprintf("acme/file_%d", i)
-			data := Bytes(uint64(i), size)
+			data := randomBytes(uint64(i), size)
 			n, err := s.Put(ctx, key, bytes.NewReader(data), "application/octet-stream")
 			if err != nil || n != int64(size) {
 				t.Fatalf("put %d bytes: n=%d err=%v", size, n, err)
@@ -89,7 +89,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Storage) {
 
 	t.Run("ranges", func(t *testing.T) {
 		s := open(t)
-		data := Bytes(7, large)
+		data := randomBytes(7, large)
 		if _, err := s.Put(ctx, "acme/ranged", bytes.NewReader(data), "video/mp4"); err != nil {
 			t.Fatal(err)
 		}
@@ -124,14 +124,14 @@ func Run(t *testing.T, open func(t *testing.T) storage.Storage) {
 		s := open(t)
 		for i, size := range []int{0, 1000, large} {
 			key := fmt.Sprintf("acme/broken_%d", i)
-			if _, err := s.Put(ctx, key, &failingReader{data: Bytes(1, size)}, "image/png"); !errors.Is(err, errBroken) {
+			if _, err := s.Put(ctx, key, &failingReader{data: randomBytes(1, size)}, "image/png"); !errors.Is(err, errBroken) {
 				t.Fatalf("put failing after %d bytes: %v, want the reader's error", size, err)
 			}
 			missing(ctx, t, s, key)
 		}
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		if _, err := s.Put(cctx, "acme/cancelled", bytes.NewReader(Bytes(2, 100)), "image/png"); err == nil {
+		if _, err := s.Put(cctx, "acme/cancelled", bytes.NewReader(randomBytes(2, 100)), "image/png"); err == nil {
 			t.Fatal("put with a cancelled context succeeded")
 		}
 		missing(ctx, t, s, "acme/cancelled")
@@ -143,7 +143,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Storage) {
 			if _, err := s.Put(ctx, key, bytes.NewReader([]byte("x")), "text/plain"); err == nil {
 				t.Errorf("put %q succeeded", key)
 			}
-			if _, err := s.Open(ctx, key, 0, -1); err == nil || errors.Is(err, storage.ErrNotFound) {
+			if _, err := s.Open(ctx, key, 0, -1); err == nil || errors.Is(err, domain.ErrObjectNotFound) {
 				t.Errorf("open %q: %v, want a key error", key, err)
 			}
 		}
@@ -156,7 +156,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Storage) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				data := Bytes(uint64(100+i), 200_000)
+				data := randomBytes(uint64(100+i), 200_000)
 				if _, err := s.Put(ctx, fmt.Sprintf("t%d/f", i), bytes.NewReader(data), "image/png"); err != nil {
 					t.Error(err)
 				}
@@ -164,7 +164,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Storage) {
 		}
 		wg.Wait()
 		for i := range 8 {
-			if got := read(ctx, t, s, fmt.Sprintf("t%d/f", i), 0, -1); !bytes.Equal(got, Bytes(uint64(100+i), 200_000)) {
+			if got := read(ctx, t, s, fmt.Sprintf("t%d/f", i), 0, -1); !bytes.Equal(got, randomBytes(uint64(100+i), 200_000)) {
 				t.Fatalf("object %d corrupted", i)
 			}
 		}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/customerapi/platform/services/assets/internal/domain"
 )
 
 func signer(t *testing.T, key string) *Signer {
@@ -19,10 +21,10 @@ func signer(t *testing.T, key string) *Signer {
 func TestSignAndVerify(t *testing.T) {
 	s := signer(t, strings.Repeat("k", 32))
 	now := time.Now()
-	c := Claims{TenantID: "acme", AssetID: "asset_1", FileID: "file_1", Variant: Preview, Expires: now.Add(time.Hour)}
+	c := domain.Grant{TenantID: "acme", AssetID: "asset_1", FileID: "file_1", Variant: domain.VariantPreview, Expires: now.Add(time.Hour)}
 	tok := s.Sign(c)
 	got, err := s.Verify(tok, now)
-	if err != nil || got.TenantID != "acme" || got.AssetID != "asset_1" || got.FileID != "file_1" || got.Variant != Preview ||
+	if err != nil || got.TenantID != "acme" || got.AssetID != "asset_1" || got.FileID != "file_1" || got.Variant != domain.VariantPreview ||
 		got.Expires.Unix() != c.Expires.Unix() {
 		t.Fatalf("verify = %+v, %v", got, err)
 	}
@@ -49,14 +51,14 @@ func TestSignAndVerify(t *testing.T) {
 		"huge":           strings.Repeat("a", 5000) + "." + sig,
 		"signed garbage": "e30." + flip(sig, 0), // {} with a wrong signature
 	} {
-		if _, err := s.Verify(bad, now); !errors.Is(err, ErrInvalid) {
-			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		if _, err := s.Verify(bad, now); !errors.Is(err, domain.ErrLinkInvalid) {
+			t.Errorf("%s: %v, want ErrLinkInvalid", name, err)
 		}
 	}
-	if _, err := s.Verify(tok, c.Expires); !errors.Is(err, ErrExpired) {
+	if _, err := s.Verify(tok, c.Expires); !errors.Is(err, domain.ErrLinkExpired) {
 		t.Fatalf("at expiry: %v", err)
 	}
-	if _, err := s.Verify(tok, now.Add(2*time.Hour)); !errors.Is(err, ErrExpired) {
+	if _, err := s.Verify(tok, now.Add(2*time.Hour)); !errors.Is(err, domain.ErrLinkExpired) {
 		t.Fatalf("after expiry: %v", err)
 	}
 }
@@ -67,7 +69,7 @@ func TestSignAndVerify(t *testing.T) {
 func TestOnlyTheCanonicalSpellingVerifies(t *testing.T) {
 	s := signer(t, strings.Repeat("k", 32))
 	now := time.Now()
-	tok := s.Sign(Claims{TenantID: "acme", AssetID: "asset_1", FileID: "file_1", Variant: Original, Expires: now.Add(time.Hour)})
+	tok := s.Sign(domain.Grant{TenantID: "acme", AssetID: "asset_1", FileID: "file_1", Variant: domain.VariantOriginal, Expires: now.Add(time.Hour)})
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 	last := strings.IndexByte(alphabet, tok[len(tok)-1])
 	accepted := 0

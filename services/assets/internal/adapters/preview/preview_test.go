@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"golang.org/x/image/bmp"
+
+	"github.com/customerapi/platform/services/assets/internal/domain"
 )
 
 func opener(b []byte) func() (io.ReadCloser, error) {
@@ -81,7 +83,7 @@ func TestUndecodable(t *testing.T) {
 		"magic only": []byte("\x89PNG\r\n\x1a\n garbage"),
 		"truncated":  good[:len(good)/2],
 	} {
-		if _, err := g.Make(context.Background(), "image/png", opener(data)); !errors.Is(err, ErrUndecodable) {
+		if _, err := g.Make(context.Background(), "image/png", opener(data)); !errors.Is(err, domain.ErrUndecodable) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
