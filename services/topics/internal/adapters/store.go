@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/keyset"
 	"github.com/customerapi/platform/libs/outbox"
 	"github.com/customerapi/platform/libs/pagination"
 	"github.com/customerapi/platform/libs/postgres"
@@ -217,13 +218,13 @@ const topicsWithinBudgetSQL = "SELECT " + topicCols + `, n = 1 OR before <= $3 F
 // ListTopics returns up to limit topics after the position, each with its entries (of
 // as many topics as a page can hold: see topicsWithinBudgetSQL), and the tenant's topic
 // count.
-func (s *Store) ListTopics(ctx context.Context, tenantID string, after *domain.After, limit int) ([]domain.Topic, int64, error) {
+func (s *Store) ListTopics(ctx context.Context, tenantID string, after *keyset.Position, limit int) ([]domain.Topic, int64, error) {
 	b := &pgx.Batch{}
 	if after == nil {
 		b.Queue(fmt.Sprintf(topicsWithinBudgetSQL, ""), tenantID, limit, pagination.MaxPageBytes)
 	} else {
 		b.Queue(fmt.Sprintf(topicsWithinBudgetSQL, "AND (sort_order, topic_id) > ($4, $5)"),
-			tenantID, limit, pagination.MaxPageBytes, after.SortOrder, after.ID)
+			tenantID, limit, pagination.MaxPageBytes, after.Key, after.ID)
 	}
 	b.Queue("SELECT count(*) FROM topics WHERE tenant_id = $1", tenantID)
 	br := s.pool.SendBatch(ctx, b)
@@ -422,7 +423,7 @@ func (s *Store) GetEntry(ctx context.Context, tenantID, topicID, entryID string)
 
 // ListEntries returns up to limit entries of a topic after the position, and the topic's
 // entry count.
-func (s *Store) ListEntries(ctx context.Context, tenantID, topicID string, after *domain.After, limit int) ([]domain.Entry, int64, error) {
+func (s *Store) ListEntries(ctx context.Context, tenantID, topicID string, after *keyset.Position, limit int) ([]domain.Entry, int64, error) {
 	var total int64
 	var exists bool
 	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM topics WHERE tenant_id = $1 AND topic_id = $2),
@@ -440,7 +441,7 @@ func (s *Store) ListEntries(ctx context.Context, tenantID, topicID string, after
 	} else {
 		rows, err = s.pool.Query(ctx, "SELECT "+entryCols+` FROM topic_entries WHERE tenant_id = $1 AND topic_id = $2
 			AND (sort_order, topic_entry_id) > ($3, $4) ORDER BY sort_order, topic_entry_id LIMIT $5`,
-			tenantID, topicID, after.SortOrder, after.ID, limit)
+			tenantID, topicID, after.Key, after.ID, limit)
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("list entries: %w", err)

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/customerapi/platform/libs/keyset"
 	"github.com/customerapi/platform/libs/outbox"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 	"github.com/customerapi/platform/services/topics/internal/adapters"
-	"github.com/customerapi/platform/services/topics/internal/domain"
 	"github.com/customerapi/platform/services/topics/migrations"
 )
 
@@ -24,7 +24,7 @@ func BenchmarkListTopicsDepth(b *testing.B) {
 	const limit = 20
 	const n = 1000*limit + limit // page 1,000 is a full page with more after it
 	now := time.Now()
-	var last domain.After
+	var last keyset.Position
 	if _, err := pool.Exec(ctx, `INSERT INTO topics (tenant_id, topic_id, title, sort_order, created_at, updated_at)
 		SELECT 'bench', 'topic_' || lpad(i::text, 26, '0'), 'topic ' || i, i % 7, $1, $1 FROM generate_series(1, $2) i`, now, n); err != nil {
 		b.Fatal(err)
@@ -34,13 +34,13 @@ func BenchmarkListTopicsDepth(b *testing.B) {
 	}
 	// The position after item (1000-1)*limit in list order.
 	if err := pool.QueryRow(ctx, `SELECT sort_order, topic_id FROM topics WHERE tenant_id = 'bench'
-		ORDER BY sort_order, topic_id OFFSET $1 LIMIT 1`, (1000-1)*limit-1).Scan(&last.SortOrder, &last.ID); err != nil {
+		ORDER BY sort_order, topic_id OFFSET $1 LIMIT 1`, (1000-1)*limit-1).Scan(&last.Key, &last.ID); err != nil {
 		b.Fatal(err)
 	}
 	store := adapters.NewStore(pool, outbox.Writer{})
 	for _, tc := range []struct {
 		name  string
-		after *domain.After
+		after *keyset.Position
 	}{{"page=1", nil}, {"page=1000", &last}} {
 		b.Run(tc.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {

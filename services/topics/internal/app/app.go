@@ -7,6 +7,7 @@ import (
 	"context"
 
 	"github.com/customerapi/platform/libs/ids"
+	"github.com/customerapi/platform/libs/keyset"
 	"github.com/customerapi/platform/libs/timestamp"
 	"github.com/customerapi/platform/services/topics/internal/domain"
 )
@@ -54,7 +55,7 @@ func (s *Service) GetTopic(ctx context.Context, tenantID, id string) (domain.Top
 }
 
 // ListTopics returns a page of topics.
-func (s *Service) ListTopics(ctx context.Context, tenantID string, after *domain.After, limit int) ([]domain.Topic, int64, error) {
+func (s *Service) ListTopics(ctx context.Context, tenantID string, after *keyset.Position, limit int) ([]domain.Topic, int64, error) {
 	return s.Repo.ListTopics(ctx, tenantID, after, limit)
 }
 
@@ -92,6 +93,6 @@ func (s *Service) GetEntry(ctx context.Context, tenantID, topicID, entryID strin
 }
 
 // ListEntries returns a page of a topic's entries.
-func (s *Service) ListEntries(ctx context.Context, tenantID, topicID string, after *domain.After, limit int) ([]domain.Entry, int64, error) {
+func (s *Service) ListEntries(ctx context.Context, tenantID, topicID string, after *keyset.Position, limit int) ([]domain.Entry, int64, error) {
 	return s.Repo.ListEntries(ctx, tenantID, topicID, after, limit)
 }

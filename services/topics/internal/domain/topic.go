@@ -3,9 +3,11 @@
 package domain
 
 import (
-	"errors"
+	"fmt"
 	"time"
 	"unicode/utf8"
+
+	"github.com/customerapi/platform/libs/errkind"
 )
 
 // MaxEntriesPerTopic is how many entries a topic holds (a rule about state, which the
@@ -21,13 +23,15 @@ const MaxEntriesPerTopic = 100
 // 2,200 characters) and a list page's envelope, stays within 4 MiB.
 const MaxTopicBytes = 4<<20 - 64<<10
 
-// Errors the application maps to API errors.
+// Errors of the topics, each of its kind (libs/errkind), whose message is the answer's
+// detail.
 var (
-	ErrTopicNotFound   = errors.New("topic not found")
-	ErrEntryNotFound   = errors.New("topic entry not found")
-	ErrTooManyEntries  = errors.New("topic has the maximum number of entries")
-	ErrTopicTooLarge   = errors.New("topic's entries would exceed the maximum size")
-	ErrDefaultConflict = errors.New("another request changed the default topic at the same time")
+	ErrTopicNotFound  = errkind.NotFound.New("topic not found")
+	ErrEntryNotFound  = errkind.NotFound.New("topic entry not found")
+	ErrTooManyEntries = errkind.Conflict.New("the topic already has the maximum of 100 entries")
+	ErrTopicTooLarge  = errkind.Conflict.New(fmt.Sprintf(
+		"the topic's entries would take more than %d bytes in an answer (their text, JSON-escaped)", MaxTopicBytes))
+	ErrDefaultConflict = errkind.Conflict.New("another request changed the default topic at the same time; retry")
 )
 
 // Topic is a knowledge topic with its entries.

@@ -3,12 +3,9 @@
 package ports
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/customerapi/platform/libs/apierror"
+	"github.com/customerapi/platform/libs/keyset"
 	"github.com/customerapi/platform/libs/pagination"
 	"github.com/customerapi/platform/libs/request"
 	"github.com/customerapi/platform/libs/tenant"
@@ -117,7 +114,7 @@ func (h *Handlers) createTopic(c *fiber.Ctx) error {
 	t, err := h.App.CreateTopic(c.UserContext(), tenant.From(c), app.NewTopic{
 		Title: in.Title, Purpose: in.Purpose.Ptr(), SortOrder: request.Value(in.SortOrder), IsDefault: request.Value(in.IsDefault)})
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.Status(fiber.StatusCreated).JSON(viewTopic(t))
 }
@@ -125,7 +122,7 @@ func (h *Handlers) createTopic(c *fiber.Ctx) error {
 func (h *Handlers) getTopic(c *fiber.Ctx) error {
 	t, err := h.App.GetTopic(c.UserContext(), tenant.From(c), c.Params("topic_id"))
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.JSON(viewTopic(t))
 }
@@ -138,23 +135,23 @@ func (h *Handlers) updateTopic(c *fiber.Ctx) error {
 	t, err := h.App.UpdateTopic(c.UserContext(), tenant.From(c), c.Params("topic_id"), domain.TopicPatch{
 		Title: in.Title, SetPurpose: in.Purpose.Set, Purpose: in.Purpose.Ptr(), SortOrder: in.SortOrder, IsDefault: in.IsDefault})
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.JSON(viewTopic(t))
 }
 
 func (h *Handlers) deleteTopic(c *fiber.Ctx) error {
 	if err := h.App.DeleteTopic(c.UserContext(), tenant.From(c), c.Params("topic_id")); err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)
 }
 
 // page parses limit and cursor for a list of the given scope.
-func (h *Handlers) page(c *fiber.Ctx, scope ...string) (pagination.Params, *domain.After, error) {
+func (h *Handlers) page(c *fiber.Ctx, scope ...string) (pagination.Params, *keyset.Position, error) {
 	q := request.NewQuery(c)
 	p := h.Cursors.Parse(q, pagination.Scope(append([]string{tenant.From(c)}, scope...)...))
-	after, err := domain.ParseAfter(p.After)
+	after, err := keyset.Parse(p.After)
 	if err != nil {
 		q.Fail("cursor", "invalid_cursor", "Invalid cursor: "+err.Error())
 	}
@@ -162,7 +159,7 @@ func (h *Handlers) page(c *fiber.Ctx, scope ...string) (pagination.Params, *doma
 }
 
 func after(sortOrder int64, id string) []string {
-	return domain.After{SortOrder: sortOrder, ID: id}.Keys()
+	return keyset.Position{Key: sortOrder, ID: id}.Keys()
 }
 
 func (h *Handlers) listTopics(c *fiber.Ctx) error {
@@ -172,7 +169,7 @@ func (h *Handlers) listTopics(c *fiber.Ctx) error {
 	}
 	topics, total, err := h.App.ListTopics(c.UserContext(), tenant.From(c), pos, p.Limit+1)
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	views := make([]topicView, len(topics))
 	for i, t := range topics {
@@ -189,7 +186,7 @@ func (h *Handlers) createEntry(c *fiber.Ctx) error {
 	e, err := h.App.AddEntry(c.UserContext(), tenant.From(c), c.Params("topic_id"), app.NewEntry{
 		Content: domain.Content{Type: in.Content.Type, Text: in.Content.Content}, SortOrder: request.Value(in.SortOrder)})
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.Status(fiber.StatusCreated).JSON(viewEntry(e))
 }
@@ -197,7 +194,7 @@ func (h *Handlers) createEntry(c *fiber.Ctx) error {
 func (h *Handlers) getEntry(c *fiber.Ctx) error {
 	e, err := h.App.GetEntry(c.UserContext(), tenant.From(c), c.Params("topic_id"), c.Params("topic_entry_id"))
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.JSON(viewEntry(e))
 }
@@ -213,14 +210,14 @@ func (h *Handlers) updateEntry(c *fiber.Ctx) error {
 	}
 	e, err := h.App.UpdateEntry(c.UserContext(), tenant.From(c), c.Params("topic_id"), c.Params("topic_entry_id"), p)
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.JSON(viewEntry(e))
 }
 
 func (h *Handlers) deleteEntry(c *fiber.Ctx) error {
 	if err := h.App.DeleteEntry(c.UserContext(), tenant.From(c), c.Params("topic_id"), c.Params("topic_entry_id")); err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)
 }
@@ -233,28 +230,11 @@ func (h *Handlers) listEntries(c *fiber.Ctx) error {
 	}
 	entries, total, err := h.App.ListEntries(c.UserContext(), tenant.From(c), topicID, pos, p.Limit+1)
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	views := make([]entryView, len(entries))
 	for i, e := range entries {
 		views[i] = viewEntry(e)
 	}
 	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v entryView) []string { return after(v.SortOrder, v.TopicEntryID) }))
-}
-
-func mapError(err error) error {
-	switch {
-	case errors.Is(err, domain.ErrTopicNotFound):
-		return apierror.NotFound("topic not found")
-	case errors.Is(err, domain.ErrEntryNotFound):
-		return apierror.NotFound("topic entry not found")
-	case errors.Is(err, domain.ErrTooManyEntries):
-		return apierror.Conflict("the topic already has the maximum of 100 entries")
-	case errors.Is(err, domain.ErrTopicTooLarge):
-		return apierror.Conflict(fmt.Sprintf("the topic's entries would take more than %d bytes in an answer (their text, JSON-escaped)",
-			domain.MaxTopicBytes))
-	case errors.Is(err, domain.ErrDefaultConflict):
-		return apierror.Conflict("another request changed the default topic at the same time; retry")
-	}
-	return apierror.Internal(err)
 }
