@@ -122,10 +122,9 @@ func (s *Store) Messages(ctx context.Context, tenantID, pageID, audienceID strin
 }
 
 // AddMessage stores a message of an unarchived audience with its changes, whose previous
-// values are taken from the audience's current context (prev), creating the conversation
-// on the first message.
-func (s *Store) AddMessage(ctx context.Context, tenantID, pageID string, m domain.Message, conversationID string,
-	prev func(a *domain.Audience, pageContext string) domain.Context) (domain.Message, error) {
+// values are taken from the audience's current context (domain.ContextOf), creating the
+// conversation on the first message.
+func (s *Store) AddMessage(ctx context.Context, tenantID, pageID string, m domain.Message, conversationID string) (domain.Message, error) {
 	var out domain.Message
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		a, err := s.getAudience(ctx, tx, tenantID, pageID, m.AudienceID, " FOR UPDATE OF a")
@@ -148,7 +147,7 @@ func (s *Store) AddMessage(ctx context.Context, tenantID, pageID string, m domai
 			Scan(&pageContext); err != nil {
 			return fmt.Errorf("load page context: %w", err)
 		}
-		cur := prev(&a, pageContext)
+		cur := domain.ContextOf(&a, pageContext)
 		// A pending change of the same field is the value the next version would show.
 		pending, err := pendingChanges(ctx, tx, tenantID, a.ID)
 		if err != nil {

@@ -31,7 +31,7 @@ func (f *fixture) newMessage(a domain.Audience, content string, proposals ...pro
 // addMessage stores a message of the audience with its proposed changes.
 func (f *fixture) addMessage(a domain.Audience, content string, proposals ...proposal) domain.Message {
 	f.t.Helper()
-	m, err := f.store.AddMessage(f.ctx, a.TenantID, a.PageID, f.newMessage(a, content, proposals...), ids.New("conversation"), domain.ContextOf)
+	m, err := f.store.AddMessage(f.ctx, a.TenantID, a.PageID, f.newMessage(a, content, proposals...), ids.New("conversation"))
 	if err != nil {
 		f.t.Fatalf("add message: %v", err)
 	}
@@ -80,11 +80,11 @@ func TestFirstMessageStartsTheConversationAndLaterOnesJoinIt(t *testing.T) {
 	p := f.createPage(tenantA)
 	a := f.createAudience(tenantA, p.ID)
 	firstConversation := ids.New("conversation")
-	first, err := f.store.AddMessage(f.ctx, tenantA, p.ID, f.newMessage(a, "hello"), firstConversation, domain.ContextOf)
+	first, err := f.store.AddMessage(f.ctx, tenantA, p.ID, f.newMessage(a, "hello"), firstConversation)
 	if err != nil {
 		t.Fatalf("add the first message: %v", err)
 	}
-	second, err := f.store.AddMessage(f.ctx, tenantA, p.ID, f.newMessage(a, "again"), ids.New("conversation"), domain.ContextOf)
+	second, err := f.store.AddMessage(f.ctx, tenantA, p.ID, f.newMessage(a, "again"), ids.New("conversation"))
 	if err != nil {
 		t.Fatalf("add the second message: %v", err)
 	}
@@ -210,7 +210,7 @@ func TestMessagesOfOneTenantAreInvisibleToAnother(t *testing.T) {
 			t.Errorf("tenant B was handed %d of tenant A's messages %s", len(got.Messages), c.where)
 		}
 		m := f.newMessage(audA, "tenant B's injection", proposal{domain.FieldMetaTitle, "B"})
-		_, err = f.store.AddMessage(f.ctx, tenantB, c.pageID, m, ids.New("conversation"), domain.ContextOf)
+		_, err = f.store.AddMessage(f.ctx, tenantB, c.pageID, m, ids.New("conversation"))
 		wantErr(t, err, c.want, "tenant B added a message to tenant A's audience "+c.where)
 	}
 	if n := f.count("SELECT count(*) FROM audience_messages"); n != 1 {
@@ -248,7 +248,7 @@ func TestMessagesOfAnAudienceOutOfReachAreRefused(t *testing.T) {
 			wantErr(t, err, c.readErr, c.rule+": reading its messages")
 		}
 		_, err = f.store.AddMessage(f.ctx, tenantA, c.pageID, f.newMessage(c.aud, "hello", proposal{domain.FieldMetaTitle, "x"}),
-			ids.New("conversation"), domain.ContextOf)
+			ids.New("conversation"))
 		wantErr(t, err, c.messageErr, c.rule+": adding a message")
 	}
 	if n := f.count("SELECT count(*) FROM audience_messages") + f.count("SELECT count(*) FROM audience_changes") +
@@ -263,7 +263,7 @@ func TestMessageIsStoredWithAllItsChangesOrNotAtAll(t *testing.T) {
 	a := f.createAudience(tenantA, p.ID)
 	m := f.newMessage(a, "two changes, one ID", proposal{domain.FieldMetaTitle, "t"}, proposal{domain.FieldMetaDescription, "d"})
 	m.Changes[1].ID = m.Changes[0].ID // the second change cannot be stored
-	if _, err := f.store.AddMessage(f.ctx, tenantA, p.ID, m, ids.New("conversation"), domain.ContextOf); err == nil {
+	if _, err := f.store.AddMessage(f.ctx, tenantA, p.ID, m, ids.New("conversation")); err == nil {
 		t.Fatal("a message whose change cannot be stored must fail")
 	}
 	if n := f.count("SELECT count(*) FROM audience_messages") + f.count("SELECT count(*) FROM audience_changes") +
@@ -320,7 +320,7 @@ func TestAudienceMessagesAreCapped(t *testing.T) {
 	for i := 0; i < domain.MaxMessagesPerAudience; i++ {
 		f.addMessage(a, "m", proposal{domain.FieldMetaTitle, "t"})
 	}
-	_, err := f.store.AddMessage(f.ctx, a.TenantID, a.PageID, f.newMessage(a, "one too many"), ids.New("conversation"), domain.ContextOf)
+	_, err := f.store.AddMessage(f.ctx, a.TenantID, a.PageID, f.newMessage(a, "one too many"), ids.New("conversation"))
 	if !errors.Is(err, domain.ErrTooManyMessages) {
 		t.Fatalf("message %d of an audience must be refused with ErrTooManyMessages (the cap is %d); got %v",
 			domain.MaxMessagesPerAudience+1, domain.MaxMessagesPerAudience, err)

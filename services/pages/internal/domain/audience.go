@@ -105,6 +105,18 @@ func (a *Audience) Apply(p AudiencePatch, now time.Time) {
 	a.UpdatedAt = now
 }
 
+// Archive archives a (false when it already was).
+func (a *Audience) Archive(now time.Time) bool {
+	if a.ArchivedAt != nil {
+		return false
+	}
+	a.Status, a.ArchivedAt, a.UpdatedAt = StatusArchived, &now, now
+	return true
+}
+
+// AudienceName is the computed name of a page's nth audience.
+func AudienceName(n int64) string { return fmt.Sprintf("Audience %d", n) }
+
 // Version is one generated state of an audience.
 type Version struct {
 	ID                   string

@@ -1,6 +1,6 @@
-// Package ports serves the pages service over HTTP (the core, audience sessions and page
-// links): it maps requests to use cases and results to the API's shapes, and nothing
-// else.
+// Package ports serves pages, audiences, versions and messages over HTTP: it maps
+// requests to use cases and results to the API's shapes, and nothing else. The audience
+// sessions and the page links have their own packages below.
 package ports
 
 import (
