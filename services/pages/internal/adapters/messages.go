@@ -34,6 +34,13 @@ func pendingChanges(ctx context.Context, q Querier, tenantID, audienceID string)
 		WHERE tenant_id = $1 AND audience_id = $2 AND applied_version_id IS NULL ORDER BY id`, tenantID, audienceID))
 }
 
+// pageContextOf reads the context text of a page.
+func pageContextOf(ctx context.Context, q Querier, tenantID, pageID string) (string, error) {
+	var c string
+	err := q.QueryRow(ctx, "SELECT page_context FROM pages WHERE tenant_id = $1 AND id = $2", tenantID, pageID).Scan(&c)
+	return c, wrapErr(err, "load page context")
+}
+
 // newestMessagesSQL reads an audience's newest messages whose text holds at most $3 bytes
 // as the answer writes it, at least one, oldest first, each with the count of all the
 // audience's messages. The text is counted JSON-escaped (to_json: a control character
@@ -63,10 +70,9 @@ func (s *Store) Messages(ctx context.Context, tenantID, pageID, audienceID strin
 		if err != nil {
 			return err
 		}
-		var pageContext string
-		if err := tx.QueryRow(ctx, "SELECT page_context FROM pages WHERE tenant_id = $1 AND id = $2", tenantID, pageID).
-			Scan(&pageContext); err != nil {
-			return fmt.Errorf("load page context: %w", err)
+		pageContext, err := pageContextOf(ctx, tx, tenantID, pageID)
+		if err != nil {
+			return err
 		}
 		out.Context = domain.ContextOf(&a, pageContext)
 		var conv domain.Conversation
@@ -142,10 +148,9 @@ func (s *Store) AddMessage(ctx context.Context, tenantID, pageID string, m domai
 		if held >= domain.MaxMessagesPerAudience {
 			return domain.ErrTooManyMessages
 		}
-		var pageContext string
-		if err := tx.QueryRow(ctx, "SELECT page_context FROM pages WHERE tenant_id = $1 AND id = $2", tenantID, pageID).
-			Scan(&pageContext); err != nil {
-			return fmt.Errorf("load page context: %w", err)
+		pageContext, err := pageContextOf(ctx, tx, tenantID, pageID)
+		if err != nil {
+			return err
 		}
 		cur := domain.ContextOf(&a, pageContext)
 		// A pending change of the same field is the value the next version would show.

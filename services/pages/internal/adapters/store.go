@@ -156,25 +156,34 @@ func (s *Store) GetPage(ctx context.Context, tenantID, id string) (domain.Page, 
 
 // ListPages returns up to limit visible pages after the ID (creation order) and their count.
 func (s *Store) ListPages(ctx context.Context, tenantID, afterID string, limit int) ([]domain.Page, int64, error) {
+	return ListAndCount(ctx, s.pool, "pages", scanPage,
+		"SELECT "+pageCols+` FROM pages WHERE tenant_id = $1 AND deleted_at IS NULL AND id > $2
+		ORDER BY id LIMIT $3`, []any{tenantID, afterID, limit},
+		"SELECT count(*) FROM pages WHERE tenant_id = $1 AND deleted_at IS NULL", tenantID)
+}
+
+// ListAndCount reads the rows of the list query by scan and the count of the count
+// query in one round trip; what names them in errors.
+func ListAndCount[T any](ctx context.Context, pool *pgxpool.Pool, what string, scan func(pgx.Row) (T, error),
+	list string, listArgs []any, count string, countArgs ...any) ([]T, int64, error) {
 	b := &pgx.Batch{}
-	b.Queue("SELECT "+pageCols+` FROM pages WHERE tenant_id = $1 AND deleted_at IS NULL AND id > $2
-		ORDER BY id LIMIT $3`, tenantID, afterID, limit)
-	b.Queue("SELECT count(*) FROM pages WHERE tenant_id = $1 AND deleted_at IS NULL", tenantID)
-	br := s.pool.SendBatch(ctx, b)
+	b.Queue(list, listArgs...)
+	b.Queue(count, countArgs...)
+	br := pool.SendBatch(ctx, b)
 	defer br.Close()
 	rows, err := br.Query()
 	if err != nil {
-		return nil, 0, fmt.Errorf("list pages: %w", err)
+		return nil, 0, fmt.Errorf("list %s: %w", what, err)
 	}
-	pages, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Page, error) { return scanPage(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) { return scan(r) })
 	if err != nil {
-		return nil, 0, fmt.Errorf("list pages: %w", err)
+		return nil, 0, fmt.Errorf("list %s: %w", what, err)
 	}
 	var total int64
 	if err := br.QueryRow().Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count pages: %w", err)
+		return nil, 0, fmt.Errorf("count %s: %w", what, err)
 	}
-	return pages, total, nil
+	return out, total, nil
 }
 
 // UpdatePage locks a page, lets update change it and stores the result with its event. A

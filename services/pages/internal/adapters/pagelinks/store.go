@@ -119,24 +119,9 @@ func (s *Store) Search(ctx context.Context, tenantID string, q pagelink.Search, 
 	if after != nil {
 		afterKey, afterID = &after.PathKey, &after.ID
 	}
-	b := &pgx.Batch{}
-	b.Queue(`SELECT `+linkCols+` FROM page_links WHERE `+where+`
+	return adapters.ListAndCount(ctx, s.pool, "page links", scanLink,
+		`SELECT `+linkCols+` FROM page_links WHERE `+where+`
 		AND ($7::text IS NULL OR (path_key, id) > ($7, $8::text))
-		ORDER BY path_key, id LIMIT $9`, tenantID, q.DomainID, query, pattern, targetType, pageID, afterKey, afterID, limit)
-	b.Queue(`SELECT count(*) FROM page_links WHERE `+where, tenantID, q.DomainID, query, pattern, targetType, pageID)
-	br := s.pool.SendBatch(ctx, b)
-	defer br.Close()
-	rows, err := br.Query()
-	if err != nil {
-		return nil, 0, fmt.Errorf("search page links: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (pagelink.Link, error) { return scanLink(r) })
-	if err != nil {
-		return nil, 0, fmt.Errorf("search page links: %w", err)
-	}
-	var total int64
-	if err := br.QueryRow().Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count page links: %w", err)
-	}
-	return out, total, nil
+		ORDER BY path_key, id LIMIT $9`, []any{tenantID, q.DomainID, query, pattern, targetType, pageID, afterKey, afterID, limit},
+		`SELECT count(*) FROM page_links WHERE `+where, tenantID, q.DomainID, query, pattern, targetType, pageID)
 }

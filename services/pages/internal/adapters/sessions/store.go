@@ -168,25 +168,9 @@ func (st *Store) List(ctx context.Context, tenantID, pageID string, f session.Fi
 	if after != nil {
 		afterAt, afterID = &after.StartedAt, &after.ID
 	}
-	b := &pgx.Batch{}
-	b.Queue(`SELECT `+sessionCols+` FROM audience_sessions WHERE `+where+`
+	return adapters.ListAndCount(ctx, st.pool, "sessions", scanSession,
+		`SELECT `+sessionCols+` FROM audience_sessions WHERE `+where+`
 		AND ($6::timestamptz IS NULL OR (session_started_at, id) < ($6, $7::text))
-		ORDER BY session_started_at DESC, id DESC LIMIT $8`,
-		tenantID, pageID, audience, f.Start, f.End, afterAt, afterID, limit)
-	b.Queue(`SELECT count(*) FROM audience_sessions WHERE `+where, tenantID, pageID, audience, f.Start, f.End)
-	br := st.pool.SendBatch(ctx, b)
-	defer br.Close()
-	rows, err := br.Query()
-	if err != nil {
-		return nil, 0, fmt.Errorf("list sessions: %w", err)
-	}
-	out, err := collectSessions(rows)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list sessions: %w", err)
-	}
-	var total int64
-	if err := br.QueryRow().Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count sessions: %w", err)
-	}
-	return out, total, nil
+		ORDER BY session_started_at DESC, id DESC LIMIT $8`, []any{tenantID, pageID, audience, f.Start, f.End, afterAt, afterID, limit},
+		`SELECT count(*) FROM audience_sessions WHERE `+where, tenantID, pageID, audience, f.Start, f.End)
 }

@@ -51,7 +51,7 @@ func truncPtr(t *time.Time) *time.Time {
 	return &v
 }
 
-// domain maps a decoded request to a session to record (app.Sessions.Record gives it its
+// domain maps a decoded request to a session to record (app.Service.Record gives it its
 // IDs and times). Its request hash is the SHA-256 of the decoded request, so replays
 // compare by content, not by bytes.
 func (in *sessionCreate) domain(tenantID, pageID string) (session.Session, error) {
