@@ -289,10 +289,10 @@ func (s *Store) ListAudiences(ctx context.Context, tenantID, pageID, afterID str
 	return out, total, err
 }
 
-// UpdateAudience locks an audience, lets update change it and stores the result with
+// UpdateAudience locks an audience, lets change alter it and stores the result with
 // its event.
-func (s *Store) UpdateAudience(ctx context.Context, tenantID, pageID, id string, update domain.Update[domain.Audience]) (domain.Audience, error) {
-	return s.updateAudience(ctx, tenantID, pageID, id, update, nil)
+func (s *Store) UpdateAudience(ctx context.Context, tenantID, pageID, id string, change domain.Change[domain.Audience]) (domain.Audience, error) {
+	return s.updateAudience(ctx, tenantID, pageID, id, change, nil)
 }
 
 // ArchiveAudience updates an audience by archive and, when that changed it, cancels its
@@ -300,12 +300,12 @@ func (s *Store) UpdateAudience(ctx context.Context, tenantID, pageID, id string,
 // the audience again. A version a worker is claiming right now is skipped, not waited
 // for (the claim locks the version, then the audience: waiting here would deadlock); its
 // finish sees the archived audience and cancels it.
-func (s *Store) ArchiveAudience(ctx context.Context, tenantID, pageID, id string, archive domain.Update[domain.Audience],
+func (s *Store) ArchiveAudience(ctx context.Context, tenantID, pageID, id string, archive domain.Change[domain.Audience],
 	cancelled func(v *domain.Version) domain.Event) (domain.Audience, error) {
 	return s.updateAudience(ctx, tenantID, pageID, id, archive, cancelled)
 }
 
-func (s *Store) updateAudience(ctx context.Context, tenantID, pageID, id string, update domain.Update[domain.Audience],
+func (s *Store) updateAudience(ctx context.Context, tenantID, pageID, id string, change domain.Change[domain.Audience],
 	cancelled func(v *domain.Version) domain.Event) (domain.Audience, error) {
 	var out domain.Audience
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
@@ -314,11 +314,11 @@ func (s *Store) updateAudience(ctx context.Context, tenantID, pageID, id string,
 			return err
 		}
 		out = a
-		evt, changed, err := update(&a)
+		evt, changed, err := change(&a)
 		if err != nil || !changed {
 			return err
 		}
-		// The row written is the one locked: update changes the audience, never which it is.
+		// The row written is the one locked: change alters the audience, never which it is.
 		a.ID, a.TenantID, a.PageID = id, tenantID, pageID
 		if err := saveAudience(ctx, tx, &a); err != nil {
 			return err

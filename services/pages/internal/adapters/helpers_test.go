@@ -113,7 +113,7 @@ func newAudience(tenantID, pageID string, now time.Time) (domain.Audience, domai
 
 // update is the update callback the app's use cases make of fn: it announces nothing
 // and always stores.
-func update[T any](fn func(*T) error) domain.Update[T] {
+func update[T any](fn func(*T) error) domain.Change[T] {
 	return func(cur *T) (domain.Event, bool, error) { return domain.Event{}, true, fn(cur) }
 }
 

@@ -12,24 +12,24 @@ import (
 
 const changeCols = "id, message_id, field, previous_value, new_value, applied_version_id IS NOT NULL, created_at"
 
-func scanChange(r pgx.Row) (domain.Change, error) {
-	var c domain.Change
+func scanChange(r pgx.Row) (domain.ContextChange, error) {
+	var c domain.ContextChange
 	err := r.Scan(&c.ID, &c.MessageID, &c.Field, &c.PreviousValue, &c.NewValue, &c.Applied, &c.CreatedAt)
 	return c, err
 }
 
-func collectChanges(rows pgx.Rows, err error) ([]domain.Change, error) {
+func collectChanges(rows pgx.Rows, err error) ([]domain.ContextChange, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load changes: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Change, error) { return scanChange(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.ContextChange, error) { return scanChange(r) })
 	if err != nil {
 		return nil, fmt.Errorf("load changes: %w", err)
 	}
 	return out, nil
 }
 
-func pendingChanges(ctx context.Context, q Querier, tenantID, audienceID string) ([]domain.Change, error) {
+func pendingChanges(ctx context.Context, q Querier, tenantID, audienceID string) ([]domain.ContextChange, error) {
 	return collectChanges(q.Query(ctx, "SELECT "+changeCols+` FROM audience_changes
 		WHERE tenant_id = $1 AND audience_id = $2 AND applied_version_id IS NULL ORDER BY id`, tenantID, audienceID))
 }
@@ -111,9 +111,9 @@ func (s *Store) Messages(ctx context.Context, tenantID, pageID, audienceID strin
 		index := make(map[string]int, len(out.Messages))
 		for i := range out.Messages {
 			index[out.Messages[i].ID] = i
-			out.Messages[i].Changes = []domain.Change{}
+			out.Messages[i].Changes = []domain.ContextChange{}
 		}
-		out.PendingChanges = []domain.Change{}
+		out.PendingChanges = []domain.ContextChange{}
 		for _, c := range changes {
 			if i, ok := index[c.MessageID]; ok {
 				out.Messages[i].Changes = append(out.Messages[i].Changes, c)

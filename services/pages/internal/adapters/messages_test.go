@@ -21,9 +21,9 @@ type proposal struct {
 func (f *fixture) newMessage(a domain.Audience, content string, proposals ...proposal) domain.Message {
 	now := f.tick(time.Second)
 	m := domain.Message{ID: ids.New("message"), AudienceID: a.ID, Content: content, CreatedAt: now,
-		Changes: make([]domain.Change, len(proposals))}
+		Changes: make([]domain.ContextChange, len(proposals))}
 	for i, p := range proposals {
-		m.Changes[i] = domain.Change{ID: ids.New("change"), MessageID: m.ID, Field: p.Field, NewValue: p.Value, CreatedAt: now}
+		m.Changes[i] = domain.ContextChange{ID: ids.New("change"), MessageID: m.ID, Field: p.Field, NewValue: p.Value, CreatedAt: now}
 	}
 	return m
 }
@@ -49,7 +49,7 @@ func (f *fixture) messages(a domain.Audience) domain.Messages {
 }
 
 // changeIDs lists the IDs of changes.
-func changeIDs(cs []domain.Change) []string {
+func changeIDs(cs []domain.ContextChange) []string {
 	out := make([]string, len(cs))
 	for i, c := range cs {
 		out[i] = c.ID
@@ -128,7 +128,7 @@ func TestChangesTakeTheirPreviousValueFromThePendingChangeOrTheContext(t *testin
 
 	cases := []struct {
 		rule   string
-		change domain.Change
+		change domain.ContextChange
 		want   string
 	}{
 		{"a field without pending change starts from the audience's value", first.Changes[0], "old context"},
@@ -145,7 +145,7 @@ func TestChangesTakeTheirPreviousValueFromThePendingChangeOrTheContext(t *testin
 	}
 
 	stored := f.messages(a)
-	byID := map[string]domain.Change{}
+	byID := map[string]domain.ContextChange{}
 	for _, m := range stored.Messages {
 		for _, c := range m.Changes {
 			byID[c.ID] = c

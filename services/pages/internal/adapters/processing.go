@@ -141,7 +141,7 @@ func (s *Store) Finish(ctx context.Context, c domain.Claim, now time.Time) (doma
 			versions, err = collectVersions(r)
 			return wrapErr(err, "load versions")
 		})
-		var pending []domain.Change
+		var pending []domain.ContextChange
 		b.Queue("SELECT "+changeCols+` FROM audience_changes
 			WHERE tenant_id = $1 AND audience_id = $2 AND applied_version_id IS NULL ORDER BY id`, c.TenantID, c.AudienceID).
 			Query(func(r pgx.Rows) error {

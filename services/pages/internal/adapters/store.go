@@ -186,9 +186,9 @@ func ListAndCount[T any](ctx context.Context, pool *pgxpool.Pool, what string, s
 	return out, total, nil
 }
 
-// UpdatePage locks a page, lets update change it and stores the result with its event. A
+// UpdatePage locks a page, lets change alter it and stores the result with its event. A
 // deleted page is found only when withDeleted is set (restore).
-func (s *Store) UpdatePage(ctx context.Context, tenantID, id string, withDeleted bool, update domain.Update[domain.Page]) (domain.Page, error) {
+func (s *Store) UpdatePage(ctx context.Context, tenantID, id string, withDeleted bool, change domain.Change[domain.Page]) (domain.Page, error) {
 	var out domain.Page
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		p, err := scanPage(tx.QueryRow(ctx, "SELECT "+pageCols+" FROM pages WHERE tenant_id = $1 AND id = $2 FOR UPDATE", tenantID, id))
@@ -198,12 +198,12 @@ func (s *Store) UpdatePage(ctx context.Context, tenantID, id string, withDeleted
 		if err != nil {
 			return fmt.Errorf("load page: %w", err)
 		}
-		evt, changed, err := update(&p)
+		evt, changed, err := change(&p)
 		if err != nil || !changed {
 			out = p
 			return err
 		}
-		// The row written is the one locked: update changes the page, never which it is.
+		// The row written is the one locked: change alters the page, never which it is.
 		p.ID, p.TenantID = id, tenantID
 		args, err := pageArgs(p)
 		if err != nil {

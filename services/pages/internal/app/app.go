@@ -154,9 +154,9 @@ type NewChange struct {
 func (s *Service) AddMessage(ctx context.Context, tenantID, pageID, audienceID, content string, changes []NewChange) (domain.Message, error) {
 	now := s.Clock.Now()
 	m := domain.Message{ID: ids.New("message"), AudienceID: audienceID, Content: content, CreatedAt: now,
-		Changes: make([]domain.Change, len(changes))}
+		Changes: make([]domain.ContextChange, len(changes))}
 	for i, c := range changes {
-		m.Changes[i] = domain.Change{ID: ids.New("change"), MessageID: m.ID, Field: c.Field, NewValue: c.NewValue, CreatedAt: now}
+		m.Changes[i] = domain.ContextChange{ID: ids.New("change"), MessageID: m.ID, Field: c.Field, NewValue: c.NewValue, CreatedAt: now}
 	}
 	return s.Store.AddMessage(ctx, tenantID, pageID, m, ids.New("conversation"))
 }

@@ -214,8 +214,8 @@ func (c Context) Value(field string) string {
 	return ""
 }
 
-// Change is a proposed new value of a context field.
-type Change struct {
+// ContextChange is a proposed new value of a context field (a message's change).
+type ContextChange struct {
 	ID            string
 	MessageID     string
 	Field         string
@@ -276,7 +276,7 @@ func CheckChange(field, value string) string {
 }
 
 // ApplyChange sets the audience field a change names.
-func (a *Audience) ApplyChange(c Change) {
+func (a *Audience) ApplyChange(c ContextChange) {
 	v := c.NewValue
 	if c.Field == FieldSupplementaryContext {
 		if v == "" {
@@ -308,7 +308,7 @@ type Message struct {
 	Content       string
 	HasSnapshot   bool
 	IsInterrupted bool
-	Changes       []Change
+	Changes       []ContextChange
 	CreatedAt     time.Time
 }
 
@@ -337,7 +337,7 @@ type Messages struct {
 	// Omitted counts the older messages left out.
 	Omitted        int
 	Context        Context
-	PendingChanges []Change
+	PendingChanges []ContextChange
 }
 
 // Snap builds the snapshot of a after its pending changes were applied.

@@ -41,10 +41,10 @@ type VersionPublished struct {
 // events are about its audience, so an audience's events stay in order.
 type Event = events.Announcement
 
-// Update changes a loaded record in place (a repository's read-modify-write update; the
-// callback other services call Change, a name pages' message changes hold) and returns the event that announces the change (the zero Event: none), whether anything
+// Change changes a loaded record in place (a repository's read-modify-write update) and
+// returns the event that announces the change (the zero Event: none), whether anything
 // changed (when not, nothing is stored or announced) and an error that aborts the update.
-type Update[T any] func(cur *T) (Event, bool, error)
+type Change[T any] func(cur *T) (Event, bool, error)
 
 // VersionCreatedEvent announces a new version (page.version.created).
 func VersionCreatedEvent(v *Version) Event {

@@ -49,7 +49,7 @@ func GiveUp(v Version, now time.Time) (Version, []Event, bool) {
 // published version obsolete) or left as a draft; the audience takes the version's
 // status if it is still its latest. It announces page.version.processed, and
 // page.version.published when published.
-func Complete(v Version, a Audience, pageTitle, pageContext string, pending []Change, now time.Time) Completion {
+func Complete(v Version, a Audience, pageTitle, pageContext string, pending []ContextChange, now time.Time) Completion {
 	if a.ArchivedAt != nil {
 		v.Status, v.CancelledAt = StatusCancelled, &now
 		return Completion{Version: v, Events: []Event{VersionProcessedEvent(&v, now)}}

@@ -12,16 +12,16 @@ type Repository interface {
 	GetPage(ctx context.Context, tenantID, id string) (Page, error)
 	ListPages(ctx context.Context, tenantID, afterID string, limit int) ([]Page, int64, error)
 	// UpdatePage updates a page; a deleted one is found only withDeleted (restore).
-	UpdatePage(ctx context.Context, tenantID, id string, withDeleted bool, update Update[Page]) (Page, error)
+	UpdatePage(ctx context.Context, tenantID, id string, withDeleted bool, change Change[Page]) (Page, error)
 	// CreateAudience stores an audience (its ComputedName from AudienceName) with its first
 	// version, which evt announces.
 	CreateAudience(ctx context.Context, a Audience, v Version, evt Event) (Audience, error)
 	GetAudience(ctx context.Context, tenantID, pageID, id string) (Audience, error)
 	ListAudiences(ctx context.Context, tenantID, pageID, afterID string, limit int) ([]Audience, int64, error)
-	UpdateAudience(ctx context.Context, tenantID, pageID, id string, update Update[Audience]) (Audience, error)
+	UpdateAudience(ctx context.Context, tenantID, pageID, id string, change Change[Audience]) (Audience, error)
 	// ArchiveAudience updates an audience by archive and, when that changed it, cancels
 	// its queued versions at its ArchivedAt, each announced by cancelled.
-	ArchiveAudience(ctx context.Context, tenantID, pageID, id string, archive Update[Audience],
+	ArchiveAudience(ctx context.Context, tenantID, pageID, id string, archive Change[Audience],
 		cancelled func(v *Version) Event) (Audience, error)
 	// CreateVersion queues v, which evt announces; a used operation key returns the
 	// key's version, created false and nothing announced.

@@ -339,7 +339,7 @@ type changeView struct {
 	NewValue      string `json:"newValue"`
 }
 
-func viewChanges(cs []domain.Change) []changeView {
+func viewChanges(cs []domain.ContextChange) []changeView {
 	out := make([]changeView, len(cs))
 	for i, c := range cs {
 		out[i] = changeView{ChangeID: c.ID, Field: c.Field, PreviousValue: c.PreviousValue, NewValue: c.NewValue}
