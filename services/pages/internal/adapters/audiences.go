@@ -392,9 +392,10 @@ func (s *Store) cancelQueued(ctx context.Context, tx pgx.Tx, tenantID, audienceI
 }
 
 // CreateVersion queues a new version of an audience, which evt announces. With an
-// operation key already used for the audience it returns that version and created false; the audience row lock
-// serialises concurrent requests, and a unique index backs it. An archived audience
-// (ErrAudienceArchived) or page (ErrPageArchived) takes no new version.
+// operation key already used for the audience it returns that version and created
+// false; the audience row lock serialises concurrent requests, and a unique index backs
+// it. An archived audience (ErrAudienceArchived) or page (ErrPageArchived) takes no new
+// version.
 func (s *Store) CreateVersion(ctx context.Context, v domain.Version, evt domain.Event) (domain.Version, bool, error) {
 	var out domain.Version
 	created := false

@@ -69,9 +69,9 @@ func collectSessions(rows pgx.Rows) ([]session.Session, error) {
 }
 
 // Record stores a new session, pending computation, and the event it announces (none
-// when zero), in one transaction. A session whose analyticsSessionId the page already has is a replay: with
-// the same request hash the stored session is returned (replayed true) and nothing is
-// announced, with another it is session.ErrReplayConflict.
+// when zero), in one transaction. A session whose analyticsSessionId the page already
+// has is a replay: with the same request hash the stored session is returned (replayed
+// true) and nothing is announced, with another it is session.ErrReplayConflict.
 func (st *Store) Record(ctx context.Context, s session.Session, evt domain.Event) (out session.Session, replayed bool, err error) {
 	err = postgres.InTx(ctx, st.pool, func(tx pgx.Tx) error {
 		if err := adapters.CheckPage(ctx, tx, s.TenantID, s.PageID); err != nil {

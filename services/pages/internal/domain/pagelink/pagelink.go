@@ -16,8 +16,8 @@ const (
 	TargetPageRouting = "page_routing"
 )
 
-// Errors of the page links (a missing target is domain.ErrPageNotFound or domain.ErrAudienceNotFound,
-// as everywhere in the service).
+// Errors of the page links (a missing target is domain.ErrPageNotFound or
+// domain.ErrAudienceNotFound, as everywhere in the service).
 var (
 	ErrNotFound  = errors.New("page link not found")
 	ErrPathTaken = errors.New("path already linked on this domain")

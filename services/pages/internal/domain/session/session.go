@@ -120,10 +120,9 @@ func ParseAfter(keys []string) (*After, error) {
 // only to check that they exist (domain.ErrPageNotFound, domain.ErrAudienceNotFound).
 type Repository interface {
 	// Record stores a new session with the event it announces (none when zero), in one
-	// transaction. A
-	// session whose analyticsSessionId the page already has is a replay: with the same
-	// request hash the stored session is returned (replayed true) and nothing is
-	// announced, with another it is ErrReplayConflict.
+	// transaction. A session whose analyticsSessionId the page already has is a replay:
+	// with the same request hash the stored session is returned (replayed true) and
+	// nothing is announced, with another it is ErrReplayConflict.
 	Record(ctx context.Context, s Session, evt domain.Event) (out Session, replayed bool, err error)
 	// Get returns a session of a visible page (ErrNotFound).
 	Get(ctx context.Context, tenantID, pageID, id string) (Session, error)
