@@ -9,13 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/services/pages/internal/domain"
 )
-
-// WorkChannel is the NOTIFY channel that wakes the processing workers.
-const WorkChannel = "pages_versions"
 
 const audienceCols = `a.id, a.tenant_id, a.page_id, a.computed_name, a.custom_name, a.status, a.flags, a.is_new_page_agent,
 	a.person_id, a.person_route_key, a.action_form_id_override, a.action_form_instructions_override,
@@ -128,28 +124,17 @@ func withVersions(a audienceRow, byID map[string]*domain.Version) domain.Audienc
 	return out
 }
 
-// emit writes one pages event to the outbox, keyed by the audience so that the events
-// of one audience stay in order on one partition.
-func (s *Store) emit(ctx context.Context, tx pgx.Tx, tenantID, typ, audienceID string, payload any) error {
-	return s.out.Emit(ctx, tx, events.TopicPages, tenantID, typ, audienceID, payload)
-}
-
 // queueVersion queues, in b, the statements that store a queued version: its row, the
-// audience's pointer to it, its page.version.created event and the wake-up of the
-// workers (sent at commit). They go out in one round trip; on an error nothing is queued
-// and b must not be sent.
-func (s *Store) queueVersion(ctx context.Context, b *pgx.Batch, v domain.Version) error {
-	e, err := events.New(v.TenantID, events.TypePageVersionCreated, v.AudienceID, domain.NewVersionCreated(&v))
-	if err != nil {
-		return err
-	}
+// audience's pointer to it, its event and the wake-up of the workers (sent at commit).
+// They go out in one round trip; on an error b must not be sent.
+func (s *Store) queueVersion(ctx context.Context, b *pgx.Batch, v domain.Version, evt domain.Event) error {
 	b.Queue("INSERT INTO audience_versions ("+versionCols+`) VALUES
 		($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULL, NULL, 0, $11, $12, NULL, NULL, NULL, NULL, NULL, NULL)`,
 		v.ID, v.TenantID, v.PageID, v.AudienceID, v.VersionNumber, v.Status, v.IsNewPageAgent, v.SupplementaryContext,
 		v.OperationKey, v.PublishOnComplete, v.CreatedAt, v.QueuedAt)
 	b.Queue(`UPDATE audiences SET latest_version_id = $3, status = CASE WHEN archived_at IS NULL THEN $4 ELSE status END
 		WHERE tenant_id = $1 AND id = $2`, v.TenantID, v.AudienceID, v.ID, v.Status)
-	if err := s.out.Queue(ctx, b, events.TopicPages, e); err != nil {
+	if err := s.queueEvents(ctx, b, v.TenantID, evt); err != nil {
 		return err
 	}
 	b.Queue("SELECT pg_notify($1, '')", WorkChannel)
@@ -162,9 +147,8 @@ func sendWrites(ctx context.Context, tx pgx.Tx, b *pgx.Batch, what string) error
 }
 
 // CreateAudience stores a new audience under a visible, unarchived page with its first
-// version, and counts it on the page. name makes the computed name from the audience's
-// ordinal on the page.
-func (s *Store) CreateAudience(ctx context.Context, a domain.Audience, v domain.Version, name func(n int64) string) (domain.Audience, error) {
+// version, which evt announces, and counts it on the page.
+func (s *Store) CreateAudience(ctx context.Context, a domain.Audience, v domain.Version, evt domain.Event) (domain.Audience, error) {
 	var out domain.Audience
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var status string
@@ -182,7 +166,7 @@ func (s *Store) CreateAudience(ctx context.Context, a domain.Audience, v domain.
 		if status == domain.PageArchived {
 			return domain.ErrPageArchived
 		}
-		a.ComputedName = name(count + 1)
+		a.ComputedName = domain.AudienceName(count + 1)
 		override, err := jsonb(a.MetadataOverride)
 		if err != nil {
 			return err
@@ -197,7 +181,7 @@ func (s *Store) CreateAudience(ctx context.Context, a domain.Audience, v domain.
 			a.SupplementaryContext, override, a.PublishBehavior, a.CreatedAt, a.UpdatedAt)
 		b.Queue("UPDATE pages SET audiences_count = audiences_count + 1 WHERE tenant_id = $1 AND id = $2",
 			a.TenantID, a.PageID)
-		if err := s.queueVersion(ctx, b, v); err != nil {
+		if err := s.queueVersion(ctx, b, v, evt); err != nil {
 			return err
 		}
 		if err := sendWrites(ctx, tx, b, "store audience"); err != nil {
@@ -305,24 +289,49 @@ func (s *Store) ListAudiences(ctx context.Context, tenantID, pageID, afterID str
 	return out, total, err
 }
 
-// UpdateAudience locks an audience, lets fn change it and stores the result.
-func (s *Store) UpdateAudience(ctx context.Context, tenantID, pageID, id string, fn func(*domain.Audience) error) (domain.Audience, error) {
+// UpdateAudience locks an audience, lets change alter it and stores the result with
+// its event.
+func (s *Store) UpdateAudience(ctx context.Context, tenantID, pageID, id string, change domain.Change[domain.Audience]) (domain.Audience, error) {
+	return s.updateAudience(ctx, tenantID, pageID, id, change, nil)
+}
+
+// ArchiveAudience updates an audience by archive and, when that changed it, cancels its
+// queued versions at its ArchivedAt, each with the event cancelled chooses, and reads
+// the audience again. A version a worker is claiming right now is skipped, not waited
+// for (the claim locks the version, then the audience: waiting here would deadlock); its
+// finish sees the archived audience and cancels it.
+func (s *Store) ArchiveAudience(ctx context.Context, tenantID, pageID, id string, archive domain.Change[domain.Audience],
+	cancelled func(v *domain.Version) domain.Event) (domain.Audience, error) {
+	return s.updateAudience(ctx, tenantID, pageID, id, archive, cancelled)
+}
+
+func (s *Store) updateAudience(ctx context.Context, tenantID, pageID, id string, change domain.Change[domain.Audience],
+	cancelled func(v *domain.Version) domain.Event) (domain.Audience, error) {
 	var out domain.Audience
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		a, err := s.getAudience(ctx, tx, tenantID, pageID, id, " FOR UPDATE OF a")
 		if err != nil {
 			return err
 		}
-		if err := fn(&a); err != nil {
+		out = a
+		evt, changed, err := change(&a)
+		if err != nil || !changed {
 			return err
 		}
-		// The row written is the one locked: fn changes the audience, never which one it is.
+		// The row written is the one locked: change alters the audience, never which it is.
 		a.ID, a.TenantID, a.PageID = id, tenantID, pageID
 		if err := saveAudience(ctx, tx, &a); err != nil {
 			return err
 		}
 		out = a
-		return nil
+		if err := AddEvents(ctx, s.out, tx, tenantID, evt); err != nil || cancelled == nil {
+			return err
+		}
+		if err := s.cancelQueued(ctx, tx, tenantID, id, *a.ArchivedAt, cancelled); err != nil {
+			return err
+		}
+		out, err = s.getAudience(ctx, tx, tenantID, pageID, id, "")
+		return err
 	})
 	return out, err
 }
@@ -358,12 +367,10 @@ func queueSaveAudience(b *pgx.Batch, a *domain.Audience) error {
 	return nil
 }
 
-// cancelQueued cancels the audience's versions that have not started processing, each
-// with its page.version.processed event (status cancelled), so every created version
-// reaches a final event. A version a worker is claiming right now is skipped, not waited
-// for (the claim locks the version, then the audience: waiting here would deadlock); its
-// finish sees the archived audience and cancels it, with the same event.
-func (s *Store) cancelQueued(ctx context.Context, tx pgx.Tx, tenantID, audienceID string, now time.Time) error {
+// cancelQueued cancels the audience's versions that have not started processing, in
+// version order, each announced by cancelled.
+func (s *Store) cancelQueued(ctx context.Context, tx pgx.Tx, tenantID, audienceID string, now time.Time,
+	cancelled func(v *domain.Version) domain.Event) error {
 	rows, err := tx.Query(ctx, `UPDATE audience_versions SET status = 'cancelled', cancelled_at = $3
 		WHERE tenant_id = $1 AND id IN (SELECT id FROM audience_versions
 			WHERE tenant_id = $1 AND audience_id = $2 AND status = 'queued' FOR UPDATE SKIP LOCKED)
@@ -371,52 +378,25 @@ func (s *Store) cancelQueued(ctx context.Context, tx pgx.Tx, tenantID, audienceI
 	if err != nil {
 		return fmt.Errorf("cancel queued versions: %w", err)
 	}
-	cancelled, err := collectVersions(rows)
+	vs, err := collectVersions(rows)
 	if err != nil {
 		return fmt.Errorf("cancel queued versions: %w", err)
 	}
 	// In version order, as the worker would have finished them.
-	sort.Slice(cancelled, func(i, j int) bool { return cancelled[i].VersionNumber < cancelled[j].VersionNumber })
-	for i := range cancelled {
-		v := &cancelled[i]
-		if err := s.emit(ctx, tx, tenantID, events.TypePageVersionProcessed, audienceID, domain.NewVersionProcessed(v, now)); err != nil {
-			return err
-		}
+	sort.Slice(vs, func(i, j int) bool { return vs[i].VersionNumber < vs[j].VersionNumber })
+	evts := make([]domain.Event, len(vs))
+	for i := range vs {
+		evts[i] = cancelled(&vs[i])
 	}
-	return nil
+	return AddEvents(ctx, s.out, tx, tenantID, evts...)
 }
 
-// ArchiveAudience archives an audience and cancels its queued versions (idempotent).
-func (s *Store) ArchiveAudience(ctx context.Context, tenantID, pageID, id string, now time.Time) (domain.Audience, error) {
-	var out domain.Audience
-	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		a, err := s.getAudience(ctx, tx, tenantID, pageID, id, " FOR UPDATE OF a")
-		if err != nil {
-			return err
-		}
-		if a.ArchivedAt == nil {
-			a.Status, a.ArchivedAt, a.UpdatedAt = domain.StatusArchived, &now, now
-			if err := saveAudience(ctx, tx, &a); err != nil {
-				return err
-			}
-			if err := s.cancelQueued(ctx, tx, tenantID, id, now); err != nil {
-				return err
-			}
-			if a, err = s.getAudience(ctx, tx, tenantID, pageID, id, ""); err != nil {
-				return err
-			}
-		}
-		out = a
-		return nil
-	})
-	return out, err
-}
-
-// CreateVersion queues a new version of an audience. With an operation key already used
-// for the audience it returns that version and created false; the audience row lock
-// serialises concurrent requests, and a unique index backs it. An archived audience
-// (ErrAudienceArchived) or page (ErrPageArchived) takes no new version.
-func (s *Store) CreateVersion(ctx context.Context, v domain.Version) (domain.Version, bool, error) {
+// CreateVersion queues a new version of an audience, which evt announces. With an
+// operation key already used for the audience it returns that version and created
+// false; the audience row lock serialises concurrent requests, and a unique index backs
+// it. An archived audience (ErrAudienceArchived) or page (ErrPageArchived) takes no new
+// version.
+func (s *Store) CreateVersion(ctx context.Context, v domain.Version, evt domain.Event) (domain.Version, bool, error) {
 	var out domain.Version
 	created := false
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
@@ -463,7 +443,7 @@ func (s *Store) CreateVersion(ctx context.Context, v domain.Version) (domain.Ver
 		v.SupplementaryContext = a.supplementaryContext
 		v.IsNewPageAgent = a.isNewPageAgent
 		b = &pgx.Batch{}
-		if err := s.queueVersion(ctx, b, v); err != nil {
+		if err := s.queueVersion(ctx, b, v, evt); err != nil {
 			return err
 		}
 		if err := sendWrites(ctx, tx, b, "store version"); err != nil {

@@ -24,7 +24,7 @@ func TestCreateAudienceStoresItWithItsFirstQueuedVersion(t *testing.T) {
 	a, v := newAudience(tenantA, p.ID, f.tick(time.Second))
 	a.CustomName, a.SupplementaryContext = ptr("VIPs"), ptr("they like blue")
 	a.MetadataOverride = &domain.Metadata{Description: ptr("for VIPs")}
-	created, err := f.store.CreateAudience(f.ctx, a, v, audienceName)
+	created, err := storeAudience(f.store, f.ctx, a, v)
 	if err != nil {
 		t.Fatalf("create audience: %v", err)
 	}
@@ -68,7 +68,7 @@ func TestAudiencesAreNamedByTheirOrdinalOnThePage(t *testing.T) {
 	first := f.createAudience(tenantA, p.ID)
 	second := f.createAudience(tenantA, p.ID)
 	onOther := f.createAudience(tenantA, other.ID)
-	if _, err := f.store.ArchiveAudience(f.ctx, tenantA, p.ID, second.ID, f.tick(time.Second)); err != nil {
+	if _, err := archiveAudience(f.store, f.ctx, tenantA, p.ID, second.ID, f.tick(time.Second)); err != nil {
 		t.Fatalf("archive audience: %v", err)
 	}
 	third := f.createAudience(tenantA, p.ID)
@@ -108,7 +108,7 @@ func TestCreateAudienceRefusesAPageItCannotUse(t *testing.T) {
 		{"an audience of tenant A on tenant B's page", ofB.ID, domain.ErrPageNotFound},
 	} {
 		a, v := newAudience(tenantA, c.pageID, f.tick(time.Second))
-		_, err := f.store.CreateAudience(f.ctx, a, v, audienceName)
+		_, err := storeAudience(f.store, f.ctx, a, v)
 		wantErr(t, err, c.want, c.rule)
 		if n := f.count("SELECT count(*) FROM audiences"); n != 0 {
 			t.Errorf("%s: a refused audience must not be stored: %d audiences", c.rule, n)
@@ -153,7 +153,7 @@ func TestCreateAudienceStoresNothingWhenItsEventCannotBeWritten(t *testing.T) {
 	p := f.createPage(tenantA)
 	store := adapters.NewStore(f.pool, outbox.Writer{MaxMessageBytes: 64}) // every event is too large
 	a, v := newAudience(tenantA, p.ID, f.tick(time.Second))
-	_, err := store.CreateAudience(f.ctx, a, v, audienceName)
+	_, err := storeAudience(store, f.ctx, a, v)
 	wantErr(t, err, events.ErrTooLarge, "an audience whose event the outbox refuses")
 	if n := f.count("SELECT count(*) FROM audiences") + f.count("SELECT count(*) FROM audience_versions"); n != 0 {
 		t.Errorf("the audience and its version must not be stored without their event: %d rows", n)
@@ -182,19 +182,19 @@ func TestAudiencesOfOneTenantAreInvisibleToAnother(t *testing.T) {
 		_, err := f.store.GetAudience(f.ctx, tenantB, c.pageID, audA.ID)
 		wantErr(t, err, c.want, "tenant B read tenant A's audience "+c.where)
 
-		_, err = f.store.UpdateAudience(f.ctx, tenantB, c.pageID, audA.ID, func(a *domain.Audience) error {
+		_, err = f.store.UpdateAudience(f.ctx, tenantB, c.pageID, audA.ID, update(func(a *domain.Audience) error {
 			t.Errorf("tenant B's update was handed tenant A's audience %s", c.where)
 			a.CustomName = ptr("taken over")
 			return nil
-		})
+		}))
 		wantErr(t, err, c.want, "tenant B updated tenant A's audience "+c.where)
 
-		_, err = f.store.ArchiveAudience(f.ctx, tenantB, c.pageID, audA.ID, f.tick(time.Second))
+		_, err = archiveAudience(f.store, f.ctx, tenantB, c.pageID, audA.ID, f.tick(time.Second))
 		wantErr(t, err, c.want, "tenant B archived tenant A's audience "+c.where)
 
 		v := f.newVersion(audA, nil)
 		v.TenantID, v.PageID = tenantB, c.pageID
-		_, _, err = f.store.CreateVersion(f.ctx, v)
+		_, _, err = storeVersion(f.store, f.ctx, v)
 		wantErr(t, err, c.want, "tenant B queued a version of tenant A's audience "+c.where)
 
 		_, _, err = f.store.ListVersions(f.ctx, tenantB, c.pageID, audA.ID, 0, 10)
@@ -232,7 +232,7 @@ func TestOneAudienceIDInTwoTenantsIsTwoAudiences(t *testing.T) {
 	pageB := f.createPage(tenantB, func(p *domain.Page) { p.ID = pageA.ID })
 	a, v := newAudience(tenantB, pageB.ID, f.tick(time.Second))
 	a.ID, v.AudienceID, v.ID = audA.ID, audA.ID, audA.LatestVersion.ID // even its first version's ID
-	audB, err := f.store.CreateAudience(f.ctx, a, v, audienceName)
+	audB, err := storeAudience(f.store, f.ctx, a, v)
 	if err != nil {
 		t.Fatalf("create tenant B's audience: %v", err)
 	}
@@ -253,24 +253,24 @@ func TestOneAudienceIDInTwoTenantsIsTwoAudiences(t *testing.T) {
 		}
 	}
 	key := ptr("op-shared")
-	if _, _, err := f.store.CreateVersion(f.ctx, f.newVersion(audA, key)); err != nil {
+	if _, _, err := storeVersion(f.store, f.ctx, f.newVersion(audA, key)); err != nil {
 		t.Fatalf("create tenant A's keyed version: %v", err)
 	}
 
-	if _, err := f.store.UpdateAudience(f.ctx, tenantB, pageB.ID, audB.ID, func(a *domain.Audience) error {
+	if _, err := f.store.UpdateAudience(f.ctx, tenantB, pageB.ID, audB.ID, update(func(a *domain.Audience) error {
 		a.CustomName = ptr("B's")
 		return nil
-	}); err != nil {
+	})); err != nil {
 		t.Fatalf("update tenant B's audience: %v", err)
 	}
 	vB := f.createVersion(audB)
 	if vB.VersionNumber != 2 {
 		t.Errorf("tenant B's audience must number its versions apart from tenant A's of the same ID: got number %d, want 2", vB.VersionNumber)
 	}
-	if _, created, err := f.store.CreateVersion(f.ctx, f.newVersion(audB, key)); err != nil || !created {
+	if _, created, err := storeVersion(f.store, f.ctx, f.newVersion(audB, key)); err != nil || !created {
 		t.Errorf("an operation key tenant A used must be new to tenant B's audience of the same ID: created %v, %v", created, err)
 	}
-	if _, err := f.store.ArchiveAudience(f.ctx, tenantB, pageB.ID, audB.ID, f.tick(time.Second)); err != nil {
+	if _, err := archiveAudience(f.store, f.ctx, tenantB, pageB.ID, audB.ID, f.tick(time.Second)); err != nil {
 		t.Fatalf("archive tenant B's audience: %v", err)
 	}
 
@@ -316,16 +316,16 @@ func TestAudienceOfAnotherPageIsNotFound(t *testing.T) {
 
 	_, err := f.store.GetAudience(f.ctx, tenantA, other.ID, a.ID)
 	wantErr(t, err, domain.ErrAudienceNotFound, "reading an audience under a page it does not belong to")
-	_, err = f.store.UpdateAudience(f.ctx, tenantA, other.ID, a.ID, func(*domain.Audience) error {
+	_, err = f.store.UpdateAudience(f.ctx, tenantA, other.ID, a.ID, update(func(*domain.Audience) error {
 		t.Error("an update under the wrong page was handed the audience")
 		return nil
-	})
+	}))
 	wantErr(t, err, domain.ErrAudienceNotFound, "updating an audience under a page it does not belong to")
-	_, err = f.store.ArchiveAudience(f.ctx, tenantA, other.ID, a.ID, f.now)
+	_, err = archiveAudience(f.store, f.ctx, tenantA, other.ID, a.ID, f.now)
 	wantErr(t, err, domain.ErrAudienceNotFound, "archiving an audience under a page it does not belong to")
 	v := f.newVersion(a, nil)
 	v.PageID = other.ID
-	_, _, err = f.store.CreateVersion(f.ctx, v)
+	_, _, err = storeVersion(f.store, f.ctx, v)
 	wantErr(t, err, domain.ErrAudienceNotFound, "queuing a version under a page the audience does not belong to")
 	_, _, err = f.store.ListVersions(f.ctx, tenantA, other.ID, a.ID, 0, 10)
 	wantErr(t, err, domain.ErrAudienceNotFound, "listing versions under a page the audience does not belong to")
@@ -343,7 +343,7 @@ func TestAudienceOfADeletedPageIsGone(t *testing.T) {
 	wantErr(t, err, domain.ErrPageNotFound, "reading an audience of a deleted page")
 	_, _, err = f.store.ListAudiences(f.ctx, tenantA, p.ID, "", 10)
 	wantErr(t, err, domain.ErrPageNotFound, "listing the audiences of a deleted page")
-	_, _, err = f.store.CreateVersion(f.ctx, f.newVersion(a, nil))
+	_, _, err = storeVersion(f.store, f.ctx, f.newVersion(a, nil))
 	wantErr(t, err, domain.ErrPageNotFound, "queuing a version of an audience of a deleted page")
 	_, err = adapters.PageOfAudience(f.ctx, f.pool, tenantA, a.ID, "")
 	wantErr(t, err, domain.ErrAudienceNotFound, "the audience existence check of an audience of a deleted page")
@@ -472,10 +472,10 @@ func TestUpdateAudienceStoresWhatFnChanged(t *testing.T) {
 		SetMetadataOverride: true, MetadataOverride: &domain.Metadata{Title: ptr("Welcome back")},
 		PublishBehavior: ptr(domain.BehaviorDraft),
 	}
-	if _, err := f.store.UpdateAudience(f.ctx, tenantA, p.ID, a.ID, func(a *domain.Audience) error {
+	if _, err := f.store.UpdateAudience(f.ctx, tenantA, p.ID, a.ID, update(func(a *domain.Audience) error {
 		a.Apply(patch, now)
 		return nil
-	}); err != nil {
+	})); err != nil {
 		t.Fatalf("update audience: %v", err)
 	}
 	got := f.getAudience(a)
@@ -510,10 +510,10 @@ func TestUpdateAudienceStoresNothingWhenFnFails(t *testing.T) {
 	p := f.createPage(tenantA)
 	a := f.createAudience(tenantA, p.ID)
 	refused := errors.New("refused")
-	_, err := f.store.UpdateAudience(f.ctx, tenantA, p.ID, a.ID, func(a *domain.Audience) error {
+	_, err := f.store.UpdateAudience(f.ctx, tenantA, p.ID, a.ID, update(func(a *domain.Audience) error {
 		a.CustomName = ptr("half done")
 		return refused
-	})
+	}))
 	wantErr(t, err, refused, "UpdateAudience must return fn's error")
 	if got := f.getAudience(a); got.CustomName != nil {
 		t.Errorf("a failed update must store nothing: got custom name %q", *got.CustomName)
@@ -527,7 +527,7 @@ func TestArchiveAudienceCancelsItsQueuedVersionsOnce(t *testing.T) {
 	second := f.createVersion(a)
 	now := f.tick(time.Second)
 
-	archived, err := f.store.ArchiveAudience(f.ctx, tenantA, p.ID, a.ID, now)
+	archived, err := archiveAudience(f.store, f.ctx, tenantA, p.ID, a.ID, now)
 	if err != nil {
 		t.Fatalf("archive audience: %v", err)
 	}
@@ -556,7 +556,7 @@ func TestArchiveAudienceCancelsItsQueuedVersionsOnce(t *testing.T) {
 		}
 	}
 
-	again, err := f.store.ArchiveAudience(f.ctx, tenantA, p.ID, a.ID, f.tick(time.Hour))
+	again, err := archiveAudience(f.store, f.ctx, tenantA, p.ID, a.ID, f.tick(time.Hour))
 	if err != nil {
 		t.Fatalf("archiving an archived audience must succeed (idempotent): %v", err)
 	}
@@ -576,7 +576,7 @@ func TestCreateVersionNumbersVersionsAndMakesTheNewOneLatest(t *testing.T) {
 	})
 	in := f.newVersion(a, nil)
 	in.IsNewPageAgent = false // the store takes these from the audience, not from the caller
-	v, created, err := f.store.CreateVersion(f.ctx, in)
+	v, created, err := storeVersion(f.store, f.ctx, in)
 	if err != nil || !created {
 		t.Fatalf("create version: created %v, %v", created, err)
 	}
@@ -608,11 +608,11 @@ func TestCreateVersionWithAUsedOperationKeyReturnsTheFirstVersion(t *testing.T) 
 	ofB := f.createAudience(tenantB, pageB.ID)
 	key := ptr("op-1")
 
-	first, created, err := f.store.CreateVersion(f.ctx, f.newVersion(a, key))
+	first, created, err := storeVersion(f.store, f.ctx, f.newVersion(a, key))
 	if err != nil || !created {
 		t.Fatalf("the first use of an operation key must create a version: created %v, %v", created, err)
 	}
-	again, created, err := f.store.CreateVersion(f.ctx, f.newVersion(a, key))
+	again, created, err := storeVersion(f.store, f.ctx, f.newVersion(a, key))
 	if err != nil || created || again.ID != first.ID || again.VersionNumber != first.VersionNumber {
 		t.Errorf("a repeated operation key must return the first version, not created: got %s (created %v), %v; want %s",
 			again.ID, created, err, first.ID)
@@ -631,16 +631,16 @@ func TestCreateVersionWithAUsedOperationKeyReturnsTheFirstVersion(t *testing.T) 
 		{"the same key on another audience of the tenant", other},
 		{"the same key on an audience of another tenant", ofB},
 	} {
-		_, created, err := f.store.CreateVersion(f.ctx, f.newVersion(c.aud, key))
+		_, created, err := storeVersion(f.store, f.ctx, f.newVersion(c.aud, key))
 		if err != nil || !created {
 			t.Errorf("%s must create a version (keys are per audience): created %v, %v", c.rule, created, err)
 		}
 	}
 
-	if _, err := f.store.ArchiveAudience(f.ctx, tenantA, p.ID, a.ID, f.tick(time.Second)); err != nil {
+	if _, err := archiveAudience(f.store, f.ctx, tenantA, p.ID, a.ID, f.tick(time.Second)); err != nil {
 		t.Fatalf("archive audience: %v", err)
 	}
-	replay, created, err := f.store.CreateVersion(f.ctx, f.newVersion(a, key))
+	replay, created, err := storeVersion(f.store, f.ctx, f.newVersion(a, key))
 	if err != nil || created || replay.ID != first.ID {
 		t.Errorf("replaying an operation key after the audience was archived must return the first version: got %s (created %v), %v",
 			replay.ID, created, err)
@@ -668,7 +668,7 @@ func TestConcurrentCreateVersionsWithOneOperationKeyCreateOneVersion(t *testing.
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			v, created, err := f.store.CreateVersion(context.Background(), inputs[i])
+			v, created, err := storeVersion(f.store, context.Background(), inputs[i])
 			results[i] = result{v, created, err}
 		}()
 	}
@@ -694,7 +694,7 @@ func TestCreateVersionRefusesAnArchivedAudienceOrPage(t *testing.T) {
 	f := newFixture(t)
 	p := f.createPage(tenantA)
 	archivedAud := f.createAudience(tenantA, p.ID)
-	if _, err := f.store.ArchiveAudience(f.ctx, tenantA, p.ID, archivedAud.ID, f.tick(time.Second)); err != nil {
+	if _, err := archiveAudience(f.store, f.ctx, tenantA, p.ID, archivedAud.ID, f.tick(time.Second)); err != nil {
 		t.Fatalf("archive audience: %v", err)
 	}
 	archivedPage := f.createPage(tenantA)
@@ -710,7 +710,7 @@ func TestCreateVersionRefusesAnArchivedAudienceOrPage(t *testing.T) {
 		{"a version of an audience of an archived page", onArchivedPage, domain.ErrPageArchived},
 	} {
 		before := f.count("SELECT count(*) FROM audience_versions")
-		_, _, err := f.store.CreateVersion(f.ctx, f.newVersion(c.aud, nil))
+		_, _, err := storeVersion(f.store, f.ctx, f.newVersion(c.aud, nil))
 		wantErr(t, err, c.want, c.rule)
 		if after := f.count("SELECT count(*) FROM audience_versions"); after != before {
 			t.Errorf("%s must not be stored: %d versions before, %d after", c.rule, before, after)
@@ -777,11 +777,11 @@ func TestUpdateAudienceWritesOnlyTheAudienceItWasAskedFor(t *testing.T) {
 		{"an update of an audience must not write another audience of the tenant, whatever fn does", sibling,
 			func(x *domain.Audience) { x.ID = sibling.ID }},
 	} {
-		out, err := f.store.UpdateAudience(f.ctx, tenantA, pageA.ID, a.ID, func(x *domain.Audience) error {
+		out, err := f.store.UpdateAudience(f.ctx, tenantA, pageA.ID, a.ID, update(func(x *domain.Audience) error {
 			c.move(x)
 			x.CustomName = ptr("written by the update of " + a.ID)
 			return nil
-		})
+		}))
 		if err != nil {
 			t.Fatalf("%s: update: %v", c.rule, err)
 		}
@@ -808,12 +808,12 @@ func TestCreatesSendTheirReadsTogetherAndTheirWritesTogether(t *testing.T) {
 		run  func() error
 		want int64
 	}{
-		{"a version", func() error { _, _, err := store.CreateVersion(f.ctx, f.newVersion(a, nil)); return err }, 4},
-		{"a version with an operation key", func() error { _, _, err := store.CreateVersion(f.ctx, f.newVersion(a, &key)); return err }, 4},
-		{"the operation key's version again", func() error { _, _, err := store.CreateVersion(f.ctx, f.newVersion(a, &key)); return err }, 3},
+		{"a version", func() error { _, _, err := storeVersion(store, f.ctx, f.newVersion(a, nil)); return err }, 4},
+		{"a version with an operation key", func() error { _, _, err := storeVersion(store, f.ctx, f.newVersion(a, &key)); return err }, 4},
+		{"the operation key's version again", func() error { _, _, err := storeVersion(store, f.ctx, f.newVersion(a, &key)); return err }, 3},
 		{"an audience with its first version", func() error {
 			na, nv := newAudience(tenantA, p.ID, f.tick(time.Second))
-			_, err := store.CreateAudience(f.ctx, na, nv, audienceName)
+			_, err := storeAudience(store, f.ctx, na, nv)
 			return err
 		}, 4},
 	} {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -81,7 +80,7 @@ func (f *fixture) createPage(tenantID string, opts ...func(*domain.Page)) domain
 // changePage runs fn on a stored page through UpdatePage, as the app's page use cases do.
 func (f *fixture) changePage(p domain.Page, withDeleted bool, fn func(*domain.Page)) domain.Page {
 	f.t.Helper()
-	out, err := f.store.UpdatePage(f.ctx, p.TenantID, p.ID, withDeleted, func(p *domain.Page) error { fn(p); return nil })
+	out, err := f.store.UpdatePage(f.ctx, p.TenantID, p.ID, withDeleted, update(func(p *domain.Page) error { fn(p); return nil }))
 	if err != nil {
 		f.t.Fatalf("update page %s: %v", p.ID, err)
 	}
@@ -112,8 +111,29 @@ func newAudience(tenantID, pageID string, now time.Time) (domain.Audience, domai
 	return a, v
 }
 
-// audienceName is the app's computed name of the nth audience of a page.
-func audienceName(n int64) string { return fmt.Sprintf("Audience %d", n) }
+// update is the update callback the app's use cases make of fn: it announces nothing
+// and always stores.
+func update[T any](fn func(*T) error) domain.Change[T] {
+	return func(cur *T) (domain.Event, bool, error) { return domain.Event{}, true, fn(cur) }
+}
+
+// storeAudience stores an audience with its first version as the app's CreateAudience
+// does, announcing the version.
+func storeAudience(s *adapters.Store, ctx context.Context, a domain.Audience, v domain.Version) (domain.Audience, error) {
+	return s.CreateAudience(ctx, a, v, domain.VersionCreatedEvent(&v))
+}
+
+// storeVersion queues a version as the app's CreateVersion does, announcing it.
+func storeVersion(s *adapters.Store, ctx context.Context, v domain.Version) (domain.Version, bool, error) {
+	return s.CreateVersion(ctx, v, domain.VersionCreatedEvent(&v))
+}
+
+// archiveAudience archives an audience at now as the app's ArchiveAudience does.
+func archiveAudience(s *adapters.Store, ctx context.Context, tenantID, pageID, id string, now time.Time) (domain.Audience, error) {
+	return s.ArchiveAudience(ctx, tenantID, pageID, id,
+		func(a *domain.Audience) (domain.Event, bool, error) { return domain.Event{}, a.Archive(now), nil },
+		func(v *domain.Version) domain.Event { return domain.VersionProcessedEvent(v, now) })
+}
 
 // createAudience stores a new audience (changed first by the options) with its first
 // queued version.
@@ -125,7 +145,7 @@ func (f *fixture) createAudience(tenantID, pageID string, opts ...func(*domain.A
 	}
 	v.TenantID, v.PageID, v.AudienceID = a.TenantID, a.PageID, a.ID
 	v.PublishOnComplete, v.SupplementaryContext = a.PublishBehavior == domain.BehaviorPublish, a.SupplementaryContext
-	out, err := f.store.CreateAudience(f.ctx, a, v, audienceName)
+	out, err := storeAudience(f.store, f.ctx, a, v)
 	if err != nil {
 		f.t.Fatalf("create audience: %v", err)
 	}
@@ -142,7 +162,7 @@ func (f *fixture) newVersion(a domain.Audience, operationKey *string) domain.Ver
 // createVersion queues a new version of the audience.
 func (f *fixture) createVersion(a domain.Audience) domain.Version {
 	f.t.Helper()
-	v, created, err := f.store.CreateVersion(f.ctx, f.newVersion(a, nil))
+	v, created, err := storeVersion(f.store, f.ctx, f.newVersion(a, nil))
 	if err != nil || !created {
 		f.t.Fatalf("create version of %s: created %v, %v", a.ID, created, err)
 	}
@@ -301,7 +321,7 @@ func (f *fixture) reach(t *testing.T) reachable {
 	r.other = f.createPage(tenantA)
 	r.audience = f.createAudience(tenantA, r.page.ID)
 	r.archived = f.createAudience(tenantA, r.page.ID)
-	if _, err := f.store.ArchiveAudience(f.ctx, tenantA, r.page.ID, r.archived.ID, f.tick(time.Second)); err != nil {
+	if _, err := archiveAudience(f.store, f.ctx, tenantA, r.page.ID, r.archived.ID, f.tick(time.Second)); err != nil {
 		t.Fatalf("archive audience: %v", err)
 	}
 	r.gone = f.createPage(tenantA)

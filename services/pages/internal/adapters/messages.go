@@ -12,26 +12,33 @@ import (
 
 const changeCols = "id, message_id, field, previous_value, new_value, applied_version_id IS NOT NULL, created_at"
 
-func scanChange(r pgx.Row) (domain.Change, error) {
-	var c domain.Change
+func scanChange(r pgx.Row) (domain.ContextChange, error) {
+	var c domain.ContextChange
 	err := r.Scan(&c.ID, &c.MessageID, &c.Field, &c.PreviousValue, &c.NewValue, &c.Applied, &c.CreatedAt)
 	return c, err
 }
 
-func collectChanges(rows pgx.Rows, err error) ([]domain.Change, error) {
+func collectChanges(rows pgx.Rows, err error) ([]domain.ContextChange, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load changes: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Change, error) { return scanChange(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.ContextChange, error) { return scanChange(r) })
 	if err != nil {
 		return nil, fmt.Errorf("load changes: %w", err)
 	}
 	return out, nil
 }
 
-func pendingChanges(ctx context.Context, q Querier, tenantID, audienceID string) ([]domain.Change, error) {
+func pendingChanges(ctx context.Context, q Querier, tenantID, audienceID string) ([]domain.ContextChange, error) {
 	return collectChanges(q.Query(ctx, "SELECT "+changeCols+` FROM audience_changes
 		WHERE tenant_id = $1 AND audience_id = $2 AND applied_version_id IS NULL ORDER BY id`, tenantID, audienceID))
+}
+
+// pageContextOf reads the context text of a page.
+func pageContextOf(ctx context.Context, q Querier, tenantID, pageID string) (string, error) {
+	var c string
+	err := q.QueryRow(ctx, "SELECT page_context FROM pages WHERE tenant_id = $1 AND id = $2", tenantID, pageID).Scan(&c)
+	return c, wrapErr(err, "load page context")
 }
 
 // newestMessagesSQL reads an audience's newest messages whose text holds at most $3 bytes
@@ -63,10 +70,9 @@ func (s *Store) Messages(ctx context.Context, tenantID, pageID, audienceID strin
 		if err != nil {
 			return err
 		}
-		var pageContext string
-		if err := tx.QueryRow(ctx, "SELECT page_context FROM pages WHERE tenant_id = $1 AND id = $2", tenantID, pageID).
-			Scan(&pageContext); err != nil {
-			return fmt.Errorf("load page context: %w", err)
+		pageContext, err := pageContextOf(ctx, tx, tenantID, pageID)
+		if err != nil {
+			return err
 		}
 		out.Context = domain.ContextOf(&a, pageContext)
 		var conv domain.Conversation
@@ -105,9 +111,9 @@ func (s *Store) Messages(ctx context.Context, tenantID, pageID, audienceID strin
 		index := make(map[string]int, len(out.Messages))
 		for i := range out.Messages {
 			index[out.Messages[i].ID] = i
-			out.Messages[i].Changes = []domain.Change{}
+			out.Messages[i].Changes = []domain.ContextChange{}
 		}
-		out.PendingChanges = []domain.Change{}
+		out.PendingChanges = []domain.ContextChange{}
 		for _, c := range changes {
 			if i, ok := index[c.MessageID]; ok {
 				out.Messages[i].Changes = append(out.Messages[i].Changes, c)
@@ -122,10 +128,9 @@ func (s *Store) Messages(ctx context.Context, tenantID, pageID, audienceID strin
 }
 
 // AddMessage stores a message of an unarchived audience with its changes, whose previous
-// values are taken from the audience's current context (prev), creating the conversation
-// on the first message.
-func (s *Store) AddMessage(ctx context.Context, tenantID, pageID string, m domain.Message, conversationID string,
-	prev func(a *domain.Audience, pageContext string) domain.Context) (domain.Message, error) {
+// values are taken from the audience's current context (domain.ContextOf), creating the
+// conversation on the first message.
+func (s *Store) AddMessage(ctx context.Context, tenantID, pageID string, m domain.Message, conversationID string) (domain.Message, error) {
 	var out domain.Message
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		a, err := s.getAudience(ctx, tx, tenantID, pageID, m.AudienceID, " FOR UPDATE OF a")
@@ -143,12 +148,11 @@ func (s *Store) AddMessage(ctx context.Context, tenantID, pageID string, m domai
 		if held >= domain.MaxMessagesPerAudience {
 			return domain.ErrTooManyMessages
 		}
-		var pageContext string
-		if err := tx.QueryRow(ctx, "SELECT page_context FROM pages WHERE tenant_id = $1 AND id = $2", tenantID, pageID).
-			Scan(&pageContext); err != nil {
-			return fmt.Errorf("load page context: %w", err)
+		pageContext, err := pageContextOf(ctx, tx, tenantID, pageID)
+		if err != nil {
+			return err
 		}
-		cur := prev(&a, pageContext)
+		cur := domain.ContextOf(&a, pageContext)
 		// A pending change of the same field is the value the next version would show.
 		pending, err := pendingChanges(ctx, tx, tenantID, a.ID)
 		if err != nil {

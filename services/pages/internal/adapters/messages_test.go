@@ -21,9 +21,9 @@ type proposal struct {
 func (f *fixture) newMessage(a domain.Audience, content string, proposals ...proposal) domain.Message {
 	now := f.tick(time.Second)
 	m := domain.Message{ID: ids.New("message"), AudienceID: a.ID, Content: content, CreatedAt: now,
-		Changes: make([]domain.Change, len(proposals))}
+		Changes: make([]domain.ContextChange, len(proposals))}
 	for i, p := range proposals {
-		m.Changes[i] = domain.Change{ID: ids.New("change"), MessageID: m.ID, Field: p.Field, NewValue: p.Value, CreatedAt: now}
+		m.Changes[i] = domain.ContextChange{ID: ids.New("change"), MessageID: m.ID, Field: p.Field, NewValue: p.Value, CreatedAt: now}
 	}
 	return m
 }
@@ -31,7 +31,7 @@ func (f *fixture) newMessage(a domain.Audience, content string, proposals ...pro
 // addMessage stores a message of the audience with its proposed changes.
 func (f *fixture) addMessage(a domain.Audience, content string, proposals ...proposal) domain.Message {
 	f.t.Helper()
-	m, err := f.store.AddMessage(f.ctx, a.TenantID, a.PageID, f.newMessage(a, content, proposals...), ids.New("conversation"), domain.ContextOf)
+	m, err := f.store.AddMessage(f.ctx, a.TenantID, a.PageID, f.newMessage(a, content, proposals...), ids.New("conversation"))
 	if err != nil {
 		f.t.Fatalf("add message: %v", err)
 	}
@@ -49,7 +49,7 @@ func (f *fixture) messages(a domain.Audience) domain.Messages {
 }
 
 // changeIDs lists the IDs of changes.
-func changeIDs(cs []domain.Change) []string {
+func changeIDs(cs []domain.ContextChange) []string {
 	out := make([]string, len(cs))
 	for i, c := range cs {
 		out[i] = c.ID
@@ -80,11 +80,11 @@ func TestFirstMessageStartsTheConversationAndLaterOnesJoinIt(t *testing.T) {
 	p := f.createPage(tenantA)
 	a := f.createAudience(tenantA, p.ID)
 	firstConversation := ids.New("conversation")
-	first, err := f.store.AddMessage(f.ctx, tenantA, p.ID, f.newMessage(a, "hello"), firstConversation, domain.ContextOf)
+	first, err := f.store.AddMessage(f.ctx, tenantA, p.ID, f.newMessage(a, "hello"), firstConversation)
 	if err != nil {
 		t.Fatalf("add the first message: %v", err)
 	}
-	second, err := f.store.AddMessage(f.ctx, tenantA, p.ID, f.newMessage(a, "again"), ids.New("conversation"), domain.ContextOf)
+	second, err := f.store.AddMessage(f.ctx, tenantA, p.ID, f.newMessage(a, "again"), ids.New("conversation"))
 	if err != nil {
 		t.Fatalf("add the second message: %v", err)
 	}
@@ -128,7 +128,7 @@ func TestChangesTakeTheirPreviousValueFromThePendingChangeOrTheContext(t *testin
 
 	cases := []struct {
 		rule   string
-		change domain.Change
+		change domain.ContextChange
 		want   string
 	}{
 		{"a field without pending change starts from the audience's value", first.Changes[0], "old context"},
@@ -145,7 +145,7 @@ func TestChangesTakeTheirPreviousValueFromThePendingChangeOrTheContext(t *testin
 	}
 
 	stored := f.messages(a)
-	byID := map[string]domain.Change{}
+	byID := map[string]domain.ContextChange{}
 	for _, m := range stored.Messages {
 		for _, c := range m.Changes {
 			byID[c.ID] = c
@@ -210,7 +210,7 @@ func TestMessagesOfOneTenantAreInvisibleToAnother(t *testing.T) {
 			t.Errorf("tenant B was handed %d of tenant A's messages %s", len(got.Messages), c.where)
 		}
 		m := f.newMessage(audA, "tenant B's injection", proposal{domain.FieldMetaTitle, "B"})
-		_, err = f.store.AddMessage(f.ctx, tenantB, c.pageID, m, ids.New("conversation"), domain.ContextOf)
+		_, err = f.store.AddMessage(f.ctx, tenantB, c.pageID, m, ids.New("conversation"))
 		wantErr(t, err, c.want, "tenant B added a message to tenant A's audience "+c.where)
 	}
 	if n := f.count("SELECT count(*) FROM audience_messages"); n != 1 {
@@ -248,7 +248,7 @@ func TestMessagesOfAnAudienceOutOfReachAreRefused(t *testing.T) {
 			wantErr(t, err, c.readErr, c.rule+": reading its messages")
 		}
 		_, err = f.store.AddMessage(f.ctx, tenantA, c.pageID, f.newMessage(c.aud, "hello", proposal{domain.FieldMetaTitle, "x"}),
-			ids.New("conversation"), domain.ContextOf)
+			ids.New("conversation"))
 		wantErr(t, err, c.messageErr, c.rule+": adding a message")
 	}
 	if n := f.count("SELECT count(*) FROM audience_messages") + f.count("SELECT count(*) FROM audience_changes") +
@@ -263,7 +263,7 @@ func TestMessageIsStoredWithAllItsChangesOrNotAtAll(t *testing.T) {
 	a := f.createAudience(tenantA, p.ID)
 	m := f.newMessage(a, "two changes, one ID", proposal{domain.FieldMetaTitle, "t"}, proposal{domain.FieldMetaDescription, "d"})
 	m.Changes[1].ID = m.Changes[0].ID // the second change cannot be stored
-	if _, err := f.store.AddMessage(f.ctx, tenantA, p.ID, m, ids.New("conversation"), domain.ContextOf); err == nil {
+	if _, err := f.store.AddMessage(f.ctx, tenantA, p.ID, m, ids.New("conversation")); err == nil {
 		t.Fatal("a message whose change cannot be stored must fail")
 	}
 	if n := f.count("SELECT count(*) FROM audience_messages") + f.count("SELECT count(*) FROM audience_changes") +
@@ -320,7 +320,7 @@ func TestAudienceMessagesAreCapped(t *testing.T) {
 	for i := 0; i < domain.MaxMessagesPerAudience; i++ {
 		f.addMessage(a, "m", proposal{domain.FieldMetaTitle, "t"})
 	}
-	_, err := f.store.AddMessage(f.ctx, a.TenantID, a.PageID, f.newMessage(a, "one too many"), ids.New("conversation"), domain.ContextOf)
+	_, err := f.store.AddMessage(f.ctx, a.TenantID, a.PageID, f.newMessage(a, "one too many"), ids.New("conversation"))
 	if !errors.Is(err, domain.ErrTooManyMessages) {
 		t.Fatalf("message %d of an audience must be refused with ErrTooManyMessages (the cap is %d); got %v",
 			domain.MaxMessagesPerAudience+1, domain.MaxMessagesPerAudience, err)

@@ -93,10 +93,10 @@ func TestGetPageOfUnknownIDIsPageNotFound(t *testing.T) {
 	f.createPage(tenantA)
 	_, err := f.store.GetPage(f.ctx, tenantA, ids.New("page"))
 	wantErr(t, err, domain.ErrPageNotFound, "reading a page that was never created")
-	_, err = f.store.UpdatePage(f.ctx, tenantA, ids.New("page"), true, func(*domain.Page) error {
+	_, err = f.store.UpdatePage(f.ctx, tenantA, ids.New("page"), true, update(func(*domain.Page) error {
 		t.Error("updating a page that was never created must not call fn")
 		return nil
-	})
+	}))
 	wantErr(t, err, domain.ErrPageNotFound, "updating a page that was never created")
 }
 
@@ -109,11 +109,11 @@ func TestPagesOfOneTenantAreInvisibleToAnother(t *testing.T) {
 	wantErr(t, err, domain.ErrPageNotFound, "tenant B read tenant A's page")
 
 	for _, withDeleted := range []bool{false, true} {
-		_, err = f.store.UpdatePage(f.ctx, tenantB, pageA.ID, withDeleted, func(p *domain.Page) error {
+		_, err = f.store.UpdatePage(f.ctx, tenantB, pageA.ID, withDeleted, update(func(p *domain.Page) error {
 			t.Errorf("tenant B's update (withDeleted %v) was handed tenant A's page", withDeleted)
 			p.Name = "taken over"
 			return nil
-		})
+		}))
 		wantErr(t, err, domain.ErrPageNotFound, "tenant B updated tenant A's page")
 	}
 
@@ -165,10 +165,10 @@ func TestDeletedPageIsNotFoundButCanBeRestored(t *testing.T) {
 
 	_, err := f.store.GetPage(f.ctx, tenantA, deleted.ID)
 	wantErr(t, err, domain.ErrPageNotFound, "reading a deleted page")
-	_, err = f.store.UpdatePage(f.ctx, tenantA, deleted.ID, false, func(*domain.Page) error {
+	_, err = f.store.UpdatePage(f.ctx, tenantA, deleted.ID, false, update(func(*domain.Page) error {
 		t.Error("an update without withDeleted was handed a deleted page")
 		return nil
-	})
+	}))
 	wantErr(t, err, domain.ErrPageNotFound, "updating a deleted page without withDeleted")
 	wantErr(t, adapters.CheckPage(f.ctx, f.pool, tenantA, deleted.ID), domain.ErrPageNotFound, "the existence check of a deleted page")
 
@@ -181,7 +181,7 @@ func TestDeletedPageIsNotFoundButCanBeRestored(t *testing.T) {
 	}
 
 	now := f.tick(time.Second)
-	restored, err := f.store.UpdatePage(f.ctx, tenantA, deleted.ID, true, func(p *domain.Page) error { return p.Restore(now) })
+	restored, err := f.store.UpdatePage(f.ctx, tenantA, deleted.ID, true, update(func(p *domain.Page) error { return p.Restore(now) }))
 	if err != nil {
 		t.Fatalf("restore (withDeleted) must find the deleted page: %v", err)
 	}
@@ -238,10 +238,10 @@ func TestUpdatePageStoresWhatFnChanged(t *testing.T) {
 	want.ID, want.CreatedAt = p.ID, p.CreatedAt
 	want.UpdatedAt = f.tick(time.Second)
 	want.DeletedAt = nil
-	returned, err := f.store.UpdatePage(f.ctx, tenantA, p.ID, false, func(got *domain.Page) error {
+	returned, err := f.store.UpdatePage(f.ctx, tenantA, p.ID, false, update(func(got *domain.Page) error {
 		*got = want
 		return nil
-	})
+	}))
 	if err != nil {
 		t.Fatalf("update page: %v", err)
 	}
@@ -283,10 +283,10 @@ func TestUpdatePageStoresNothingWhenFnFails(t *testing.T) {
 	f := newFixture(t)
 	p := f.createPage(tenantA)
 	f.archivePage(p)
-	_, err := f.store.UpdatePage(f.ctx, tenantA, p.ID, false, func(p *domain.Page) error {
+	_, err := f.store.UpdatePage(f.ctx, tenantA, p.ID, false, update(func(p *domain.Page) error {
 		p.Name = "half done"
 		return p.Publish(f.now) // an archived page cannot be published
-	})
+	}))
 	if !errors.Is(err, domain.ErrPageArchived) {
 		t.Errorf("UpdatePage must return fn's error: got %v, want %v", err, domain.ErrPageArchived)
 	}
@@ -315,11 +315,11 @@ func TestUpdatePageWritesOnlyThePageItWasAskedFor(t *testing.T) {
 		{"an update of a page must not write another page of the tenant, whatever fn does", sibling,
 			func(p *domain.Page) { p.ID = sibling.ID }},
 	} {
-		out, err := f.store.UpdatePage(f.ctx, tenantA, p.ID, false, func(p *domain.Page) error {
+		out, err := f.store.UpdatePage(f.ctx, tenantA, p.ID, false, update(func(p *domain.Page) error {
 			c.move(p)
 			p.Name = "written by the update of " + p.ID
 			return nil
-		})
+		}))
 		if err != nil {
 			t.Fatalf("%s: update: %v", c.rule, err)
 		}

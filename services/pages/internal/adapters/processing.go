@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/services/pages/internal/domain"
 )
@@ -89,7 +88,7 @@ func (s *Store) giveUp(ctx context.Context, c domain.Claim, now time.Time) error
 		b.Queue(`UPDATE audiences SET status = 'cancelled', updated_at = $4
 			WHERE tenant_id = $1 AND id = $2 AND latest_version_id = $3 AND archived_at IS NULL`,
 			v.TenantID, v.AudienceID, v.ID, now)
-		if err := s.queueEvents(ctx, b, v.TenantID, announce); err != nil {
+		if err := s.queueEvents(ctx, b, v.TenantID, announce...); err != nil {
 			return err
 		}
 		return sendWrites(ctx, tx, b, "cancel version")
@@ -142,7 +141,7 @@ func (s *Store) Finish(ctx context.Context, c domain.Claim, now time.Time) (doma
 			versions, err = collectVersions(r)
 			return wrapErr(err, "load versions")
 		})
-		var pending []domain.Change
+		var pending []domain.ContextChange
 		b.Queue("SELECT "+changeCols+` FROM audience_changes
 			WHERE tenant_id = $1 AND audience_id = $2 AND applied_version_id IS NULL ORDER BY id`, c.TenantID, c.AudienceID).
 			Query(func(r pgx.Rows) error {
@@ -205,20 +204,7 @@ func (s *Store) queueCompletion(ctx context.Context, b *pgx.Batch, done domain.C
 			return err
 		}
 	}
-	return s.queueEvents(ctx, b, v.TenantID, done.Events)
-}
-
-// queueEvents queues, in b, the outbox insert of the tenant's events, in order.
-func (s *Store) queueEvents(ctx context.Context, b *pgx.Batch, tenantID string, evts []domain.Event) error {
-	envs := make([]events.Envelope, len(evts))
-	for i, e := range evts {
-		env, err := events.New(tenantID, e.Type, e.Subject, e.Payload)
-		if err != nil {
-			return err
-		}
-		envs[i] = env
-	}
-	return s.out.Queue(ctx, b, events.TopicPages, envs...)
+	return s.queueEvents(ctx, b, v.TenantID, done.Events...)
 }
 
 // queueFinished queues, in b, the write of a processed version's final state, which

@@ -329,7 +329,7 @@ func TestFinishOfAnArchivedAudienceCancelsTheVersion(t *testing.T) {
 	a := f.createAudience(tenantA, p.ID)
 	c := f.claim(a.LatestVersion.ID)
 	f.addMessage(a, "never applied", proposal{domain.FieldMetaTitle, "unused"})
-	if _, err := f.store.ArchiveAudience(f.ctx, tenantA, p.ID, a.ID, f.tick(time.Second)); err != nil {
+	if _, err := archiveAudience(f.store, f.ctx, tenantA, p.ID, a.ID, f.tick(time.Second)); err != nil {
 		t.Fatalf("archive audience: %v", err)
 	}
 	if got := f.summaries(); len(got) != 0 {

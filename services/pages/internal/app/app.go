@@ -1,11 +1,11 @@
-// Package app holds the pages use cases (the core, audience sessions, page links) and
-// their workers: it makes IDs and timestamps, applies domain rules, and calls the store,
-// which keeps each change with its events.
+// Package app holds the use cases of pages, audiences, versions and messages and the
+// version processing worker: it makes IDs and timestamps, applies domain rules, chooses
+// the events, and calls the store, which keeps each change with its events. The audience
+// sessions and the page links have their own packages below.
 package app
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/customerapi/platform/libs/ids"
 	"github.com/customerapi/platform/libs/timestamp"
@@ -42,25 +42,25 @@ func (s *Service) ListPages(ctx context.Context, tenantID, afterID string, limit
 // UpdatePage applies a patch.
 func (s *Service) UpdatePage(ctx context.Context, tenantID, id string, p domain.PagePatch) (domain.Page, error) {
 	now := s.Clock.Now()
-	return s.Store.UpdatePage(ctx, tenantID, id, false, func(pg *domain.Page) error { return pg.Apply(p, now) })
+	return s.updatePage(ctx, tenantID, id, false, func(pg *domain.Page) error { return pg.Apply(p, now) })
 }
 
 // PublishPage publishes a page.
 func (s *Service) PublishPage(ctx context.Context, tenantID, id string) (domain.Page, error) {
 	now := s.Clock.Now()
-	return s.Store.UpdatePage(ctx, tenantID, id, false, func(pg *domain.Page) error { return pg.Publish(now) })
+	return s.updatePage(ctx, tenantID, id, false, func(pg *domain.Page) error { return pg.Publish(now) })
 }
 
 // ArchivePage archives a page.
 func (s *Service) ArchivePage(ctx context.Context, tenantID, id string) (domain.Page, error) {
 	now := s.Clock.Now()
-	return s.Store.UpdatePage(ctx, tenantID, id, false, func(pg *domain.Page) error { pg.Archive(now); return nil })
+	return s.updatePage(ctx, tenantID, id, false, func(pg *domain.Page) error { pg.Archive(now); return nil })
 }
 
 // DeletePage soft-deletes a page.
 func (s *Service) DeletePage(ctx context.Context, tenantID, id string) error {
 	now := s.Clock.Now()
-	_, err := s.Store.UpdatePage(ctx, tenantID, id, false, func(pg *domain.Page) error {
+	_, err := s.updatePage(ctx, tenantID, id, false, func(pg *domain.Page) error {
 		pg.DeletedAt, pg.UpdatedAt = &now, now
 		return nil
 	})
@@ -70,11 +70,15 @@ func (s *Service) DeletePage(ctx context.Context, tenantID, id string) error {
 // RestorePage brings back an archived or deleted page as a draft.
 func (s *Service) RestorePage(ctx context.Context, tenantID, id string) (domain.Page, error) {
 	now := s.Clock.Now()
-	return s.Store.UpdatePage(ctx, tenantID, id, true, func(pg *domain.Page) error { return pg.Restore(now) })
+	return s.updatePage(ctx, tenantID, id, true, func(pg *domain.Page) error { return pg.Restore(now) })
 }
 
-// computedName names an audience by its ordinal on the page.
-func computedName(n int64) string { return fmt.Sprintf("Audience %d", n) }
+// updatePage stores what fn makes of a page; a page change announces no event.
+func (s *Service) updatePage(ctx context.Context, tenantID, id string, withDeleted bool, fn func(*domain.Page) error) (domain.Page, error) {
+	return s.Store.UpdatePage(ctx, tenantID, id, withDeleted, func(pg *domain.Page) (domain.Event, bool, error) {
+		return domain.Event{}, true, fn(pg)
+	})
+}
 
 // CreateAudience stores a new audience with its first version, queued for processing.
 func (s *Service) CreateAudience(ctx context.Context, a domain.Audience) (domain.Audience, error) {
@@ -87,7 +91,7 @@ func (s *Service) CreateAudience(ctx context.Context, a domain.Audience) (domain
 	v := domain.Version{ID: ids.New("version"), TenantID: a.TenantID, PageID: a.PageID, AudienceID: a.ID,
 		VersionNumber: 1, Status: domain.StatusQueued, IsNewPageAgent: true, SupplementaryContext: a.SupplementaryContext,
 		PublishOnComplete: a.PublishBehavior == domain.BehaviorPublish, CreatedAt: now, QueuedAt: &now}
-	return s.Store.CreateAudience(ctx, a, v, computedName)
+	return s.Store.CreateAudience(ctx, a, v, domain.VersionCreatedEvent(&v))
 }
 
 // GetAudience returns an audience of a page.
@@ -103,26 +107,31 @@ func (s *Service) ListAudiences(ctx context.Context, tenantID, pageID, afterID s
 // UpdateAudience applies a patch; an archived audience cannot change.
 func (s *Service) UpdateAudience(ctx context.Context, tenantID, pageID, id string, p domain.AudiencePatch) (domain.Audience, error) {
 	now := s.Clock.Now()
-	return s.Store.UpdateAudience(ctx, tenantID, pageID, id, func(a *domain.Audience) error {
+	return s.Store.UpdateAudience(ctx, tenantID, pageID, id, func(a *domain.Audience) (domain.Event, bool, error) {
 		if a.ArchivedAt != nil {
-			return domain.ErrAudienceArchived
+			return domain.Event{}, false, domain.ErrAudienceArchived
 		}
 		a.Apply(p, now)
-		return nil
+		return domain.Event{}, true, nil
 	})
 }
 
-// ArchiveAudience archives an audience and cancels its queued versions.
+// ArchiveAudience archives an audience and cancels its queued versions, each announced
+// as processed (cancelled), so every created version reaches a final event.
 func (s *Service) ArchiveAudience(ctx context.Context, tenantID, pageID, id string) (domain.Audience, error) {
-	return s.Store.ArchiveAudience(ctx, tenantID, pageID, id, s.Clock.Now())
+	now := s.Clock.Now()
+	return s.Store.ArchiveAudience(ctx, tenantID, pageID, id,
+		func(a *domain.Audience) (domain.Event, bool, error) { return domain.Event{}, a.Archive(now), nil },
+		func(v *domain.Version) domain.Event { return domain.VersionProcessedEvent(v, now) })
 }
 
 // CreateVersion queues a new version; a repeated operation key returns the first
 // version and created false.
 func (s *Service) CreateVersion(ctx context.Context, tenantID, pageID, audienceID string, operationKey *string) (domain.Version, bool, error) {
 	now := s.Clock.Now()
-	return s.Store.CreateVersion(ctx, domain.Version{ID: ids.New("version"), TenantID: tenantID, PageID: pageID,
-		AudienceID: audienceID, Status: domain.StatusQueued, OperationKey: operationKey, CreatedAt: now, QueuedAt: &now})
+	v := domain.Version{ID: ids.New("version"), TenantID: tenantID, PageID: pageID, AudienceID: audienceID,
+		Status: domain.StatusQueued, OperationKey: operationKey, CreatedAt: now, QueuedAt: &now}
+	return s.Store.CreateVersion(ctx, v, domain.VersionCreatedEvent(&v))
 }
 
 // ListVersions returns a page of an audience's versions, newest first.
@@ -145,9 +154,9 @@ type NewChange struct {
 func (s *Service) AddMessage(ctx context.Context, tenantID, pageID, audienceID, content string, changes []NewChange) (domain.Message, error) {
 	now := s.Clock.Now()
 	m := domain.Message{ID: ids.New("message"), AudienceID: audienceID, Content: content, CreatedAt: now,
-		Changes: make([]domain.Change, len(changes))}
+		Changes: make([]domain.ContextChange, len(changes))}
 	for i, c := range changes {
-		m.Changes[i] = domain.Change{ID: ids.New("change"), MessageID: m.ID, Field: c.Field, NewValue: c.NewValue, CreatedAt: now}
+		m.Changes[i] = domain.ContextChange{ID: ids.New("change"), MessageID: m.ID, Field: c.Field, NewValue: c.NewValue, CreatedAt: now}
 	}
-	return s.Store.AddMessage(ctx, tenantID, pageID, m, ids.New("conversation"), domain.ContextOf)
+	return s.Store.AddMessage(ctx, tenantID, pageID, m, ids.New("conversation"))
 }

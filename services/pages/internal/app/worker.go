@@ -8,9 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/services/pages/internal/domain"
 )
 
@@ -21,17 +18,14 @@ import (
 // finishing happens exactly once. Several replicas run side by side safely.
 type Worker struct {
 	Store domain.Queue
-	Pool  *pgxpool.Pool
+	// Wakeups wake the worker on new versions, and now and then without one (expired
+	// leases are found this way).
+	Wakeups domain.Wakeups
 	// Goroutines is how many versions the replica processes at once (at least 1).
 	Goroutines int
-	// Channel is the NOTIFY channel on which new versions wake the worker.
-	Channel string
-	Log     *slog.Logger
+	Log        *slog.Logger
 	// Lease is how long a claim is held before another worker may take the version over.
 	Lease time.Duration
-	// Poll is the longest wait between checks when no notification arrives (expired
-	// leases are found this way).
-	Poll time.Duration
 	// Process runs between claim and finish (the place of the page agent's generation;
 	// nil does nothing). Tests use it to simulate a crash.
 	Process func(ctx context.Context, c domain.Claim) error
@@ -48,9 +42,9 @@ func (w *Worker) now() time.Time {
 	return time.Now()
 }
 
-// Run processes versions until ctx ends, woken by NOTIFY on new versions.
+// Run processes versions until ctx ends, woken by Wakeups.
 //
-// One connection listens for the replica and each notification wakes one idle
+// One listener serves the replica and each wake-up wakes one idle
 // goroutine, which claims until it finds nothing; a goroutine that finds a second
 // version in a row wakes another, so a backlog is shared. (A listener per goroutine
 // woke them all for every version: all but one claimed for nothing.)
@@ -69,10 +63,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 		})
 	}
-	postgres.ListenLoop(ctx, w.Pool, w.Channel, w.Poll, w.Log, func(context.Context) (time.Duration, error) {
-		signal(wake)
-		return 0, nil
-	})
+	w.Wakeups.Listen(ctx, func() { signal(wake) })
 	wg.Wait()
 	return nil
 }

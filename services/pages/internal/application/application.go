@@ -9,8 +9,14 @@ import (
 	"github.com/customerapi/platform/libs/config"
 	"github.com/customerapi/platform/libs/service"
 	"github.com/customerapi/platform/services/pages/internal/adapters"
+	linkstore "github.com/customerapi/platform/services/pages/internal/adapters/pagelinks"
+	sessionstore "github.com/customerapi/platform/services/pages/internal/adapters/sessions"
 	"github.com/customerapi/platform/services/pages/internal/app"
+	linkapp "github.com/customerapi/platform/services/pages/internal/app/pagelinks"
+	sessionapp "github.com/customerapi/platform/services/pages/internal/app/sessions"
 	"github.com/customerapi/platform/services/pages/internal/ports"
+	linkports "github.com/customerapi/platform/services/pages/internal/ports/pagelinks"
+	sessionports "github.com/customerapi/platform/services/pages/internal/ports/sessions"
 	"github.com/customerapi/platform/services/pages/migrations"
 )
 
@@ -63,21 +69,20 @@ func Setup(rt *service.Runtime, env *config.Env) error {
 		return err
 	}
 	store := adapters.NewStore(rt.Pool, rt.Outbox)
-	sessionStore := adapters.NewSessionStore(rt.Pool, rt.Outbox)
-	computeSessions := app.NewSessionWorker(sessionStore, ss.Metrics, ss.Idle, rt.Log, app.NewSessionCounters(rt.Registry))
+	sessionStore := sessionstore.NewStore(rt.Pool, rt.Outbox)
+	computeSessions := sessionapp.NewWorker(sessionStore, ss.Metrics, ss.Idle, rt.Log, sessionapp.NewMetrics(rt.Registry))
 
 	// The routes.
 	(&ports.Handlers{App: &app.Service{Store: store}, Cursors: rt.Cursors}).Register(rt.API)
-	(&ports.SessionHandlers{App: &app.Sessions{Store: sessionStore, Recorded: computeSessions.Poke},
+	(&sessionports.Handlers{App: &sessionapp.Service{Store: sessionStore, Recorded: computeSessions.Poke},
 		Cursors: rt.Cursors}).Register(rt.API)
-	(&ports.PageLinkHandlers{App: &app.PageLinks{Store: adapters.NewPageLinkStore(rt.Pool)},
-		Cursors: rt.Cursors}).Register(rt.API)
+	(&linkports.Handlers{App: &linkapp.Service{Store: linkstore.NewStore(rt.Pool)}, Cursors: rt.Cursors}).Register(rt.API)
 
 	// The background workers, all of them.
 	metrics := app.NewMetrics(rt.Registry)
 	if s.Workers > 0 {
-		w := &app.Worker{Store: store, Pool: rt.Pool, Goroutines: s.Workers, Channel: adapters.WorkChannel, Log: rt.Log,
-			Lease: s.Lease, Poll: s.Poll, Metrics: metrics}
+		w := &app.Worker{Store: store, Wakeups: adapters.Listener{Pool: rt.Pool, Poll: s.Poll, Log: rt.Log},
+			Goroutines: s.Workers, Log: rt.Log, Lease: s.Lease, Metrics: metrics}
 		rt.Go(w.Run)
 	}
 	rt.Go(computeSessions.Run)

@@ -258,8 +258,9 @@ func TestFailingVersionIsCancelled(t *testing.T) {
 	c := client(t, s, "acme")
 	pageID := createPage(t, c, nil)["pageId"].(string)
 	aid := createAudience(t, c, pageID, nil)["audienceId"].(string)
-	w := &app.Worker{Store: adapters.NewStore(s.Runtime.Pool, s.Runtime.Outbox), Pool: s.Runtime.Pool, Channel: adapters.WorkChannel, Log: s.Runtime.Log, Lease: time.Millisecond,
-		Poll: time.Second, Process: func(context.Context, domain.Claim) error { return errors.New("generation failed") }}
+	w := &app.Worker{Store: adapters.NewStore(s.Runtime.Pool, s.Runtime.Outbox), Log: s.Runtime.Log, Lease: time.Millisecond,
+		Wakeups: adapters.Listener{Pool: s.Runtime.Pool, Poll: time.Second, Log: s.Runtime.Log},
+		Process: func(context.Context, domain.Claim) error { return errors.New("generation failed") }}
 	for i := 0; i < domain.MaxAttempts; i++ {
 		if _, err := w.Step(context.Background()); err == nil {
 			t.Fatalf("attempt %d did not fail", i+1)
@@ -289,8 +290,8 @@ func TestStepUnderShutdownFinishesWhatItClaims(t *testing.T) {
 	c := client(t, s, "acme")
 	pageID := createPage(t, c, nil)["pageId"].(string)
 	aid := createAudience(t, c, pageID, nil)["audienceId"].(string)
-	w := &app.Worker{Store: adapters.NewStore(s.Runtime.Pool, s.Runtime.Outbox), Pool: s.Runtime.Pool, Channel: adapters.WorkChannel, Log: s.Runtime.Log,
-		Lease: time.Hour, Poll: time.Second}
+	w := &app.Worker{Store: adapters.NewStore(s.Runtime.Pool, s.Runtime.Outbox), Log: s.Runtime.Log, Lease: time.Hour,
+		Wakeups: adapters.Listener{Pool: s.Runtime.Pool, Poll: time.Second, Log: s.Runtime.Log}}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if done, err := w.Step(ctx); !done || err != nil {
@@ -377,8 +378,8 @@ func TestANewVersionWakesOneWorkerGoroutine(t *testing.T) {
 	c := client(t, s, "acme")
 	pageID := createPage(t, c, nil)["pageId"].(string)
 	q := &countingQueue{Queue: adapters.NewStore(s.Runtime.Pool, s.Runtime.Outbox)}
-	w := &app.Worker{Store: q, Pool: s.Runtime.Pool, Goroutines: 4, Channel: adapters.WorkChannel, Log: s.Runtime.Log,
-		Lease: time.Minute, Poll: time.Hour}
+	w := &app.Worker{Store: q, Goroutines: 4, Log: s.Runtime.Log, Lease: time.Minute,
+		Wakeups: adapters.Listener{Pool: s.Runtime.Pool, Poll: time.Hour, Log: s.Runtime.Log}}
 	runWorker(t, w)
 
 	// The listener's first look at the queue finds it empty.
@@ -410,8 +411,8 @@ func TestABacklogWakesTheOtherWorkerGoroutines(t *testing.T) {
 		aids = append(aids, createAudience(t, c, pageID, nil)["audienceId"].(string))
 	}
 	var running, most atomic.Int64
-	w := &app.Worker{Store: adapters.NewStore(s.Runtime.Pool, s.Runtime.Outbox), Pool: s.Runtime.Pool, Goroutines: 3,
-		Channel: adapters.WorkChannel, Log: s.Runtime.Log, Lease: time.Minute, Poll: time.Hour,
+	w := &app.Worker{Store: adapters.NewStore(s.Runtime.Pool, s.Runtime.Outbox), Goroutines: 3, Log: s.Runtime.Log,
+		Lease: time.Minute, Wakeups: adapters.Listener{Pool: s.Runtime.Pool, Poll: time.Hour, Log: s.Runtime.Log},
 		Process: func(context.Context, domain.Claim) error {
 			now := running.Add(1)
 			for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {

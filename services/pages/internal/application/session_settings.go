@@ -4,14 +4,14 @@ import (
 	"time"
 
 	"github.com/customerapi/platform/libs/config"
-	"github.com/customerapi/platform/services/pages/internal/domain"
+	"github.com/customerapi/platform/services/pages/internal/domain/session"
 )
 
 // SessionSettings are the audience sessions' own settings (docs/architecture.md lists
 // them).
 type SessionSettings struct {
 	// Metrics holds SESSION_BOUNCE_THRESHOLD and SESSION_MAX_DURATION.
-	Metrics domain.SessionMetrics
+	Metrics session.Metrics
 	// Idle is how often the worker looks for pending sessions when nothing woke it
 	// (SESSION_COMPUTE_INTERVAL): sessions recorded by another replica, or left pending
 	// by a crash.
@@ -21,9 +21,9 @@ type SessionSettings struct {
 // SessionSettingsFromEnv reads the session settings, recording every problem on env.
 func SessionSettingsFromEnv(env *config.Env) SessionSettings {
 	s := SessionSettings{
-		Metrics: domain.SessionMetrics{
-			BounceThreshold: env.Duration("SESSION_BOUNCE_THRESHOLD", domain.DefaultSessionMetrics.BounceThreshold),
-			MaxDuration:     env.Duration("SESSION_MAX_DURATION", domain.DefaultSessionMetrics.MaxDuration),
+		Metrics: session.Metrics{
+			BounceThreshold: env.Duration("SESSION_BOUNCE_THRESHOLD", session.DefaultMetrics.BounceThreshold),
+			MaxDuration:     env.Duration("SESSION_MAX_DURATION", session.DefaultMetrics.MaxDuration),
 		},
 		Idle: env.Duration("SESSION_COMPUTE_INTERVAL", 2*time.Second),
 	}

@@ -6,12 +6,12 @@ import (
 
 	"github.com/customerapi/platform/libs/config"
 	"github.com/customerapi/platform/services/pages/internal/application"
-	"github.com/customerapi/platform/services/pages/internal/domain"
+	"github.com/customerapi/platform/services/pages/internal/domain/session"
 )
 
 func TestSessionSettingsFromEnv(t *testing.T) {
 	env := config.FromMap(nil)
-	if s := application.SessionSettingsFromEnv(env); env.Err() != nil || s.Metrics != domain.DefaultSessionMetrics || s.Idle != 2*time.Second {
+	if s := application.SessionSettingsFromEnv(env); env.Err() != nil || s.Metrics != session.DefaultMetrics || s.Idle != 2*time.Second {
 		t.Fatalf("defaults = %+v, %v", s, env.Err())
 	}
 	for name, vars := range map[string]map[string]string{

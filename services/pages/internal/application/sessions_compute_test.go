@@ -11,24 +11,25 @@ import (
 	"github.com/customerapi/platform/libs/outbox"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 	"github.com/customerapi/platform/libs/service/servicetest"
-	"github.com/customerapi/platform/services/pages/internal/adapters"
+	sessionstore "github.com/customerapi/platform/services/pages/internal/adapters/sessions"
 	"github.com/customerapi/platform/services/pages/internal/domain"
+	"github.com/customerapi/platform/services/pages/internal/domain/session"
 	"github.com/customerapi/platform/services/pages/migrations"
 )
 
 // Several workers (replicas) at once compute every pending session exactly once.
 func TestSessionComputeConcurrentWorkers(t *testing.T) {
 	pool := pgtest.NewPool(t, migrations.Set, migrations.Sessions)
-	store := adapters.NewSessionStore(pool, outbox.Writer{})
+	store := sessionstore.NewStore(pool, outbox.Writer{})
 	ctx := context.Background()
 	pageID, _ := seedPage(t, pool, "acme", 0)
 	const n = 450
 	at := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
 	for i := 0; i < n; i++ {
 		end := at.Add(time.Duration(i) * time.Second)
-		if _, _, err := store.Record(ctx, domain.Session{TenantID: "acme", ID: ids.New("session"), PageID: pageID,
+		if _, _, err := store.Record(ctx, session.Session{TenantID: "acme", ID: ids.New("session"), PageID: pageID,
 			AnalyticsSessionID: fmt.Sprint("s", i), RequestHash: []byte{1}, StartedAt: at, EndedAt: &end,
-			CreatedAt: time.Now().UTC()}, nil); err != nil {
+			CreatedAt: time.Now().UTC()}, domain.Event{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -40,7 +41,7 @@ func TestSessionComputeConcurrentWorkers(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for {
-				done, err := store.ComputePending(ctx, domain.DefaultSessionMetrics, 25, time.Now())
+				done, err := store.ComputePending(ctx, session.DefaultMetrics, 25, time.Now())
 				if err != nil {
 					t.Error(err)
 					return
@@ -73,10 +74,10 @@ func TestSessionComputeAfterRestart(t *testing.T) {
 	pool := first.Runtime.Pool
 	pageID, _ := seedPage(t, pool, "acme", 0)
 	// Written behind the worker's back (no wake-up), as if a replica died before computing.
-	store := adapters.NewSessionStore(pool, outbox.Writer{})
+	store := sessionstore.NewStore(pool, outbox.Writer{})
 	id := ids.New("session")
-	if _, _, err := store.Record(context.Background(), domain.Session{TenantID: "acme", ID: id, PageID: pageID,
-		AnalyticsSessionID: "left", RequestHash: []byte{1}, StartedAt: time.Now().UTC(), CreatedAt: time.Now().UTC()}, nil); err != nil {
+	if _, _, err := store.Record(context.Background(), session.Session{TenantID: "acme", ID: id, PageID: pageID,
+		AnalyticsSessionID: "left", RequestHash: []byte{1}, StartedAt: time.Now().UTC(), CreatedAt: time.Now().UTC()}, domain.Event{}); err != nil {
 		t.Fatal(err)
 	}
 	dbURL := first.DatabaseURL

@@ -17,7 +17,7 @@ import (
 	"github.com/customerapi/platform/libs/events/kafkatest"
 	"github.com/customerapi/platform/libs/service/servicetest"
 	"github.com/customerapi/platform/libs/timestamp"
-	"github.com/customerapi/platform/services/pages/internal/domain"
+	"github.com/customerapi/platform/services/pages/internal/domain/session"
 )
 
 func TestSessionRecordWithFormSubmission(t *testing.T) {
@@ -334,9 +334,9 @@ func TestSessionBadInput(t *testing.T) {
 		"start in year 10000": {"POST", sessions, ok(map[string]any{"sessionStartedAt": "9999-12-31T23:59:59-23:59"}), "body:invalid_date:[sessionStartedAt]"},
 		"end in year 10000": {"POST", sessions, ok(map[string]any{"sessionEndedAt": "9999-12-31T23:00:00-02:00"}),
 			"body:invalid_date:[sessionEndedAt]"},
-		"form fields too deep": {"POST", sessions, form(map[string]any{"email": "a@b.co", "fields": nested(domain.MaxFieldsDepth + 1)}),
+		"form fields too deep": {"POST", sessions, form(map[string]any{"email": "a@b.co", "fields": nested(session.MaxFieldsDepth + 1)}),
 			"body:too_big:[formSubmission fields]"},
-		"form fields too large": {"POST", sessions, form(map[string]any{"email": "a@b.co", "fields": fieldsOfSize(domain.MaxFieldsBytes + 1)}),
+		"form fields too large": {"POST", sessions, form(map[string]any{"email": "a@b.co", "fields": fieldsOfSize(session.MaxFieldsBytes + 1)}),
 			"body:too_big:[formSubmission fields]"},
 		"form fields too many keys": {"POST", sessions, form(map[string]any{"email": "a@b.co", "fields": manyKeys(101)}),
 			"body:too_big:[formSubmission fields]"},
@@ -360,9 +360,9 @@ func TestSessionBadInput(t *testing.T) {
 	mustStatus(t, c.Do("POST", sessions, ok(map[string]any{"analyticsSessionId": "edge-late",
 		"sessionStartedAt": "9999-12-31T23:59:59Z", "sessionEndedAt": "9999-12-31T23:59:59Z"})), 201)
 	mustStatus(t, c.Do("POST", sessions, ok(map[string]any{"analyticsSessionId": "edge-early", "sessionStartedAt": "1970-01-01T00:00:00Z",
-		"formSubmission": map[string]any{"email": "a@b.co", "fields": nested(domain.MaxFieldsDepth)}})), 201)
+		"formSubmission": map[string]any{"email": "a@b.co", "fields": nested(session.MaxFieldsDepth)}})), 201)
 	mustStatus(t, c.Do("POST", sessions, ok(map[string]any{"analyticsSessionId": "edge-large",
-		"formSubmission": map[string]any{"email": "a@b.co", "fields": fieldsOfSize(domain.MaxFieldsBytes)}})), 201)
+		"formSubmission": map[string]any{"email": "a@b.co", "fields": fieldsOfSize(session.MaxFieldsBytes)}})), 201)
 }
 
 // fieldsOfSize returns form fields whose compact JSON is n bytes (n ≥ 8).

@@ -105,6 +105,18 @@ func (a *Audience) Apply(p AudiencePatch, now time.Time) {
 	a.UpdatedAt = now
 }
 
+// Archive archives a (false when it already was).
+func (a *Audience) Archive(now time.Time) bool {
+	if a.ArchivedAt != nil {
+		return false
+	}
+	a.Status, a.ArchivedAt, a.UpdatedAt = StatusArchived, &now, now
+	return true
+}
+
+// AudienceName is the computed name of a page's nth audience.
+func AudienceName(n int64) string { return fmt.Sprintf("Audience %d", n) }
+
 // Version is one generated state of an audience.
 type Version struct {
 	ID                   string
@@ -202,8 +214,8 @@ func (c Context) Value(field string) string {
 	return ""
 }
 
-// Change is a proposed new value of a context field.
-type Change struct {
+// ContextChange is a proposed new value of a context field (a message's change).
+type ContextChange struct {
 	ID            string
 	MessageID     string
 	Field         string
@@ -264,7 +276,7 @@ func CheckChange(field, value string) string {
 }
 
 // ApplyChange sets the audience field a change names.
-func (a *Audience) ApplyChange(c Change) {
+func (a *Audience) ApplyChange(c ContextChange) {
 	v := c.NewValue
 	if c.Field == FieldSupplementaryContext {
 		if v == "" {
@@ -296,7 +308,7 @@ type Message struct {
 	Content       string
 	HasSnapshot   bool
 	IsInterrupted bool
-	Changes       []Change
+	Changes       []ContextChange
 	CreatedAt     time.Time
 }
 
@@ -325,7 +337,7 @@ type Messages struct {
 	// Omitted counts the older messages left out.
 	Omitted        int
 	Context        Context
-	PendingChanges []Change
+	PendingChanges []ContextChange
 }
 
 // Snap builds the snapshot of a after its pending changes were applied.

@@ -36,14 +36,14 @@ func TestAudienceChangesAndContext(t *testing.T) {
 	if c.CurrentMetaTitle != "T" || c.CurrentMetaKeywords != "x, y" || c.PageContext != "pc" || c.Value(FieldSupplementaryContext) != "" {
 		t.Fatalf("context = %+v", c)
 	}
-	a.ApplyChange(Change{Field: FieldMetaKeywords, NewValue: " b , ,c"})
-	a.ApplyChange(Change{Field: FieldMetaTitle, NewValue: "New"})
-	a.ApplyChange(Change{Field: FieldSupplementaryContext, NewValue: "ctx"})
+	a.ApplyChange(ContextChange{Field: FieldMetaKeywords, NewValue: " b , ,c"})
+	a.ApplyChange(ContextChange{Field: FieldMetaTitle, NewValue: "New"})
+	a.ApplyChange(ContextChange{Field: FieldSupplementaryContext, NewValue: "ctx"})
 	c = ContextOf(a, "pc")
 	if c.CurrentMetaTitle != "New" || c.CurrentMetaKeywords != "b, c" || c.CurrentSupplementaryContext != "ctx" {
 		t.Fatalf("context after changes = %+v", c)
 	}
-	a.ApplyChange(Change{Field: FieldSupplementaryContext, NewValue: ""})
+	a.ApplyChange(ContextChange{Field: FieldSupplementaryContext, NewValue: ""})
 	if a.SupplementaryContext != nil {
 		t.Fatal("an empty supplementary context did not clear it")
 	}

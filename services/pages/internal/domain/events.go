@@ -37,20 +37,32 @@ type VersionPublished struct {
 	PublishedAt   string `json:"publishedAt"`
 }
 
-// NewVersionCreated describes a new version.
-func NewVersionCreated(v *Version) VersionCreated {
-	return VersionCreated{Type: events.TypePageVersionCreated, PageID: v.PageID, VersionID: v.ID,
-		CreatedAt: timestamp.Format(v.CreatedAt)}
+// Event is what a change announces (the platform's events.Announcement); a version's
+// events are about its audience, so an audience's events stay in order.
+type Event = events.Announcement
+
+// Change changes a loaded record in place (a repository's read-modify-write update) and
+// returns the event that announces the change (the zero Event: none), whether anything
+// changed (when not, nothing is stored or announced) and an error that aborts the update.
+type Change[T any] func(cur *T) (Event, bool, error)
+
+// VersionCreatedEvent announces a new version (page.version.created).
+func VersionCreatedEvent(v *Version) Event {
+	return Event{Type: events.TypePageVersionCreated, Subject: v.AudienceID, Payload: VersionCreated{
+		Type: events.TypePageVersionCreated, PageID: v.PageID, VersionID: v.ID, CreatedAt: timestamp.Format(v.CreatedAt)}}
 }
 
-// NewVersionProcessed describes a version that finished processing at.
-func NewVersionProcessed(v *Version, at time.Time) VersionProcessed {
-	return VersionProcessed{Type: events.TypePageVersionProcessed, PageID: v.PageID, AudienceID: v.AudienceID,
-		VersionID: v.ID, VersionNumber: v.VersionNumber, Status: v.Status, ProcessedAt: timestamp.Format(at)}
+// VersionProcessedEvent announces a version that finished processing at
+// (page.version.processed).
+func VersionProcessedEvent(v *Version, at time.Time) Event {
+	return Event{Type: events.TypePageVersionProcessed, Subject: v.AudienceID, Payload: VersionProcessed{
+		Type: events.TypePageVersionProcessed, PageID: v.PageID, AudienceID: v.AudienceID, VersionID: v.ID,
+		VersionNumber: v.VersionNumber, Status: v.Status, ProcessedAt: timestamp.Format(at)}}
 }
 
-// NewVersionPublished describes a version that was published at.
-func NewVersionPublished(v *Version, at time.Time) VersionPublished {
-	return VersionPublished{Type: events.TypePageVersionPublished, PageID: v.PageID, AudienceID: v.AudienceID,
-		VersionID: v.ID, VersionNumber: v.VersionNumber, Status: v.Status, PublishedAt: timestamp.Format(at)}
+// VersionPublishedEvent announces a version that was published at (page.version.published).
+func VersionPublishedEvent(v *Version, at time.Time) Event {
+	return Event{Type: events.TypePageVersionPublished, Subject: v.AudienceID, Payload: VersionPublished{
+		Type: events.TypePageVersionPublished, PageID: v.PageID, AudienceID: v.AudienceID, VersionID: v.ID,
+		VersionNumber: v.VersionNumber, Status: v.Status, PublishedAt: timestamp.Format(at)}}
 }

@@ -1,10 +1,6 @@
 package domain
 
-import (
-	"time"
-
-	"github.com/customerapi/platform/libs/events"
-)
+import "time"
 
 // MaxAttempts bounds the claims of one version: a version whose processing failed this
 // often (its worker crashed or erred every time) is cancelled instead of retried forever.
@@ -18,10 +14,6 @@ type Claim struct {
 	PageID, AudienceID string
 	Attempts           int
 }
-
-// Event is what a change announces (the platform's events.Announcement); a version's
-// events are about its audience.
-type Event = events.Announcement
 
 // Completion is what finishing a claimed version decides; the repository stores it as a
 // whole or not at all.
@@ -48,7 +40,7 @@ func GiveUp(v Version, now time.Time) (Version, []Event, bool) {
 		return v, nil, false
 	}
 	v.Status, v.CancelledAt = StatusCancelled, &now
-	return v, []Event{processed(&v, now)}, true
+	return v, []Event{VersionProcessedEvent(&v, now)}, true
 }
 
 // Complete decides how a claimed version finishes. A version of an archived audience is
@@ -57,10 +49,10 @@ func GiveUp(v Version, now time.Time) (Version, []Event, bool) {
 // published version obsolete) or left as a draft; the audience takes the version's
 // status if it is still its latest. It announces page.version.processed, and
 // page.version.published when published.
-func Complete(v Version, a Audience, pageTitle, pageContext string, pending []Change, now time.Time) Completion {
+func Complete(v Version, a Audience, pageTitle, pageContext string, pending []ContextChange, now time.Time) Completion {
 	if a.ArchivedAt != nil {
 		v.Status, v.CancelledAt = StatusCancelled, &now
-		return Completion{Version: v, Events: []Event{processed(&v, now)}}
+		return Completion{Version: v, Events: []Event{VersionProcessedEvent(&v, now)}}
 	}
 	applied := make([]string, 0, len(pending))
 	for _, c := range pending {
@@ -86,15 +78,9 @@ func Complete(v Version, a Audience, pageTitle, pageContext string, pending []Ch
 	}
 	a.UpdatedAt = now
 	c.Version, c.Audience = v, &a
-	c.Events = []Event{processed(&v, now)}
+	c.Events = []Event{VersionProcessedEvent(&v, now)}
 	if c.Published {
-		c.Events = append(c.Events, Event{Type: events.TypePageVersionPublished, Subject: v.AudienceID,
-			Payload: NewVersionPublished(&v, now)})
+		c.Events = append(c.Events, VersionPublishedEvent(&v, now))
 	}
 	return c
-}
-
-// processed announces a version that finished processing.
-func processed(v *Version, now time.Time) Event {
-	return Event{Type: events.TypePageVersionProcessed, Subject: v.AudienceID, Payload: NewVersionProcessed(v, now)}
 }

@@ -23,7 +23,7 @@ func TestCompleteDecidesHowAVersionFinishes(t *testing.T) {
 		latest := v
 		return Audience{ID: "aud_1", Status: StatusProcessing, LatestVersion: &latest, PublishedVersion: &old}
 	}
-	pending := []Change{{ID: "chg_1", Field: FieldSupplementaryContext, NewValue: "first"},
+	pending := []ContextChange{{ID: "chg_1", Field: FieldSupplementaryContext, NewValue: "first"},
 		{ID: "chg_2", Field: FieldSupplementaryContext, NewValue: "second"}}
 
 	t.Run("an archived audience's version is cancelled and nothing else changes", func(t *testing.T) {

@@ -1,9 +1,10 @@
-// Package ports serves the pages service over HTTP (the core, audience sessions and page
-// links): it maps requests to use cases and results to the API's shapes, and nothing
-// else.
+// Package ports serves pages, audiences, versions and messages over HTTP: it maps
+// requests to use cases and results to the API's shapes, and nothing else. The audience
+// sessions and the page links have their own packages below.
 package ports
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -32,9 +33,9 @@ func (h *Handlers) Register(r fiber.Router) {
 	r.Get("/pages/:page_id", h.getPage)
 	r.Patch("/pages/:page_id", h.updatePage)
 	r.Delete("/pages/:page_id", h.deletePage)
-	r.Post("/pages/:page_id/publish", h.publishPage)
-	r.Post("/pages/:page_id/archive", h.archivePage)
-	r.Post("/pages/:page_id/restore", h.restorePage)
+	r.Post("/pages/:page_id/publish", h.action(h.App.PublishPage))
+	r.Post("/pages/:page_id/archive", h.action(h.App.ArchivePage))
+	r.Post("/pages/:page_id/restore", h.action(h.App.RestorePage))
 	r.Get("/pages/:page_id/audiences", h.listAudiences)
 	r.Post("/pages/:page_id/audiences", h.createAudience)
 	r.Get("/pages/:page_id/audiences/:audience_id", h.getAudience)
@@ -89,31 +90,15 @@ func (h *Handlers) deletePage(c *fiber.Ctx) error {
 	return c.SendStatus(fiber.StatusNoContent)
 }
 
-// action runs a body-less page operation (the document allows `{}` or no body).
-func (h *Handlers) action(c *fiber.Ctx, fn func(c *fiber.Ctx) (domain.Page, error)) error {
-	p, err := fn(c)
-	if err != nil {
-		return mapError(err)
+// action serves a body-less page operation (the document allows `{}` or no body).
+func (h *Handlers) action(op func(ctx context.Context, tenantID, id string) (domain.Page, error)) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		p, err := op(c.UserContext(), tenant.From(c), c.Params("page_id"))
+		if err != nil {
+			return mapError(err)
+		}
+		return c.JSON(viewPage(p))
 	}
-	return c.JSON(viewPage(p))
-}
-
-func (h *Handlers) publishPage(c *fiber.Ctx) error {
-	return h.action(c, func(c *fiber.Ctx) (domain.Page, error) {
-		return h.App.PublishPage(c.UserContext(), tenant.From(c), c.Params("page_id"))
-	})
-}
-
-func (h *Handlers) archivePage(c *fiber.Ctx) error {
-	return h.action(c, func(c *fiber.Ctx) (domain.Page, error) {
-		return h.App.ArchivePage(c.UserContext(), tenant.From(c), c.Params("page_id"))
-	})
-}
-
-func (h *Handlers) restorePage(c *fiber.Ctx) error {
-	return h.action(c, func(c *fiber.Ctx) (domain.Page, error) {
-		return h.App.RestorePage(c.UserContext(), tenant.From(c), c.Params("page_id"))
-	})
 }
 
 // pageAfterID parses limit and cursor of a list keyed by ID alone.
@@ -157,7 +142,7 @@ func (h *Handlers) createAudience(c *fiber.Ctx) error {
 	a := domain.Audience{TenantID: tenant.From(c), PageID: c.Params("page_id"), CustomName: in.CustomName,
 		ActionFormIDOverride: in.ActionFormIDOverride, ActionFormInstructionsOverride: in.ActionFormInstructionsOverride,
 		ActionURLOverride: in.ActionURLOverride, SupplementaryContext: in.SupplementaryContext,
-		MetadataOverride: in.MetadataOverride.domain()}
+		MetadataOverride: in.MetadataOverride}
 	if in.PublishBehavior != nil {
 		a.PublishBehavior = *in.PublishBehavior
 	}

@@ -14,44 +14,9 @@ import (
 // it cannot state are the domain's: unique action IDs and a headerActionId that names an
 // action (domain.Page.Check), and what a message change may propose (domain.CheckChange).
 
-// metadataIn is the metadata object of a page and an audience's metadataOverride; the
-// document's PagesMetadataOverride leaves out the image URL and file ID fields, and has
-// refused them before the handler runs.
-type metadataIn struct {
-	Title              *string  `json:"title"`
-	Description        *string  `json:"description"`
-	Keywords           []string `json:"keywords"`
-	Author             *string  `json:"author"`
-	Robots             []string `json:"robots"`
-	CanonicalURL       *string  `json:"canonicalUrl"`
-	OgTitle            *string  `json:"ogTitle"`
-	OgDescription      *string  `json:"ogDescription"`
-	OgImageURL         *string  `json:"ogImageUrl"`
-	OgImageFileID      *string  `json:"ogImageFileId"`
-	OgImageAlt         *string  `json:"ogImageAlt"`
-	OgSiteName         *string  `json:"ogSiteName"`
-	OgURL              *string  `json:"ogUrl"`
-	TwitterTitle       *string  `json:"twitterTitle"`
-	TwitterDescription *string  `json:"twitterDescription"`
-	TwitterImageURL    *string  `json:"twitterImageUrl"`
-	TwitterImageFileID *string  `json:"twitterImageFileId"`
-	TwitterImageAlt    *string  `json:"twitterImageAlt"`
-	TwitterSite        *string  `json:"twitterSite"`
-	TwitterCreator     *string  `json:"twitterCreator"`
-	ThemeColor         *string  `json:"themeColor"`
-}
-
-func (m *metadataIn) domain() *domain.Metadata {
-	if m == nil {
-		return nil
-	}
-	return &domain.Metadata{Title: m.Title, Description: m.Description, Keywords: m.Keywords, Author: m.Author,
-		Robots: m.Robots, CanonicalURL: m.CanonicalURL, OgTitle: m.OgTitle, OgDescription: m.OgDescription,
-		OgImageURL: m.OgImageURL, OgImageFileID: m.OgImageFileID, OgImageAlt: m.OgImageAlt, OgSiteName: m.OgSiteName,
-		OgURL: m.OgURL, TwitterTitle: m.TwitterTitle, TwitterDescription: m.TwitterDescription,
-		TwitterImageURL: m.TwitterImageURL, TwitterImageFileID: m.TwitterImageFileID, TwitterImageAlt: m.TwitterImageAlt,
-		TwitterSite: m.TwitterSite, TwitterCreator: m.TwitterCreator, ThemeColor: m.ThemeColor}
-}
+// A metadata object (a page's metadata, an audience's metadataOverride) and a footer
+// link group decode into the domain's types (the document's PagesMetadataOverride
+// leaves out the image URL and file ID fields, and has refused them already).
 
 type actionIn struct {
 	ActionID    string   `json:"actionId"`
@@ -79,18 +44,6 @@ type widgetIn struct {
 	Logos []logoIn `json:"logos"`
 }
 
-type linkIn struct {
-	ID   string `json:"id"`
-	Text string `json:"text"`
-	URL  string `json:"url"`
-}
-
-type footerLinkIn struct {
-	ID    string   `json:"id"`
-	Title string   `json:"title"`
-	Links []linkIn `json:"links"`
-}
-
 type navLinkIn struct {
 	ID   string  `json:"id"`
 	Text string  `json:"text"`
@@ -106,35 +59,35 @@ type scriptIn struct {
 }
 
 type pageCreate struct {
-	Name              string         `json:"name"`
-	Title             string         `json:"title"`
-	PageContext       *string        `json:"pageContext"`
-	BrandID           *string        `json:"brandId"`
-	PageType          string         `json:"pageType"`
-	Flags             []string       `json:"flags"`
-	Actions           []actionIn     `json:"actions"`
-	ActionCardWidgets []widgetIn     `json:"actionCardWidgets"`
-	FooterLinks       []footerLinkIn `json:"footerLinks"`
-	NavLinks          []navLinkIn    `json:"navLinks"`
-	Scripts           []scriptIn     `json:"scripts"`
-	HeaderActionID    *string        `json:"headerActionId"`
-	Metadata          *metadataIn    `json:"metadata"`
+	Name              string              `json:"name"`
+	Title             string              `json:"title"`
+	PageContext       *string             `json:"pageContext"`
+	BrandID           *string             `json:"brandId"`
+	PageType          string              `json:"pageType"`
+	Flags             []string            `json:"flags"`
+	Actions           []actionIn          `json:"actions"`
+	ActionCardWidgets []widgetIn          `json:"actionCardWidgets"`
+	FooterLinks       []domain.FooterLink `json:"footerLinks"`
+	NavLinks          []navLinkIn         `json:"navLinks"`
+	Scripts           []scriptIn          `json:"scripts"`
+	HeaderActionID    *string             `json:"headerActionId"`
+	Metadata          *domain.Metadata    `json:"metadata"`
 }
 
 type pageUpdate struct {
-	Name              *string                      `json:"name"`
-	Title             *string                      `json:"title"`
-	PageContext       *string                      `json:"pageContext"`
-	BrandID           *string                      `json:"brandId"`
-	PageType          *string                      `json:"pageType"`
-	Flags             *[]string                    `json:"flags"`
-	Actions           *[]actionIn                  `json:"actions"`
-	ActionCardWidgets *[]widgetIn                  `json:"actionCardWidgets"`
-	FooterLinks       *[]footerLinkIn              `json:"footerLinks"`
-	NavLinks          *[]navLinkIn                 `json:"navLinks"`
-	Scripts           *[]scriptIn                  `json:"scripts"`
-	HeaderActionID    request.Nullable[string]     `json:"headerActionId"`
-	Metadata          request.Nullable[metadataIn] `json:"metadata"`
+	Name              *string                           `json:"name"`
+	Title             *string                           `json:"title"`
+	PageContext       *string                           `json:"pageContext"`
+	BrandID           *string                           `json:"brandId"`
+	PageType          *string                           `json:"pageType"`
+	Flags             *[]string                         `json:"flags"`
+	Actions           *[]actionIn                       `json:"actions"`
+	ActionCardWidgets *[]widgetIn                       `json:"actionCardWidgets"`
+	FooterLinks       *[]domain.FooterLink              `json:"footerLinks"`
+	NavLinks          *[]navLinkIn                      `json:"navLinks"`
+	Scripts           *[]scriptIn                       `json:"scripts"`
+	HeaderActionID    request.Nullable[string]          `json:"headerActionId"`
+	Metadata          request.Nullable[domain.Metadata] `json:"metadata"`
 }
 
 func str(p *string) string {
@@ -169,17 +122,6 @@ func widgetsOf(in []widgetIn) []domain.ActionCardWidget {
 	return out
 }
 
-func footerOf(in []footerLinkIn) []domain.FooterLink {
-	out := make([]domain.FooterLink, len(in))
-	for i, f := range in {
-		out[i] = domain.FooterLink{ID: f.ID, Title: f.Title, Links: make([]domain.Link, len(f.Links))}
-		for j, l := range f.Links {
-			out[i].Links[j] = domain.Link{ID: l.ID, Text: l.Text, URL: l.URL}
-		}
-	}
-	return out
-}
-
 func navOf(in []navLinkIn) []domain.NavLink {
 	out := make([]domain.NavLink, len(in))
 	for i, n := range in {
@@ -206,9 +148,9 @@ func flagsOf(in []string) []string {
 func (in *pageCreate) domain() domain.Page {
 	return domain.Page{Name: in.Name, Title: in.Title, PageContext: str(in.PageContext), BrandID: str(in.BrandID),
 		PageType: in.PageType, Flags: flagsOf(in.Flags), Actions: actionsOf(in.Actions),
-		ActionCardWidgets: widgetsOf(in.ActionCardWidgets), FooterLinks: footerOf(in.FooterLinks),
+		ActionCardWidgets: widgetsOf(in.ActionCardWidgets), FooterLinks: in.FooterLinks,
 		NavLinks: navOf(in.NavLinks), Scripts: scriptsOf(in.Scripts), HeaderActionID: in.HeaderActionID,
-		Metadata: in.Metadata.domain()}
+		Metadata: in.Metadata}
 }
 
 func mapPtr[T, U any](p *[]T, f func([]T) []U) *[]U {
@@ -220,50 +162,42 @@ func mapPtr[T, U any](p *[]T, f func([]T) []U) *[]U {
 }
 
 func (in *pageUpdate) domain() domain.PagePatch {
-	p := domain.PagePatch{Name: in.Name, Title: in.Title, PageContext: in.PageContext, BrandID: in.BrandID,
+	return domain.PagePatch{Name: in.Name, Title: in.Title, PageContext: in.PageContext, BrandID: in.BrandID,
 		PageType: in.PageType, Actions: mapPtr(in.Actions, actionsOf), ActionCardWidgets: mapPtr(in.ActionCardWidgets, widgetsOf),
-		FooterLinks: mapPtr(in.FooterLinks, footerOf), NavLinks: mapPtr(in.NavLinks, navOf), Scripts: mapPtr(in.Scripts, scriptsOf),
+		FooterLinks: in.FooterLinks, NavLinks: mapPtr(in.NavLinks, navOf), Scripts: mapPtr(in.Scripts, scriptsOf),
 		Flags: mapPtr(in.Flags, flagsOf), SetHeaderAction: in.HeaderActionID.Set, HeaderActionID: in.HeaderActionID.Ptr(),
-		SetMetadata: in.Metadata.Set}
-	if m := in.Metadata.Ptr(); m != nil {
-		p.Metadata = m.domain()
-	}
-	return p
+		SetMetadata: in.Metadata.Set, Metadata: in.Metadata.Ptr()}
 }
 
 type audienceCreate struct {
-	PublishBehavior                *string     `json:"publishBehavior"`
-	ActionFormIDOverride           *string     `json:"actionFormIdOverride"`
-	ActionFormInstructionsOverride *string     `json:"actionFormInstructionsOverride"`
-	ActionURLOverride              *string     `json:"actionUrlOverride"`
-	CustomName                     *string     `json:"customName"`
-	MetadataOverride               *metadataIn `json:"metadataOverride"`
-	SupplementaryContext           *string     `json:"supplementaryContext"`
+	PublishBehavior                *string          `json:"publishBehavior"`
+	ActionFormIDOverride           *string          `json:"actionFormIdOverride"`
+	ActionFormInstructionsOverride *string          `json:"actionFormInstructionsOverride"`
+	ActionURLOverride              *string          `json:"actionUrlOverride"`
+	CustomName                     *string          `json:"customName"`
+	MetadataOverride               *domain.Metadata `json:"metadataOverride"`
+	SupplementaryContext           *string          `json:"supplementaryContext"`
 }
 
 type audienceUpdate struct {
-	PublishBehavior                *string                      `json:"publishBehavior"`
-	ActionFormIDOverride           request.Nullable[string]     `json:"actionFormIdOverride"`
-	ActionFormInstructionsOverride request.Nullable[string]     `json:"actionFormInstructionsOverride"`
-	ActionURLOverride              request.Nullable[string]     `json:"actionUrlOverride"`
-	CustomName                     request.Nullable[string]     `json:"customName"`
-	MetadataOverride               request.Nullable[metadataIn] `json:"metadataOverride"`
-	SupplementaryContext           request.Nullable[string]     `json:"supplementaryContext"`
+	PublishBehavior                *string                           `json:"publishBehavior"`
+	ActionFormIDOverride           request.Nullable[string]          `json:"actionFormIdOverride"`
+	ActionFormInstructionsOverride request.Nullable[string]          `json:"actionFormInstructionsOverride"`
+	ActionURLOverride              request.Nullable[string]          `json:"actionUrlOverride"`
+	CustomName                     request.Nullable[string]          `json:"customName"`
+	MetadataOverride               request.Nullable[domain.Metadata] `json:"metadataOverride"`
+	SupplementaryContext           request.Nullable[string]          `json:"supplementaryContext"`
 }
 
 func (in *audienceUpdate) domain() domain.AudiencePatch {
-	p := domain.AudiencePatch{PublishBehavior: in.PublishBehavior,
+	return domain.AudiencePatch{PublishBehavior: in.PublishBehavior,
 		SetCustomName: in.CustomName.Set, CustomName: in.CustomName.Ptr(),
 		SetSupplementaryContext: in.SupplementaryContext.Set, SupplementaryContext: in.SupplementaryContext.Ptr(),
 		SetActionFormIDOverride: in.ActionFormIDOverride.Set, ActionFormIDOverride: in.ActionFormIDOverride.Ptr(),
 		SetActionFormInstructionsOverride: in.ActionFormInstructionsOverride.Set,
 		ActionFormInstructionsOverride:    in.ActionFormInstructionsOverride.Ptr(),
 		SetActionURLOverride:              in.ActionURLOverride.Set, ActionURLOverride: in.ActionURLOverride.Ptr(),
-		SetMetadataOverride: in.MetadataOverride.Set}
-	if m := in.MetadataOverride.Ptr(); m != nil {
-		p.MetadataOverride = m.domain()
-	}
-	return p
+		SetMetadataOverride: in.MetadataOverride.Set, MetadataOverride: in.MetadataOverride.Ptr()}
 }
 
 type versionCreate struct {
@@ -405,7 +339,7 @@ type changeView struct {
 	NewValue      string `json:"newValue"`
 }
 
-func viewChanges(cs []domain.Change) []changeView {
+func viewChanges(cs []domain.ContextChange) []changeView {
 	out := make([]changeView, len(cs))
 	for i, c := range cs {
 		out[i] = changeView{ChangeID: c.ID, Field: c.Field, PreviousValue: c.PreviousValue, NewValue: c.NewValue}

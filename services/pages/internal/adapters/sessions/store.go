@@ -1,4 +1,6 @@
-package adapters
+// Package sessions stores the audience sessions in PostgreSQL and computes their pending
+// metrics there.
+package sessions
 
 import (
 	"bytes"
@@ -9,24 +11,23 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/outbox"
 	"github.com/customerapi/platform/libs/postgres"
+	"github.com/customerapi/platform/services/pages/internal/adapters"
 	"github.com/customerapi/platform/services/pages/internal/domain"
+	"github.com/customerapi/platform/services/pages/internal/domain/session"
 )
 
-// SessionStore keeps audience sessions in PostgreSQL (domain.SessionRepository and
-// domain.SessionQueue). It reads the pages and audiences tables only through the
-// service's existence checks (CheckPage, PageOfAudience).
-type SessionStore struct {
+// Store keeps audience sessions in PostgreSQL (session.Repository and session.Queue). It
+// reads the pages and audiences tables only through the service's existence checks
+// (adapters.CheckPage, adapters.PageOfAudience).
+type Store struct {
 	pool *pgxpool.Pool
 	out  outbox.Writer
 }
 
-// NewSessionStore returns a SessionStore on pool that writes its events through out.
-func NewSessionStore(pool *pgxpool.Pool, out outbox.Writer) *SessionStore {
-	return &SessionStore{pool: pool, out: out}
-}
+// NewStore returns a Store on pool that writes its events through out.
+func NewStore(pool *pgxpool.Pool, out outbox.Writer) *Store { return &Store{pool: pool, out: out} }
 
 const sessionCols = `id, tenant_id, page_id, audience_id, analytics_session_id, request_hash, page_title, page_url,
 	session_started_at, session_ended_at, has_conversion, max_scroll_depth_percentage, questions_asked_count,
@@ -35,9 +36,9 @@ const sessionCols = `id, tenant_id, page_id, audience_id, analytics_session_id, 
 	form_submission_name, form_submission_fields, form_submission_identifier, form_submission_identifier_type,
 	form_submitted_at, computation_status, computation_error, is_bounce, time_spent_seconds, created_at`
 
-func scanSession(r pgx.Row) (domain.Session, error) {
+func scanSession(r pgx.Row) (session.Session, error) {
 	var (
-		s                                              domain.Session
+		s                                              session.Session
 		formID, email, phone, linkedin, name, ident, k *string
 		fields                                         map[string]any
 		submittedAt                                    *time.Time
@@ -48,10 +49,10 @@ func scanSession(r pgx.Row) (domain.Session, error) {
 		&formID, &email, &phone, &linkedin, &name, &fields, &ident, &k, &submittedAt,
 		&s.ComputationStatus, &s.ComputationError, &s.IsBounce, &s.TimeSpentSeconds, &s.CreatedAt)
 	if err != nil {
-		return domain.Session{}, err
+		return session.Session{}, err
 	}
 	if formID != nil {
-		f := &domain.FormSubmission{ID: *formID, Email: email, Phone: phone, LinkedInURL: linkedin, Name: name, Fields: fields}
+		f := &session.FormSubmission{ID: *formID, Email: email, Phone: phone, LinkedInURL: linkedin, Name: name, Fields: fields}
 		if ident != nil && k != nil {
 			f.Identifier, f.IdentifierType = *ident, *k
 		}
@@ -63,25 +64,25 @@ func scanSession(r pgx.Row) (domain.Session, error) {
 	return s, nil
 }
 
-func collectSessions(rows pgx.Rows) ([]domain.Session, error) {
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Session, error) { return scanSession(r) })
+func collectSessions(rows pgx.Rows) ([]session.Session, error) {
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (session.Session, error) { return scanSession(r) })
 }
 
-// Record stores a new session, pending computation, and the events it announces, in one
-// transaction. A session whose analyticsSessionId the page already has is a replay: with
-// the same request hash the stored session is returned (replayed true) and nothing is
-// announced, with another it is domain.ErrReplayConflict.
-func (st *SessionStore) Record(ctx context.Context, s domain.Session, announce []domain.Event) (out domain.Session, replayed bool, err error) {
+// Record stores a new session, pending computation, and the event it announces (none
+// when zero), in one transaction. A session whose analyticsSessionId the page already
+// has is a replay: with the same request hash the stored session is returned (replayed
+// true) and nothing is announced, with another it is session.ErrReplayConflict.
+func (st *Store) Record(ctx context.Context, s session.Session, evt domain.Event) (out session.Session, replayed bool, err error) {
 	err = postgres.InTx(ctx, st.pool, func(tx pgx.Tx) error {
-		if err := CheckPage(ctx, tx, s.TenantID, s.PageID); err != nil {
+		if err := adapters.CheckPage(ctx, tx, s.TenantID, s.PageID); err != nil {
 			return err
 		}
 		if s.AudienceID != nil {
-			if _, err := PageOfAudience(ctx, tx, s.TenantID, *s.AudienceID, s.PageID); err != nil {
+			if _, err := adapters.PageOfAudience(ctx, tx, s.TenantID, *s.AudienceID, s.PageID); err != nil {
 				return err
 			}
 		}
-		var f domain.FormSubmission
+		var f session.FormSubmission
 		if s.Form != nil {
 			f = *s.Form
 		}
@@ -102,7 +103,7 @@ func (st *SessionStore) Record(ctx context.Context, s domain.Session, announce [
 			s.StartedAt, s.EndedAt, s.HasConversion, s.MaxScrollDepth, s.QuestionsAsked, s.TotalClicks,
 			s.UTM.Campaign, s.UTM.Content, s.UTM.Medium, s.UTM.Source, s.UTM.Term,
 			formID, f.Email, f.Phone, f.LinkedInURL, f.Name, fields, ident, identType, submittedAt,
-			domain.ComputationPending, nil, false, nil, s.CreatedAt)
+			session.ComputationPending, nil, false, nil, s.CreatedAt)
 		if err != nil {
 			return fmt.Errorf("insert session: %w", err)
 		}
@@ -113,46 +114,44 @@ func (st *SessionStore) Record(ctx context.Context, s domain.Session, announce [
 				return fmt.Errorf("load recorded session: %w", err)
 			}
 			if !bytes.Equal(prev.RequestHash, s.RequestHash) {
-				return domain.ErrReplayConflict
+				return session.ErrReplayConflict
 			}
 			out, replayed = prev, true
 			return nil
 		}
-		for _, e := range announce {
-			if err := st.out.Emit(ctx, tx, events.TopicPages, s.TenantID, e.Type, e.Subject, e.Payload); err != nil {
-				return err
-			}
+		if err := adapters.AddEvents(ctx, st.out, tx, s.TenantID, evt); err != nil {
+			return err
 		}
 		out = s
-		out.ComputationStatus = domain.ComputationPending
+		out.ComputationStatus = session.ComputationPending
 		return nil
 	})
 	return out, replayed, err
 }
 
 // Get returns a session of a visible page.
-func (st *SessionStore) Get(ctx context.Context, tenantID, pageID, id string) (domain.Session, error) {
+func (st *Store) Get(ctx context.Context, tenantID, pageID, id string) (session.Session, error) {
 	s, err := scanSession(st.pool.QueryRow(ctx, `SELECT `+sessionCols+` FROM audience_sessions s
 		WHERE tenant_id = $1 AND page_id = $2 AND id = $3
 		AND EXISTS (SELECT 1 FROM pages p WHERE p.tenant_id = s.tenant_id AND p.id = s.page_id AND p.deleted_at IS NULL)`,
 		tenantID, pageID, id))
 	if postgres.IsNoRows(err) {
-		if err := CheckPage(ctx, st.pool, tenantID, pageID); err != nil {
-			return domain.Session{}, err
+		if err := adapters.CheckPage(ctx, st.pool, tenantID, pageID); err != nil {
+			return session.Session{}, err
 		}
-		return domain.Session{}, domain.ErrSessionNotFound
+		return session.Session{}, session.ErrNotFound
 	}
 	if err != nil {
-		return domain.Session{}, fmt.Errorf("get session: %w", err)
+		return session.Session{}, fmt.Errorf("get session: %w", err)
 	}
 	return s, nil
 }
 
 // List returns up to limit sessions of a visible page after the position, newest
 // sessionStartedAt first, and the number of sessions matching the filter.
-func (st *SessionStore) List(ctx context.Context, tenantID, pageID string, f domain.SessionFilter, after *domain.SessionAfter,
-	limit int) ([]domain.Session, int64, error) {
-	if err := CheckPage(ctx, st.pool, tenantID, pageID); err != nil {
+func (st *Store) List(ctx context.Context, tenantID, pageID string, f session.Filter, after *session.After,
+	limit int) ([]session.Session, int64, error) {
+	if err := adapters.CheckPage(ctx, st.pool, tenantID, pageID); err != nil {
 		return nil, 0, err
 	}
 	// Absent filters are NULL and match everything; each is one fixed SQL text.
@@ -169,25 +168,9 @@ func (st *SessionStore) List(ctx context.Context, tenantID, pageID string, f dom
 	if after != nil {
 		afterAt, afterID = &after.StartedAt, &after.ID
 	}
-	b := &pgx.Batch{}
-	b.Queue(`SELECT `+sessionCols+` FROM audience_sessions WHERE `+where+`
+	return adapters.ListAndCount(ctx, st.pool, "sessions", scanSession,
+		`SELECT `+sessionCols+` FROM audience_sessions WHERE `+where+`
 		AND ($6::timestamptz IS NULL OR (session_started_at, id) < ($6, $7::text))
-		ORDER BY session_started_at DESC, id DESC LIMIT $8`,
-		tenantID, pageID, audience, f.Start, f.End, afterAt, afterID, limit)
-	b.Queue(`SELECT count(*) FROM audience_sessions WHERE `+where, tenantID, pageID, audience, f.Start, f.End)
-	br := st.pool.SendBatch(ctx, b)
-	defer br.Close()
-	rows, err := br.Query()
-	if err != nil {
-		return nil, 0, fmt.Errorf("list sessions: %w", err)
-	}
-	out, err := collectSessions(rows)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list sessions: %w", err)
-	}
-	var total int64
-	if err := br.QueryRow().Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count sessions: %w", err)
-	}
-	return out, total, nil
+		ORDER BY session_started_at DESC, id DESC LIMIT $8`, []any{tenantID, pageID, audience, f.Start, f.End, afterAt, afterID, limit},
+		`SELECT count(*) FROM audience_sessions WHERE `+where, tenantID, pageID, audience, f.Start, f.End)
 }

@@ -1,4 +1,4 @@
-package domain
+package session
 
 import (
 	"errors"
@@ -44,7 +44,7 @@ func TestSessionCheck(t *testing.T) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := func(v string) *string { return &v }
 	before, after := at.Add(-time.Second), at.Add(time.Second)
-	late := MaxSessionTime.Add(time.Second)
+	late := MaxTime.Add(time.Second)
 	deep := map[string]any{"a": []any{map[string]any{"b": []any{map[string]any{"c": []any{map[string]any{"d": []any{map[string]any{"e": 1}}}}}}}}}
 	for name, tc := range map[string]struct {
 		s    Session
@@ -52,7 +52,7 @@ func TestSessionCheck(t *testing.T) {
 	}{
 		"plain":                 {Session{StartedAt: at, EndedAt: &after}, "[]"},
 		"end before start":      {Session{StartedAt: at, EndedAt: &before}, "[custom:[sessionEndedAt]]"},
-		"before 1970":           {Session{StartedAt: MinSessionTime.Add(-time.Millisecond)}, "[invalid_date:[sessionStartedAt]]"},
+		"before 1970":           {Session{StartedAt: MinTime.Add(-time.Millisecond)}, "[invalid_date:[sessionStartedAt]]"},
 		"after 9999":            {Session{StartedAt: at, EndedAt: &late}, "[invalid_date:[sessionEndedAt]]"},
 		"form without identity": {Session{StartedAt: at, Form: &FormSubmission{Name: s("Ann")}}, "[custom:[formSubmission]]"},
 		"form with a phone":     {Session{StartedAt: at, Form: &FormSubmission{Phone: s("+1 555 010 9999")}}, "[]"},
@@ -67,10 +67,10 @@ func TestSessionCheck(t *testing.T) {
 			t.Errorf("%s: %v, want %s", name, got, tc.want)
 		}
 	}
-	if err := (SessionFilter{Start: &at, End: &before}).Check(); !errors.Is(err, ErrEndBeforeStart) {
+	if err := (Filter{Start: &at, End: &before}).Check(); !errors.Is(err, ErrEndBeforeStart) {
 		t.Errorf("filter end before start: %v", err)
 	}
-	if err := (SessionFilter{Start: &at, End: &at}).Check(); err != nil {
+	if err := (Filter{Start: &at, End: &at}).Check(); err != nil {
 		t.Errorf("filter of one instant: %v", err)
 	}
 }
@@ -78,7 +78,7 @@ func TestSessionCheck(t *testing.T) {
 func TestSessionCompute(t *testing.T) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	end := func(d time.Duration) *time.Time { e := at.Add(d); return &e }
-	m := SessionMetrics{BounceThreshold: 10 * time.Second, MaxDuration: time.Hour}
+	m := Metrics{BounceThreshold: 10 * time.Second, MaxDuration: time.Hour}
 	for name, tc := range map[string]struct {
 		s      Session
 		status string

@@ -1,4 +1,4 @@
-package adapters
+package sessions
 
 import (
 	"context"
@@ -8,14 +8,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/customerapi/platform/libs/postgres"
-	"github.com/customerapi/platform/services/pages/internal/domain"
+	"github.com/customerapi/platform/services/pages/internal/domain/session"
 )
 
 // ComputePending claims up to n pending sessions (skipping rows another replica holds),
 // computes their metrics by m and stores the results, all in one transaction: a crash
 // before the commit leaves them pending for the next run, and nothing is computed twice.
-func (st *SessionStore) ComputePending(ctx context.Context, m domain.SessionMetrics, n int, now time.Time) (domain.SessionsComputed, error) {
-	var done domain.SessionsComputed
+func (st *Store) ComputePending(ctx context.Context, m session.Metrics, n int, now time.Time) (session.Computed, error) {
+	var done session.Computed
 	err := postgres.InTx(ctx, st.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT `+sessionCols+` FROM audience_sessions
 			WHERE computation_status = 'pending' ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED`, n)
@@ -29,11 +29,11 @@ func (st *SessionStore) ComputePending(ctx context.Context, m domain.SessionMetr
 		if len(claimed) == 0 {
 			return nil
 		}
-		var c domain.SessionsComputed
+		var c session.Computed
 		b := &pgx.Batch{}
 		for _, s := range claimed {
 			r := m.Compute(s)
-			if r.Status == domain.ComputationFailed {
+			if r.Status == session.ComputationFailed {
 				c.Failed++
 			} else {
 				c.Completed++

@@ -1,9 +1,9 @@
-package domain
+package session
 
 import "time"
 
-// SessionMetrics are the settings of a session's derived-metrics computation.
-type SessionMetrics struct {
+// Metrics are the settings of a session's derived-metrics computation.
+type Metrics struct {
 	// BounceThreshold: a session without any interaction that lasted less than this
 	// (or has no end) is a bounce.
 	BounceThreshold time.Duration
@@ -12,8 +12,8 @@ type SessionMetrics struct {
 	MaxDuration time.Duration
 }
 
-// DefaultSessionMetrics are the documented defaults.
-var DefaultSessionMetrics = SessionMetrics{BounceThreshold: 10 * time.Second, MaxDuration: 24 * time.Hour}
+// DefaultMetrics are the documented defaults.
+var DefaultMetrics = Metrics{BounceThreshold: 10 * time.Second, MaxDuration: 24 * time.Hour}
 
 // Computation is the outcome of computing a session's metrics.
 type Computation struct {
@@ -24,17 +24,17 @@ type Computation struct {
 	HasConversion    bool
 }
 
-// SessionsComputed counts the sessions one computation run finished, by outcome.
-type SessionsComputed struct{ Completed, Failed int }
+// Computed counts the sessions one computation run finished, by outcome.
+type Computed struct{ Completed, Failed int }
 
 // Total is the number of sessions finished.
-func (c SessionsComputed) Total() int { return c.Completed + c.Failed }
+func (c Computed) Total() int { return c.Completed + c.Failed }
 
 // Compute derives a session's metrics: the time spent is the span from start to end
 // (unknown without an end); a bounce is a session with no interaction at all (no click,
 // question, form submission or conversion) that ended within the bounce threshold or
 // never reported an end. A form submission counts as a conversion.
-func (m SessionMetrics) Compute(s Session) Computation {
+func (m Metrics) Compute(s Session) Computation {
 	r := Computation{Status: ComputationCompleted, HasConversion: s.HasConversion || s.Form != nil}
 	if s.EndedAt != nil {
 		d := s.EndedAt.Sub(s.StartedAt)

@@ -1,4 +1,5 @@
-package ports
+// Package pagelinks serves the page link routes over HTTP.
+package pagelinks
 
 import (
 	"errors"
@@ -9,25 +10,26 @@ import (
 	"github.com/customerapi/platform/libs/pagination"
 	"github.com/customerapi/platform/libs/request"
 	"github.com/customerapi/platform/libs/tenant"
-	"github.com/customerapi/platform/services/pages/internal/app"
+	app "github.com/customerapi/platform/services/pages/internal/app/pagelinks"
 	"github.com/customerapi/platform/services/pages/internal/domain"
+	"github.com/customerapi/platform/services/pages/internal/domain/pagelink"
 )
 
-// PageLinkHandlers serve the page link routes.
-type PageLinkHandlers struct {
-	App     *app.PageLinks
+// Handlers serve the page link routes.
+type Handlers struct {
+	App     *app.Service
 	Cursors *pagination.Codec
 }
 
 // Register mounts the routes on the tenant-scoped /v0 router.
-func (h *PageLinkHandlers) Register(r fiber.Router) {
+func (h *Handlers) Register(r fiber.Router) {
 	r.Post("/page_links", h.create)
 	r.Get("/page_links/search", h.search) // before /:page_link_id, which would match "search"
 	r.Get("/page_links/:page_link_id", h.get)
 	r.Delete("/page_links/:page_link_id", h.delete)
 }
 
-func (h *PageLinkHandlers) create(c *fiber.Ctx) error {
+func (h *Handlers) create(c *fiber.Ctx) error {
 	var in linkCreate
 	if err := request.Decode(c, &in); err != nil {
 		return err
@@ -36,7 +38,7 @@ func (h *PageLinkHandlers) create(c *fiber.Ctx) error {
 	if len(issues) > 0 {
 		return apierror.Validation(apierror.FieldBody, issues...)
 	}
-	l := domain.PageLink{TenantID: tenant.From(c), DomainID: in.TenantDomainID.Ptr(), Path: path,
+	l := pagelink.Link{TenantID: tenant.From(c), DomainID: in.TenantDomainID.Ptr(), Path: path,
 		TargetType: in.Target.TargetType, AudienceID: in.Target.AudienceID}
 	if in.Target.PageID != nil {
 		l.PageID = *in.Target.PageID
@@ -48,7 +50,7 @@ func (h *PageLinkHandlers) create(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusCreated).JSON(viewPageLink(out))
 }
 
-func (h *PageLinkHandlers) get(c *fiber.Ctx) error {
+func (h *Handlers) get(c *fiber.Ctx) error {
 	l, err := h.App.Get(c.UserContext(), tenant.From(c), c.Params("page_link_id"))
 	if err != nil {
 		return mapPageLinkError(err)
@@ -56,23 +58,23 @@ func (h *PageLinkHandlers) get(c *fiber.Ctx) error {
 	return c.JSON(viewPageLink(l))
 }
 
-func (h *PageLinkHandlers) delete(c *fiber.Ctx) error {
+func (h *Handlers) delete(c *fiber.Ctx) error {
 	if err := h.App.Delete(c.UserContext(), tenant.From(c), c.Params("page_link_id")); err != nil {
 		return mapPageLinkError(err)
 	}
 	return c.SendStatus(fiber.StatusNoContent)
 }
 
-func (h *PageLinkHandlers) search(c *fiber.Ctx) error {
+func (h *Handlers) search(c *fiber.Ctx) error {
 	// The document judged the parameters (lengths, the target type's values).
 	q := request.NewQuery(c)
-	s := domain.PageLinkSearch{Query: q.String("query"), PageID: q.String("pageId"), TargetType: q.String("targetType")}
+	s := pagelink.Search{Query: q.String("query"), PageID: q.String("pageId"), TargetType: q.String("targetType")}
 	if d, ok := q.Raw("tenantDomainId"); ok {
 		s.DomainID = &d
 	}
 	scope := pagination.Scope(tenant.From(c), "page_links", request.Value(s.DomainID), s.Query, s.TargetType, s.PageID)
 	p := h.Cursors.Parse(q, scope)
-	after, err := domain.ParsePageLinkAfter(p.After)
+	after, err := pagelink.ParseAfter(p.After)
 	if err != nil {
 		q.Fail("cursor", "invalid_cursor", "Invalid cursor: "+err.Error())
 	}
@@ -88,19 +90,19 @@ func (h *PageLinkHandlers) search(c *fiber.Ctx) error {
 		views[i] = viewPageLink(l)
 	}
 	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v linkView) []string {
-		return domain.PageLinkAfter{PathKey: domain.PathKey(v.Path), ID: v.PageLinkID}.Keys()
+		return pagelink.After{PathKey: pagelink.PathKey(v.Path), ID: v.PageLinkID}.Keys()
 	}))
 }
 
 func mapPageLinkError(err error) error {
 	switch {
-	case errors.Is(err, domain.ErrPageLinkNotFound):
+	case errors.Is(err, pagelink.ErrNotFound):
 		return apierror.NotFound("page link not found")
 	case errors.Is(err, domain.ErrPageNotFound):
 		return apierror.NotFound("target page not found")
 	case errors.Is(err, domain.ErrAudienceNotFound):
 		return apierror.NotFound("target audience not found")
-	case errors.Is(err, domain.ErrPathTaken):
+	case errors.Is(err, pagelink.ErrPathTaken):
 		return apierror.Conflict("this path is already linked on this domain")
 	}
 	return apierror.Internal(err)

@@ -1,4 +1,6 @@
-package domain
+// Package pagelink holds the page links' types and rules: paths on a tenant domain that
+// serve a page or an audience.
+package pagelink
 
 import (
 	"context"
@@ -14,15 +16,15 @@ const (
 	TargetPageRouting = "page_routing"
 )
 
-// Errors of the page links (a missing target is ErrPageNotFound or ErrAudienceNotFound,
-// as everywhere in the service).
+// Errors of the page links (a missing target is domain.ErrPageNotFound or
+// domain.ErrAudienceNotFound, as everywhere in the service).
 var (
-	ErrPageLinkNotFound = errors.New("page link not found")
-	ErrPathTaken        = errors.New("path already linked on this domain")
+	ErrNotFound  = errors.New("page link not found")
+	ErrPathTaken = errors.New("path already linked on this domain")
 )
 
-// PageLink maps a path on a tenant domain to a target.
-type PageLink struct {
+// Link maps a path on a tenant domain to a target.
+type Link struct {
 	TenantID string
 	ID       string
 	// DomainID is the tenant domain; nil means the tenant's fallback subdomain.
@@ -99,8 +101,8 @@ func CheckTarget(targetType string, audienceID, pageID *string) []TargetError {
 	return out
 }
 
-// PageLinkSearch narrows the links of one domain. Empty fields do not filter.
-type PageLinkSearch struct {
+// Search narrows the links of one domain. Empty fields do not filter.
+type Search struct {
 	// DomainID is the tenant domain; nil searches the fallback subdomain's links.
 	DomainID *string
 	// Query matches the path case-insensitively (a substring) or a target identifier
@@ -110,37 +112,37 @@ type PageLinkSearch struct {
 	PageID     string
 }
 
-// PageLinkAfter is a keyset position in path order: the last item's path key and ID.
-type PageLinkAfter struct{ PathKey, ID string }
+// After is a keyset position in path order: the last item's path key and ID.
+type After struct{ PathKey, ID string }
 
 // Keys renders a position for a cursor.
-func (a PageLinkAfter) Keys() []string { return []string{a.PathKey, a.ID} }
+func (a After) Keys() []string { return []string{a.PathKey, a.ID} }
 
-// ParsePageLinkAfter reads a position from cursor keys; nil keys mean the first page.
-func ParsePageLinkAfter(keys []string) (*PageLinkAfter, error) {
+// ParseAfter reads a position from cursor keys; nil keys mean the first page.
+func ParseAfter(keys []string) (*After, error) {
 	if keys == nil {
 		return nil, nil
 	}
 	if len(keys) != 2 || keys[1] == "" {
 		return nil, errors.New("malformed position")
 	}
-	return &PageLinkAfter{PathKey: keys[0], ID: keys[1]}, nil
+	return &After{PathKey: keys[0], ID: keys[1]}, nil
 }
 
-// PageLinkRepository is the storage of page links. It sees the pages and audiences only
-// to check a link's target (ErrPageNotFound, ErrAudienceNotFound).
-type PageLinkRepository interface {
+// Repository is the storage of page links. It sees the pages and audiences only
+// to check a link's target (domain.ErrPageNotFound, domain.ErrAudienceNotFound).
+type Repository interface {
 	// Create stores a new link after checking its target: a page of the tenant that is
 	// not deleted, or an audience of such a page (whose page becomes the link's PageID;
 	// a PageID given with an audience must be that page). A path already linked on the
 	// domain is ErrPathTaken.
-	Create(ctx context.Context, l PageLink) (PageLink, error)
-	// Get returns a link of the tenant, deleted or not (ErrPageLinkNotFound).
-	Get(ctx context.Context, tenantID, id string) (PageLink, error)
+	Create(ctx context.Context, l Link) (Link, error)
+	// Get returns a link of the tenant, deleted or not (ErrNotFound).
+	Get(ctx context.Context, tenantID, id string) (Link, error)
 	// Delete soft-deletes a link, freeing its path; deleting a deleted link changes
-	// nothing (ErrPageLinkNotFound).
+	// nothing (ErrNotFound).
 	Delete(ctx context.Context, tenantID, id string, now time.Time) error
 	// Search returns up to limit live links matching q after the position, in path
 	// order, and the number of links matching q.
-	Search(ctx context.Context, tenantID string, q PageLinkSearch, after *PageLinkAfter, limit int) ([]PageLink, int64, error)
+	Search(ctx context.Context, tenantID string, q Search, after *After, limit int) ([]Link, int64, error)
 }

@@ -1,4 +1,5 @@
-package adapters
+// Package pagelinks stores the page links in PostgreSQL.
+package pagelinks
 
 import (
 	"context"
@@ -10,22 +11,23 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/customerapi/platform/libs/postgres"
-	"github.com/customerapi/platform/services/pages/internal/domain"
+	"github.com/customerapi/platform/services/pages/internal/adapters"
+	"github.com/customerapi/platform/services/pages/internal/domain/pagelink"
 )
 
-// PageLinkStore keeps page links in PostgreSQL (domain.PageLinkRepository). It reads the
-// pages and audiences tables only through the service's existence checks (CheckPage,
-// PageOfAudience).
-type PageLinkStore struct{ pool *pgxpool.Pool }
+// Store keeps page links in PostgreSQL (pagelink.Repository). It reads the pages and
+// audiences tables only through the service's existence checks (adapters.CheckPage,
+// adapters.PageOfAudience).
+type Store struct{ pool *pgxpool.Pool }
 
-// NewPageLinkStore returns a PageLinkStore on pool.
-func NewPageLinkStore(pool *pgxpool.Pool) *PageLinkStore { return &PageLinkStore{pool: pool} }
+// NewStore returns a Store on pool.
+func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 
 const linkCols = `id, tenant_id, tenant_domain_id, path, path_key, target_type, page_id, audience_id,
 	created_at, updated_at, deleted_at`
 
-func scanLink(r pgx.Row) (domain.PageLink, error) {
-	var l domain.PageLink
+func scanLink(r pgx.Row) (pagelink.Link, error) {
+	var l pagelink.Link
 	err := r.Scan(&l.ID, &l.TenantID, &l.DomainID, &l.Path, &l.PathKey, &l.TargetType, &l.PageID, &l.AudienceID,
 		&l.CreatedAt, &l.UpdatedAt, &l.DeletedAt)
 	return l, err
@@ -34,22 +36,22 @@ func scanLink(r pgx.Row) (domain.PageLink, error) {
 // Create stores a new link after checking its target: a page of the tenant that is not
 // deleted, or an audience of such a page (whose page becomes the link's PageID; a
 // PageID given with an audience must be that page). A path already linked on the domain
-// is domain.ErrPathTaken.
-func (s *PageLinkStore) Create(ctx context.Context, l domain.PageLink) (domain.PageLink, error) {
+// is pagelink.ErrPathTaken.
+func (s *Store) Create(ctx context.Context, l pagelink.Link) (pagelink.Link, error) {
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		if l.AudienceID != nil {
-			pageID, err := PageOfAudience(ctx, tx, l.TenantID, *l.AudienceID, l.PageID)
+			pageID, err := adapters.PageOfAudience(ctx, tx, l.TenantID, *l.AudienceID, l.PageID)
 			if err != nil {
 				return err
 			}
 			l.PageID = pageID
-		} else if err := CheckPage(ctx, tx, l.TenantID, l.PageID); err != nil {
+		} else if err := adapters.CheckPage(ctx, tx, l.TenantID, l.PageID); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO page_links (`+linkCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 			l.ID, l.TenantID, l.DomainID, l.Path, l.PathKey, l.TargetType, l.PageID, l.AudienceID, l.CreatedAt, l.UpdatedAt, l.DeletedAt)
 		if postgres.IsCode(err, postgres.UniqueViolation) && postgres.ConstraintOf(err) == "page_links_path" {
-			return domain.ErrPathTaken
+			return pagelink.ErrPathTaken
 		}
 		if err != nil {
 			return fmt.Errorf("insert page link: %w", err)
@@ -60,19 +62,19 @@ func (s *PageLinkStore) Create(ctx context.Context, l domain.PageLink) (domain.P
 }
 
 // Get returns a link of the tenant, deleted or not.
-func (s *PageLinkStore) Get(ctx context.Context, tenantID, id string) (domain.PageLink, error) {
+func (s *Store) Get(ctx context.Context, tenantID, id string) (pagelink.Link, error) {
 	l, err := scanLink(s.pool.QueryRow(ctx, `SELECT `+linkCols+` FROM page_links WHERE tenant_id = $1 AND id = $2`, tenantID, id))
 	if postgres.IsNoRows(err) {
-		return domain.PageLink{}, domain.ErrPageLinkNotFound
+		return pagelink.Link{}, pagelink.ErrNotFound
 	}
 	if err != nil {
-		return domain.PageLink{}, fmt.Errorf("get page link: %w", err)
+		return pagelink.Link{}, fmt.Errorf("get page link: %w", err)
 	}
 	return l, nil
 }
 
 // Delete soft-deletes a link, freeing its path. Deleting a deleted link changes nothing.
-func (s *PageLinkStore) Delete(ctx context.Context, tenantID, id string, now time.Time) error {
+func (s *Store) Delete(ctx context.Context, tenantID, id string, now time.Time) error {
 	var found bool
 	err := s.pool.QueryRow(ctx, `WITH d AS (
 			UPDATE page_links SET deleted_at = $3, updated_at = $3
@@ -83,7 +85,7 @@ func (s *PageLinkStore) Delete(ctx context.Context, tenantID, id string, now tim
 		return fmt.Errorf("delete page link: %w", err)
 	}
 	if !found {
-		return domain.ErrPageLinkNotFound
+		return pagelink.ErrNotFound
 	}
 	return nil
 }
@@ -95,11 +97,11 @@ func likeEscape(s string) string {
 
 // Search returns up to limit live links matching q after the position, in path order,
 // and the number of links matching q.
-func (s *PageLinkStore) Search(ctx context.Context, tenantID string, q domain.PageLinkSearch, after *domain.PageLinkAfter,
-	limit int) ([]domain.PageLink, int64, error) {
+func (s *Store) Search(ctx context.Context, tenantID string, q pagelink.Search, after *pagelink.After,
+	limit int) ([]pagelink.Link, int64, error) {
 	var query, pattern, targetType, pageID *string
 	if q.Query != "" {
-		p := "%" + likeEscape(domain.PathKey(q.Query)) + "%"
+		p := "%" + likeEscape(pagelink.PathKey(q.Query)) + "%"
 		query, pattern = &q.Query, &p
 	}
 	if q.TargetType != "" {
@@ -117,24 +119,9 @@ func (s *PageLinkStore) Search(ctx context.Context, tenantID string, q domain.Pa
 	if after != nil {
 		afterKey, afterID = &after.PathKey, &after.ID
 	}
-	b := &pgx.Batch{}
-	b.Queue(`SELECT `+linkCols+` FROM page_links WHERE `+where+`
+	return adapters.ListAndCount(ctx, s.pool, "page links", scanLink,
+		`SELECT `+linkCols+` FROM page_links WHERE `+where+`
 		AND ($7::text IS NULL OR (path_key, id) > ($7, $8::text))
-		ORDER BY path_key, id LIMIT $9`, tenantID, q.DomainID, query, pattern, targetType, pageID, afterKey, afterID, limit)
-	b.Queue(`SELECT count(*) FROM page_links WHERE `+where, tenantID, q.DomainID, query, pattern, targetType, pageID)
-	br := s.pool.SendBatch(ctx, b)
-	defer br.Close()
-	rows, err := br.Query()
-	if err != nil {
-		return nil, 0, fmt.Errorf("search page links: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.PageLink, error) { return scanLink(r) })
-	if err != nil {
-		return nil, 0, fmt.Errorf("search page links: %w", err)
-	}
-	var total int64
-	if err := br.QueryRow().Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count page links: %w", err)
-	}
-	return out, total, nil
+		ORDER BY path_key, id LIMIT $9`, []any{tenantID, q.DomainID, query, pattern, targetType, pageID, afterKey, afterID, limit},
+		`SELECT count(*) FROM page_links WHERE `+where, tenantID, q.DomainID, query, pattern, targetType, pageID)
 }

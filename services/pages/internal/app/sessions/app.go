@@ -1,4 +1,6 @@
-package app
+// Package sessions holds the audience session use cases and the worker that computes
+// their derived metrics.
+package sessions
 
 import (
 	"context"
@@ -6,6 +8,7 @@ import (
 	"github.com/customerapi/platform/libs/ids"
 	"github.com/customerapi/platform/libs/timestamp"
 	"github.com/customerapi/platform/services/pages/internal/domain"
+	"github.com/customerapi/platform/services/pages/internal/domain/session"
 )
 
 // TypeID prefixes of a session and its form submission.
@@ -14,33 +17,33 @@ const (
 	formPrefix    = "formsub"
 )
 
-// Sessions runs the audience session use cases.
-type Sessions struct {
-	Store domain.SessionRepository
+// Service runs the audience session use cases.
+type Service struct {
+	Store session.Repository
 	// Clock tells the time (the system clock when nil).
 	Clock timestamp.Clock
 	// Recorded is called after a new session was stored, to wake the computation worker
-	// (SessionWorker.Poke); nil calls nothing.
+	// (Worker.Poke); nil calls nothing.
 	Recorded func()
 }
 
-// Record stores a session the caller has checked (domain.Session.Check): it gets its
-// IDs and recording time, its form submission's identifier (domain.Identify), and
+// Record stores a session the caller has checked (session.Session.Check): it gets its
+// IDs and recording time, its form submission's identifier (session.Identify), and
 // counts as a conversion when it has a form submission, which it announces
 // (form.submitted). A replay of a recorded session returns that session with replayed
-// true (domain.SessionRepository.Record).
-func (s *Sessions) Record(ctx context.Context, in domain.Session) (domain.Session, bool, error) {
+// true (session.Repository.Record).
+func (s *Service) Record(ctx context.Context, in session.Session) (session.Session, bool, error) {
 	now := s.Clock.Now()
 	in.ID, in.CreatedAt = ids.New(sessionPrefix), now
-	var announce []domain.Event
+	var evt domain.Event
 	if in.Form != nil {
 		f := *in.Form
 		f.ID, f.SubmittedAt = ids.New(formPrefix), now
-		f.Identifier, f.IdentifierType, _ = domain.Identify(f)
+		f.Identifier, f.IdentifierType, _ = session.Identify(f)
 		in.Form, in.HasConversion = &f, true
-		announce = append(announce, domain.FormSubmitted(&in))
+		evt = session.FormSubmitted(&in)
 	}
-	out, replayed, err := s.Store.Record(ctx, in, announce)
+	out, replayed, err := s.Store.Record(ctx, in, evt)
 	if err != nil {
 		return out, false, err
 	}
@@ -51,12 +54,12 @@ func (s *Sessions) Record(ctx context.Context, in domain.Session) (domain.Sessio
 }
 
 // Get returns a session of a visible page.
-func (s *Sessions) Get(ctx context.Context, tenantID, pageID, id string) (domain.Session, error) {
+func (s *Service) Get(ctx context.Context, tenantID, pageID, id string) (session.Session, error) {
 	return s.Store.Get(ctx, tenantID, pageID, id)
 }
 
 // List returns a page of a visible page's sessions, newest first, and how many match f.
-func (s *Sessions) List(ctx context.Context, tenantID, pageID string, f domain.SessionFilter, after *domain.SessionAfter,
-	limit int) ([]domain.Session, int64, error) {
+func (s *Service) List(ctx context.Context, tenantID, pageID string, f session.Filter, after *session.After,
+	limit int) ([]session.Session, int64, error) {
 	return s.Store.List(ctx, tenantID, pageID, f, after, limit)
 }

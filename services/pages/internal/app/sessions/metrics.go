@@ -1,20 +1,20 @@
-package app
+package sessions
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/customerapi/platform/services/pages/internal/domain"
+	"github.com/customerapi/platform/services/pages/internal/domain/session"
 )
 
-// SessionCounters are the session worker's Prometheus metrics.
-type SessionCounters struct {
+// Metrics are the session worker's Prometheus metrics.
+type Metrics struct {
 	computedTotal *prometheus.CounterVec
 	failures      prometheus.Counter
 }
 
-// NewSessionCounters registers the session worker's metrics on r.
-func NewSessionCounters(r prometheus.Registerer) *SessionCounters {
-	c := &SessionCounters{
+// NewMetrics registers the session worker's metrics on r.
+func NewMetrics(r prometheus.Registerer) *Metrics {
+	c := &Metrics{
 		computedTotal: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pages_sessions_computed_total",
 			Help: "Audience sessions whose derived metrics were computed, by outcome (completed, failed)."}, []string{"status"}),
 		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: "pages_sessions_compute_errors_total",
@@ -24,14 +24,14 @@ func NewSessionCounters(r prometheus.Registerer) *SessionCounters {
 	return c
 }
 
-func (c *SessionCounters) computed(done domain.SessionsComputed) {
+func (c *Metrics) computed(done session.Computed) {
 	if c != nil {
-		c.computedTotal.WithLabelValues(domain.ComputationCompleted).Add(float64(done.Completed))
-		c.computedTotal.WithLabelValues(domain.ComputationFailed).Add(float64(done.Failed))
+		c.computedTotal.WithLabelValues(session.ComputationCompleted).Add(float64(done.Completed))
+		c.computedTotal.WithLabelValues(session.ComputationFailed).Add(float64(done.Failed))
 	}
 }
 
-func (c *SessionCounters) failed() {
+func (c *Metrics) failed() {
 	if c != nil {
 		c.failures.Inc()
 	}

@@ -1,4 +1,4 @@
-package domain
+package session
 
 import (
 	"bytes"
@@ -11,8 +11,8 @@ import (
 // them in words): they hold across fields, or measure what a schema cannot. The document
 // has judged everything else before a handler runs.
 
-// SessionProblem is a rule a session to record breaks, at its place in the request body.
-type SessionProblem struct {
+// Problem is a rule a session to record breaks, at its place in the request body.
+type Problem struct {
 	Code, Message string
 	Path          []any
 }
@@ -21,12 +21,12 @@ type SessionProblem struct {
 // after 1970, and a later year than 9999 has no four-digit RFC 3339 form (an offset such
 // as 9999-12-31T23:59:59-23:59 would turn into year 10000 in UTC).
 var (
-	MinSessionTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
-	MaxSessionTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+	MinTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	MaxTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
 )
 
-func inSessionTimeRange(t time.Time) bool {
-	return !t.Before(MinSessionTime) && !t.After(MaxSessionTime)
+func inTimeRange(t time.Time) bool {
+	return !t.Before(MinTime) && !t.After(MaxTime)
 }
 
 // MaxFieldsDepth bounds how deeply formSubmission.fields may nest objects and arrays
@@ -40,13 +40,13 @@ const MaxFieldsDepth = 8
 const MaxFieldsBytes = 64 << 10
 
 // Check returns the rules s breaks: its end is not before its start, and both lie from
-// MinSessionTime to MaxSessionTime in UTC; a form submission has an identifier (email,
+// MinTime to MaxTime in UTC; a form submission has an identifier (email,
 // phone or LinkedIn profile URL), a LinkedIn URL that names a profile, and fields at most
 // MaxFieldsDepth levels deep and MaxFieldsBytes long.
-func (s *Session) Check() []SessionProblem {
-	var out []SessionProblem
+func (s *Session) Check() []Problem {
+	var out []Problem
 	fail := func(code, msg string, path ...any) {
-		out = append(out, SessionProblem{Code: code, Message: msg, Path: path})
+		out = append(out, Problem{Code: code, Message: msg, Path: path})
 	}
 	if s.EndedAt != nil && s.EndedAt.Before(s.StartedAt) {
 		fail("custom", "sessionEndedAt must not be before sessionStartedAt", "sessionEndedAt")
@@ -55,9 +55,9 @@ func (s *Session) Check() []SessionProblem {
 		name string
 		t    *time.Time
 	}{{"sessionStartedAt", &s.StartedAt}, {"sessionEndedAt", s.EndedAt}} {
-		if f.t != nil && !inSessionTimeRange(*f.t) {
-			fail("invalid_date", "Invalid date: "+f.name+" must be from "+MinSessionTime.Format(time.RFC3339)+" to "+
-				MaxSessionTime.Format(time.RFC3339)+" (in UTC)", f.name)
+		if f.t != nil && !inTimeRange(*f.t) {
+			fail("invalid_date", "Invalid date: "+f.name+" must be from "+MinTime.Format(time.RFC3339)+" to "+
+				MaxTime.Format(time.RFC3339)+" (in UTC)", f.name)
 		}
 	}
 	if f := s.Form; f != nil {

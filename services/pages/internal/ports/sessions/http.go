@@ -1,4 +1,5 @@
-package ports
+// Package sessions serves the audience session routes over HTTP.
+package sessions
 
 import (
 	"errors"
@@ -10,24 +11,25 @@ import (
 	"github.com/customerapi/platform/libs/pagination"
 	"github.com/customerapi/platform/libs/request"
 	"github.com/customerapi/platform/libs/tenant"
-	"github.com/customerapi/platform/services/pages/internal/app"
+	app "github.com/customerapi/platform/services/pages/internal/app/sessions"
 	"github.com/customerapi/platform/services/pages/internal/domain"
+	"github.com/customerapi/platform/services/pages/internal/domain/session"
 )
 
-// SessionHandlers serve the audience session routes.
-type SessionHandlers struct {
-	App     *app.Sessions
+// Handlers serve the audience session routes.
+type Handlers struct {
+	App     *app.Service
 	Cursors *pagination.Codec
 }
 
 // Register mounts the routes on the tenant-scoped /v0 router.
-func (h *SessionHandlers) Register(r fiber.Router) {
+func (h *Handlers) Register(r fiber.Router) {
 	r.Post("/pages/:page_id/audience_sessions", h.record)
 	r.Get("/pages/:page_id/audience_sessions", h.list)
 	r.Get("/pages/:page_id/audience_sessions/:audience_session_id", h.get)
 }
 
-func (h *SessionHandlers) record(c *fiber.Ctx) error {
+func (h *Handlers) record(c *fiber.Ctx) error {
 	var in sessionCreate
 	if err := request.Decode(c, &in); err != nil {
 		return err
@@ -53,7 +55,7 @@ func (h *SessionHandlers) record(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusCreated).JSON(viewSession(out))
 }
 
-func (h *SessionHandlers) get(c *fiber.Ctx) error {
+func (h *Handlers) get(c *fiber.Ctx) error {
 	s, err := h.App.Get(c.UserContext(), tenant.From(c), c.Params("page_id"), c.Params("audience_session_id"))
 	if err != nil {
 		return mapSessionError(err)
@@ -61,18 +63,18 @@ func (h *SessionHandlers) get(c *fiber.Ctx) error {
 	return c.JSON(viewSession(s))
 }
 
-func (h *SessionHandlers) list(c *fiber.Ctx) error {
+func (h *Handlers) list(c *fiber.Ctx) error {
 	pageID := c.Params("page_id")
 	q := request.NewQuery(c)
 	// The document judged the parameters (date-times, the audienceId's length); the rule
 	// across two of them is the filter's.
-	f := domain.SessionFilter{Start: q.Time("startDate"), End: q.Time("endDate"), AudienceID: q.String("audienceId")}
+	f := session.Filter{Start: q.Time("startDate"), End: q.Time("endDate"), AudienceID: q.String("audienceId")}
 	if err := f.Check(); err != nil {
 		q.Fail("endDate", "custom", err.Error())
 	}
 	scope := pagination.Scope(tenant.From(c), "audience_sessions", pageID, f.AudienceID, fmtTime(f.Start), fmtTime(f.End))
 	p := h.Cursors.Parse(q, scope)
-	after, err := domain.ParseSessionAfter(p.After)
+	after, err := session.ParseAfter(p.After)
 	if err != nil {
 		q.Fail("cursor", "invalid_cursor", "Invalid cursor: "+err.Error())
 	}
@@ -83,14 +85,14 @@ func (h *SessionHandlers) list(c *fiber.Ctx) error {
 	if err != nil {
 		return mapSessionError(err)
 	}
-	byID := make(map[string]domain.Session, len(sessions))
+	byID := make(map[string]session.Session, len(sessions))
 	views := make([]sessionView, len(sessions))
 	for i, s := range sessions {
 		views[i], byID[s.ID] = viewSession(s), s
 	}
 	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v sessionView) []string {
 		s := byID[v.AudienceSessionID]
-		return domain.SessionAfter{StartedAt: s.StartedAt, ID: s.ID}.Keys()
+		return session.After{StartedAt: s.StartedAt, ID: s.ID}.Keys()
 	}))
 }
 
@@ -108,9 +110,9 @@ func mapSessionError(err error) error {
 		return apierror.NotFound("page not found")
 	case errors.Is(err, domain.ErrAudienceNotFound):
 		return apierror.NotFound("audience not found under this page")
-	case errors.Is(err, domain.ErrSessionNotFound):
+	case errors.Is(err, session.ErrNotFound):
 		return apierror.NotFound("audience session not found")
-	case errors.Is(err, domain.ErrReplayConflict):
+	case errors.Is(err, session.ErrReplayConflict):
 		return apierror.Conflict("this page already has a session with this analyticsSessionId, recorded with a different body")
 	}
 	return apierror.Internal(err)

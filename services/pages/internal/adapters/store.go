@@ -1,6 +1,7 @@
-// Package adapters stores the pages service (pages, audiences, versions, messages,
-// audience sessions, page links) in PostgreSQL; every change that causes an event writes
-// it to the outbox in the same transaction.
+// Package adapters stores pages, audiences, versions and messages in PostgreSQL (every
+// change writes the events the use cases chose to the outbox in its transaction) and
+// wakes the processing workers; it holds the service's page and audience existence
+// checks, which the stores of the audience sessions and page links below use too.
 package adapters
 
 import (
@@ -11,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/outbox"
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/services/pages/internal/domain"
@@ -29,6 +31,40 @@ func NewStore(pool *pgxpool.Pool, out outbox.Writer) *Store { return &Store{pool
 type Querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// AddEvents writes the tenant's events to the outbox within tx, in order; a zero event
+// announces nothing. Every event of the service goes to the pages topic.
+func AddEvents(ctx context.Context, out outbox.Writer, tx pgx.Tx, tenantID string, evts ...domain.Event) error {
+	envs, err := envelopes(tenantID, evts)
+	if err != nil {
+		return err
+	}
+	return out.Add(ctx, tx, events.TopicPages, envs...)
+}
+
+// queueEvents queues, in b, what AddEvents writes.
+func (s *Store) queueEvents(ctx context.Context, b *pgx.Batch, tenantID string, evts ...domain.Event) error {
+	envs, err := envelopes(tenantID, evts)
+	if err != nil {
+		return err
+	}
+	return s.out.Queue(ctx, b, events.TopicPages, envs...)
+}
+
+func envelopes(tenantID string, evts []domain.Event) ([]events.Envelope, error) {
+	envs := make([]events.Envelope, 0, len(evts))
+	for _, e := range evts {
+		if e.Type == "" {
+			continue
+		}
+		env, err := events.New(tenantID, e.Type, e.Subject, e.Payload)
+		if err != nil {
+			return nil, err
+		}
+		envs = append(envs, env)
+	}
+	return envs, nil
 }
 
 const pageCols = `id, tenant_id, name, title, page_context, brand_id, page_type, status, flags, audiences_count,
@@ -120,30 +156,39 @@ func (s *Store) GetPage(ctx context.Context, tenantID, id string) (domain.Page, 
 
 // ListPages returns up to limit visible pages after the ID (creation order) and their count.
 func (s *Store) ListPages(ctx context.Context, tenantID, afterID string, limit int) ([]domain.Page, int64, error) {
+	return ListAndCount(ctx, s.pool, "pages", scanPage,
+		"SELECT "+pageCols+` FROM pages WHERE tenant_id = $1 AND deleted_at IS NULL AND id > $2
+		ORDER BY id LIMIT $3`, []any{tenantID, afterID, limit},
+		"SELECT count(*) FROM pages WHERE tenant_id = $1 AND deleted_at IS NULL", tenantID)
+}
+
+// ListAndCount reads the rows of the list query by scan and the count of the count
+// query in one round trip; what names them in errors.
+func ListAndCount[T any](ctx context.Context, pool *pgxpool.Pool, what string, scan func(pgx.Row) (T, error),
+	list string, listArgs []any, count string, countArgs ...any) ([]T, int64, error) {
 	b := &pgx.Batch{}
-	b.Queue("SELECT "+pageCols+` FROM pages WHERE tenant_id = $1 AND deleted_at IS NULL AND id > $2
-		ORDER BY id LIMIT $3`, tenantID, afterID, limit)
-	b.Queue("SELECT count(*) FROM pages WHERE tenant_id = $1 AND deleted_at IS NULL", tenantID)
-	br := s.pool.SendBatch(ctx, b)
+	b.Queue(list, listArgs...)
+	b.Queue(count, countArgs...)
+	br := pool.SendBatch(ctx, b)
 	defer br.Close()
 	rows, err := br.Query()
 	if err != nil {
-		return nil, 0, fmt.Errorf("list pages: %w", err)
+		return nil, 0, fmt.Errorf("list %s: %w", what, err)
 	}
-	pages, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Page, error) { return scanPage(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) { return scan(r) })
 	if err != nil {
-		return nil, 0, fmt.Errorf("list pages: %w", err)
+		return nil, 0, fmt.Errorf("list %s: %w", what, err)
 	}
 	var total int64
 	if err := br.QueryRow().Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count pages: %w", err)
+		return nil, 0, fmt.Errorf("count %s: %w", what, err)
 	}
-	return pages, total, nil
+	return out, total, nil
 }
 
-// UpdatePage locks a page, lets fn change it and stores the result. A deleted page is
-// found only when withDeleted is set (restore).
-func (s *Store) UpdatePage(ctx context.Context, tenantID, id string, withDeleted bool, fn func(*domain.Page) error) (domain.Page, error) {
+// UpdatePage locks a page, lets change alter it and stores the result with its event. A
+// deleted page is found only when withDeleted is set (restore).
+func (s *Store) UpdatePage(ctx context.Context, tenantID, id string, withDeleted bool, change domain.Change[domain.Page]) (domain.Page, error) {
 	var out domain.Page
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		p, err := scanPage(tx.QueryRow(ctx, "SELECT "+pageCols+" FROM pages WHERE tenant_id = $1 AND id = $2 FOR UPDATE", tenantID, id))
@@ -153,10 +198,12 @@ func (s *Store) UpdatePage(ctx context.Context, tenantID, id string, withDeleted
 		if err != nil {
 			return fmt.Errorf("load page: %w", err)
 		}
-		if err := fn(&p); err != nil {
+		evt, changed, err := change(&p)
+		if err != nil || !changed {
+			out = p
 			return err
 		}
-		// The row written is the one locked: fn changes the page, never which page it is.
+		// The row written is the one locked: change alters the page, never which it is.
 		p.ID, p.TenantID = id, tenantID
 		args, err := pageArgs(p)
 		if err != nil {
@@ -176,7 +223,7 @@ func (s *Store) UpdatePage(ctx context.Context, tenantID, id string, withDeleted
 			return fmt.Errorf("update page: %w", err)
 		}
 		out = p
-		return nil
+		return AddEvents(ctx, s.out, tx, tenantID, evt)
 	})
 	return out, err
 }

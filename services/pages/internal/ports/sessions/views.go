@@ -1,4 +1,4 @@
-package ports
+package sessions
 
 import (
 	"crypto/sha256"
@@ -8,12 +8,12 @@ import (
 
 	"github.com/customerapi/platform/libs/request"
 	"github.com/customerapi/platform/libs/timestamp"
-	"github.com/customerapi/platform/services/pages/internal/domain"
+	"github.com/customerapi/platform/services/pages/internal/domain/session"
 )
 
 // The body of a recorded session. The OpenAPI document (SessionCreate) states its rules
 // and has judged it before the handler runs: required fields, types, lengths, bounds,
-// date-times, the URL, email and phone patterns, unknown fields. domain.Session.Check
+// date-times, the URL, email and phone patterns, unknown fields. session.Session.Check
 // applies the rules the document can only state in words.
 
 type formSubmissionIn struct {
@@ -51,25 +51,25 @@ func truncPtr(t *time.Time) *time.Time {
 	return &v
 }
 
-// domain maps a decoded request to a session to record (app.Sessions.Record gives it its
+// domain maps a decoded request to a session to record (app.Service.Record gives it its
 // IDs and times). Its request hash is the SHA-256 of the decoded request, so replays
 // compare by content, not by bytes.
-func (in *sessionCreate) domain(tenantID, pageID string) (domain.Session, error) {
+func (in *sessionCreate) domain(tenantID, pageID string) (session.Session, error) {
 	raw, err := json.Marshal(in)
 	if err != nil {
-		return domain.Session{}, fmt.Errorf("hash session request: %w", err)
+		return session.Session{}, fmt.Errorf("hash session request: %w", err)
 	}
 	hash := sha256.Sum256(raw)
-	s := domain.Session{TenantID: tenantID, PageID: pageID,
+	s := session.Session{TenantID: tenantID, PageID: pageID,
 		AudienceID: in.AudienceID.Ptr(), AnalyticsSessionID: in.AnalyticsSessionID, RequestHash: hash[:],
 		PageTitle: in.PageTitle.Ptr(), PageURL: in.PageURL.Ptr(),
 		StartedAt: timestamp.Truncate(in.SessionStartedAt), EndedAt: truncPtr(in.SessionEndedAt.Ptr()),
 		HasConversion: request.Value(in.HasConversion), MaxScrollDepth: in.MaxScrollDepthPercentage.Ptr(),
 		QuestionsAsked: request.Value(in.QuestionsAskedCount), TotalClicks: request.Value(in.TotalClicksCount),
-		UTM: domain.UTM{Campaign: in.UtmCampaign.Ptr(), Content: in.UtmContent.Ptr(), Medium: in.UtmMedium.Ptr(),
+		UTM: session.UTM{Campaign: in.UtmCampaign.Ptr(), Content: in.UtmContent.Ptr(), Medium: in.UtmMedium.Ptr(),
 			Source: in.UtmSource.Ptr(), Term: in.UtmTerm.Ptr()}}
 	if f := in.FormSubmission; f != nil {
-		s.Form = &domain.FormSubmission{Email: f.Email.Ptr(), Phone: f.Phone.Ptr(),
+		s.Form = &session.FormSubmission{Email: f.Email.Ptr(), Phone: f.Phone.Ptr(),
 			LinkedInURL: f.LinkedinProfileURL.Ptr(), Name: f.Name.Ptr(), Fields: request.Value(f.Fields.Ptr())}
 	}
 	return s, nil
@@ -104,7 +104,7 @@ type sessionView struct {
 	UtmTerm                      *string  `json:"utmTerm"`
 }
 
-func viewSession(s domain.Session) sessionView {
+func viewSession(s session.Session) sessionView {
 	v := sessionView{AnalyticsSessionID: s.AnalyticsSessionID, AudienceID: s.AudienceID, AudienceSessionID: s.ID,
 		PageID: s.PageID, PageTitle: s.PageTitle, PageURL: s.PageURL, ComputationStatus: s.ComputationStatus,
 		HasConversion: s.HasConversion, IsBounce: s.IsBounce, MaxScrollDepthPercentage: s.MaxScrollDepth,

@@ -1,4 +1,4 @@
-package domain
+package session
 
 import (
 	"net/url"
