@@ -13,14 +13,8 @@ import (
 	"github.com/customerapi/platform/libs/ids"
 	"github.com/customerapi/platform/libs/timestamp"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
-	"github.com/customerapi/platform/services/webhooks/internal/signing"
-	"github.com/customerapi/platform/services/webhooks/internal/ssrf"
+	"github.com/customerapi/platform/services/webhooks/internal/domain/signing"
 )
-
-// URLChecker checks a target URL against the SSRF policy (*ssrf.Guard is one).
-type URLChecker interface {
-	CheckURL(ctx context.Context, u *url.URL) error
-}
 
 // RefusedURLError reports a subscription URL the SSRF policy refuses.
 type RefusedURLError struct{ Reason string }
@@ -31,7 +25,9 @@ func (e *RefusedURLError) Error() string { return e.Reason }
 // Service runs the webhooks use cases.
 type Service struct {
 	Repo domain.Repository
-	URLs URLChecker
+	URLs domain.URLChecker
+	// Types reads the event types' payloads from the API document.
+	Types domain.EventTypes
 	// Clock tells the time (the system clock when nil).
 	Clock timestamp.Clock
 	// Log, when set, records which address a refused URL resolved to: the operator may
@@ -52,7 +48,7 @@ func (s *Service) checkURL(ctx context.Context, raw string) error {
 	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
 	defer cancel()
 	err = s.URLs.CheckURL(ctx, u)
-	var refused *ssrf.RefusedError
+	var refused *domain.RefusedError
 	if errors.As(err, &refused) {
 		if s.Log != nil {
 			s.Log.InfoContext(ctx, "webhook subscription URL refused", slog.String("host", u.Hostname()),
