@@ -258,12 +258,6 @@ func (s *Store) Claim(ctx context.Context, req domain.ClaimRequest) (domain.Clai
 	return c, err
 }
 
-// ClaimIn is Claim inside tx: a benchmark or a diagnosis rolls tx back to give the
-// leases back. Its jobs' secrets stay sealed as stored: nothing sends them.
-func ClaimIn(ctx context.Context, tx pgx.Tx, req domain.ClaimRequest) (domain.Claimed, error) {
-	return claim(ctx, tx, req)
-}
-
 // ExplainClaim runs the claim inside tx under EXPLAIN (ANALYZE, BUFFERS) and returns the
 // plan's lines. The claim's leases are taken (roll tx back to give them back).
 func ExplainClaim(ctx context.Context, tx pgx.Tx, req domain.ClaimRequest) ([]string, error) {

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/ids"
 	"github.com/customerapi/platform/libs/timestamp"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
@@ -167,4 +168,12 @@ func (s *Service) ReplayEvents(ctx context.Context, tenantID, subscriptionID str
 		return domain.ReplayResult{}, fmt.Errorf("replay events: %w", err)
 	}
 	return res, nil
+}
+
+// RecordEvent is the intake: it records the deliveries of evt to the subscriptions of its
+// tenant that list its type, through in, bound to the intake consumer's transaction (the
+// event counts as processed only with its deliveries).
+func (s *Service) RecordEvent(ctx context.Context, in domain.EventRecorder, evt events.Envelope) error {
+	_, err := in.RecordEvent(ctx, evt)
+	return err
 }

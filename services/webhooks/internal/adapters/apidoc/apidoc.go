@@ -86,19 +86,6 @@ func payloadSchemas() (map[string]domain.PayloadSchema, error) {
 	return out, nil
 }
 
-// Types lists the event types that have a payload example.
-func (d *Document) Types() ([]string, error) {
-	m, err := d.examples()
-	if err != nil {
-		return nil, err
-	}
-	types := make([]string, 0, len(m))
-	for t := range m {
-		types = append(types, t)
-	}
-	return types, nil
-}
-
 // Example returns the example of an event type's payload schema; ok is false for an
 // unknown type.
 func (d *Document) Example(eventType string) (example map[string]any, ok bool, err error) {
