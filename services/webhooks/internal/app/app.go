@@ -1,5 +1,6 @@
-// Package app holds the webhooks use cases: it makes IDs, secrets and timestamps, checks
-// target URLs, applies patches and calls the repository.
+// Package app holds the webhooks use cases (they make IDs, secrets and timestamps, check
+// target URLs, apply patches and call the repository) and the workers that keep stored
+// secrets sealed and old deliveries purged; the delivery engine is app/delivery.
 package app
 
 import (
