@@ -11,8 +11,8 @@ import (
 
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 	"github.com/customerapi/platform/services/webhooks/internal/adapters"
+	"github.com/customerapi/platform/services/webhooks/internal/adapters/secretbox"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
-	"github.com/customerapi/platform/services/webhooks/internal/secretbox"
 )
 
 // failedDelivery adds a failed delivery of whsub_a with n attempts: attempt i took i ms,

@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/customerapi/platform/libs/events"
-	"github.com/customerapi/platform/services/webhooks/internal/adapters"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
 )
 
@@ -38,9 +37,9 @@ func operational(t *testing.T, pool *pgxpool.Pool, sub, typ string) []map[string
 	return out
 }
 
-func result(j adapters.Job, status domain.Status, code int, gone bool) adapters.Result {
+func result(j domain.Job, status domain.Status, code int, gone bool) domain.Result {
 	msg := "the receiver answered an error"
-	return adapters.Result{TenantID: j.TenantID, DeliveryID: j.DeliveryID, SubscriptionID: j.SubscriptionID,
+	return domain.Result{TenantID: j.TenantID, DeliveryID: j.DeliveryID, SubscriptionID: j.SubscriptionID,
 		LeaseToken: j.LeaseToken, AttemptNo: j.AttemptNo, Status: status, Gone: gone, Delay: time.Hour,
 		Attempt: &domain.Attempt{AttemptedAt: time.Now().UTC().Truncate(time.Millisecond), StatusCode: &code, Error: &msg}}
 }
@@ -58,7 +57,7 @@ func TestDisablingAnnouncesTheSubscriptionDisabledEvent(t *testing.T) {
 	if len(jobs) != 1 {
 		t.Fatal(jobs)
 	}
-	if _, err := s.Complete(context.Background(), []adapters.Result{result(jobs[0], domain.StatusFailed, 410, true)}, time.Hour); err != nil {
+	if _, err := s.Complete(context.Background(), []domain.Result{result(jobs[0], domain.StatusFailed, 410, true)}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	got := operational(t, pool, "whsub_ops", events.TypeWebhookSubscriptionDisabled)
@@ -95,7 +94,7 @@ func TestADeliveryFailedForGoodIsAnnouncedOnce(t *testing.T) {
 	if len(jobs) != 2 {
 		t.Fatal(jobs)
 	}
-	if _, err := s.Complete(context.Background(), []adapters.Result{
+	if _, err := s.Complete(context.Background(), []domain.Result{
 		result(jobs[0], domain.StatusFailed, 503, false),
 		result(jobs[1], domain.StatusPending, 503, false),
 	}, 100*time.Hour); err != nil {
@@ -119,7 +118,7 @@ func TestADeliveryFailedForGoodIsAnnouncedOnce(t *testing.T) {
 	if len(ops) != 1 || ops[0].SubscriptionID != "whsub_ops" {
 		t.Fatalf("claimed %+v, want the announcement's delivery", ops)
 	}
-	if _, err := s.Complete(context.Background(), []adapters.Result{result(ops[0], domain.StatusFailed, 500, false)}, 100*time.Hour); err != nil {
+	if _, err := s.Complete(context.Background(), []domain.Result{result(ops[0], domain.StatusFailed, 500, false)}, 100*time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	var n int
@@ -135,7 +134,7 @@ func TestADeliveryFailedForGoodIsAnnouncedOnce(t *testing.T) {
 	if len(tests) != 1 || !tests[0].Test {
 		t.Fatalf("claimed %+v, want the test delivery", tests)
 	}
-	if _, err := s.Complete(context.Background(), []adapters.Result{result(tests[0], domain.StatusFailed, 500, false)}, 100*time.Hour); err != nil {
+	if _, err := s.Complete(context.Background(), []domain.Result{result(tests[0], domain.StatusFailed, 500, false)}, 100*time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM events WHERE event_type = $1", events.TypeWebhookDeliveryFailed).Scan(&n); err != nil || n != 1 {

@@ -48,16 +48,21 @@ SELECT (SELECT count(*) FROM matched), (SELECT count(*) FROM inserted),
 // fewer subscriptions, so one statement records them all.
 const idsPerRound = 16
 
-// RecordEvent is the intake: inside the consumer's transaction it records one pending
-// delivery of evt per active subscription of the event's tenant that lists its type. A
-// delivery is unique per subscription and event ID, so an event seen twice adds nothing.
-// It wakes the workers (the notification arrives when tx commits) and returns the number
-// of deliveries added.
-func (s *Store) RecordEvent(ctx context.Context, tx pgx.Tx, evt events.Envelope) (int64, error) {
-	return recordDeliveries(ctx, tx, evt, "")
+// Intake returns the intake's repository inside the consumer's transaction tx.
+func Intake(tx pgx.Tx) domain.EventRecorder { return intake{tx} }
+
+// intake is the intake's repository inside a transaction.
+type intake struct{ tx pgx.Tx }
+
+// RecordEvent records one pending delivery of evt per active subscription of the event's
+// tenant that lists its type. A delivery is unique per subscription and event ID, so an
+// event seen twice adds nothing. It wakes the workers (the notification arrives when the
+// transaction commits) and returns the number of deliveries added.
+func (i intake) RecordEvent(ctx context.Context, evt events.Envelope) (int64, error) {
+	return recordDeliveries(ctx, i.tx, evt, "")
 }
 
-// recordDeliveries is RecordEvent, leaving out the subscription except.
+// recordDeliveries is intake.RecordEvent, leaving out the subscription except.
 func recordDeliveries(ctx context.Context, tx pgx.Tx, evt events.Envelope, except string) (int64, error) {
 	body, err := domain.NewBody(evt)
 	if err != nil {
@@ -88,38 +93,12 @@ func recordDeliveries(ctx context.Context, tx pgx.Tx, evt events.Envelope, excep
 	}
 }
 
-// Job is a claimed delivery with everything an attempt needs.
-type Job struct {
-	TenantID       string
-	DeliveryID     string
-	SubscriptionID string
-	EventID        string
-	// OrderingKey is the event's subject: jobs with the same key go one at a time.
-	OrderingKey string
-	Seq         int64
-	Body        []byte
-	DueAt       time.Time
-	RetryStep   int
-	// AttemptNo numbers the attempt this claim makes.
-	AttemptNo int
-	// LeaseToken proves the claim when the result is written.
-	LeaseToken int64
-	URL        string
-	Secret     string
-	// PreviousSecret is set during the grace period after a rotation.
-	PreviousSecret *string
-	// Active is false when the subscription was deactivated after the delivery was made.
-	Active bool
-	// Test is true for the delivery of a test event (Store.RecordTestDelivery).
-	Test bool
-}
-
 // claimSQL leases due deliveries in turns across tenants (deficit round robin). $1 bounds
 // the deliveries, $2 those of one subscription, $3 lists subscriptions to skip, $4 is the
 // lease in seconds; $5 is the tenant after which the turn begins, $6 bounds the tenants
 // the turn explores, and each tenant may get up to its room: $8 for the tenants in $7,
 // $9 for the others. $10 lists tenants in order (COLLATE "C") with their floors in $11
-// (ClaimRequest.Floors).
+// (domain.ClaimRequest.Floors).
 //
 //   - ring explores the tenants with pending deliveries in order, from the one after $5
 //     to the last, then (wrapped) from the first up to $5 itself, at most $6 of them: one
@@ -269,75 +248,20 @@ SELECT true, '', '', '', '', '', 0, NULL, now(), 0, 0, 0, false, '', '', NULL, f
 	(SELECT array_agg(tenant_id ORDER BY tenant_id) FROM probed),
 	(SELECT array_agg(earliest ORDER BY tenant_id) FROM probed)`
 
-// ClaimRequest says what one claim may take.
-type ClaimRequest struct {
-	// Limit bounds the deliveries claimed.
-	Limit int
-	// PerSubscription bounds the deliveries claimed of one subscription.
-	PerSubscription int
-	// Exclude lists subscriptions of which nothing is claimed.
-	Exclude []string
-	// After is the tenant after which the claim's turn across tenants begins: the previous
-	// claim's Claimed.After ("" begins with the first tenant).
-	After string
-	// Tenants bounds the tenants with pending deliveries the claim's turn explores; the
-	// tenants in Rooms with room are visited besides.
-	Tenants int
-	// Rooms bounds the deliveries claimed of each tenant listed (0: none); DefaultRoom
-	// bounds those of the others.
-	Rooms       map[string]int
-	DefaultRoom int
-	// Lease is how long the claimed deliveries are held.
-	Lease time.Duration
-	// Floors are what the engine knows of some tenants: none of the tenant's pending
-	// deliveries is due before its floor. A tenant's probes start there instead of at
-	// the front of its part of the queue's index, which holds the entries of its finished
-	// deliveries until vacuum removes them. A floor too late would hide deliveries: see
-	// Claimed.Floors for where they come from.
-	Floors map[string]time.Time
-}
-
-// Claimed is what a claim took and where the next claim should look.
-type Claimed struct {
-	// Jobs are the claimed deliveries, in due order.
-	Jobs []Job
-	// After is where the next claim's turn across tenants should begin.
-	After string
-	// Unvisited reports that the turn stopped at the Tenants bound before coming round:
-	// tenants after After may have due deliveries.
-	Unvisited bool
-	// More reports that a tenant may have more due deliveries than the claim looked at.
-	More bool
-	// Locked counts the deliveries the claim meant to take but found held by another claim.
-	Locked int
-	// Floors holds, for every tenant the claim probed, the earliest due time of its
-	// pending deliveries, or the claim's time when it had none. It was true in the
-	// claim's snapshot; a delivery that becomes pending later may be due before it only
-	// if its transaction began before the claim, and its notification says when it is due
-	// (see ParseNotification).
-	Floors map[string]time.Time
-}
-
 // Claim leases due deliveries for an attempt each, in turns across tenants: every tenant
 // with due deliveries and room gets its earliest first, then every tenant its next, and so
 // on, within Limit, each tenant's room and PerSubscription, and none of the subscriptions
 // in Exclude. Within a tenant deliveries are taken in due order.
-func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claimed, error) {
+func (s *Store) Claim(ctx context.Context, req domain.ClaimRequest) (domain.Claimed, error) {
 	c, err := claim(ctx, s.pool, req)
 	s.openJobs(c.Jobs)
 	return c, err
 }
 
-// ClaimIn is Claim inside tx: a benchmark or a diagnosis rolls tx back to give the
-// leases back. Its jobs' secrets stay sealed as stored: nothing sends them.
-func ClaimIn(ctx context.Context, tx pgx.Tx, req ClaimRequest) (Claimed, error) {
-	return claim(ctx, tx, req)
-}
-
 // ExplainClaim runs the claim inside tx under EXPLAIN (ANALYZE, BUFFERS) and returns the
 // plan's lines. The claim's leases are taken (roll tx back to give them back).
-func ExplainClaim(ctx context.Context, tx pgx.Tx, req ClaimRequest) ([]string, error) {
-	rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+claimSQL, req.args()...)
+func ExplainClaim(ctx context.Context, tx pgx.Tx, req domain.ClaimRequest) ([]string, error) {
+	rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+claimSQL, claimArgs(req)...)
 	if err != nil {
 		return nil, fmt.Errorf("explain claim: %w", err)
 	}
@@ -348,8 +272,8 @@ func ExplainClaim(ctx context.Context, tx pgx.Tx, req ClaimRequest) ([]string, e
 	return plan, nil
 }
 
-// args are claimSQL's parameters.
-func (req ClaimRequest) args() []any {
+// claimArgs are claimSQL's parameters.
+func claimArgs(req domain.ClaimRequest) []any {
 	exclude := req.Exclude
 	if exclude == nil {
 		exclude = []string{}
@@ -367,18 +291,18 @@ func (req ClaimRequest) args() []any {
 		req.After, max(req.Tenants, 1), roomTenants, rooms, req.DefaultRoom, floorTenants, floors}
 }
 
-func claim(ctx context.Context, q querier, req ClaimRequest) (Claimed, error) {
-	rows, err := q.Query(ctx, claimSQL, req.args()...)
+func claim(ctx context.Context, q querier, req domain.ClaimRequest) (domain.Claimed, error) {
+	rows, err := q.Query(ctx, claimSQL, claimArgs(req)...)
 	if err != nil {
-		return Claimed{}, fmt.Errorf("claim deliveries: %w", err)
+		return domain.Claimed{}, fmt.Errorf("claim deliveries: %w", err)
 	}
 	defer rows.Close()
-	var c Claimed
+	var c domain.Claimed
 	var visited, wanted int
 	for rows.Next() {
 		var (
 			summary bool
-			j       Job
+			j       domain.Job
 			after   string
 			more    bool
 			v, w    int
@@ -388,7 +312,7 @@ func claim(ctx context.Context, q querier, req ClaimRequest) (Claimed, error) {
 		if err := rows.Scan(&summary, &j.TenantID, &j.DeliveryID, &j.SubscriptionID, &j.EventID, &j.OrderingKey, &j.Seq,
 			&j.Body, &j.DueAt, &j.RetryStep, &j.AttemptNo, &j.LeaseToken, &j.Test, &j.URL, &j.Secret, &j.PreviousSecret, &j.Active,
 			&after, &v, &more, &w, &probed, &earlier); err != nil {
-			return Claimed{}, fmt.Errorf("claim deliveries: %w", err)
+			return domain.Claimed{}, fmt.Errorf("claim deliveries: %w", err)
 		}
 		if summary {
 			c.After, visited, c.More, wanted = after, v, more, w
@@ -404,40 +328,22 @@ func claim(ctx context.Context, q querier, req ClaimRequest) (Claimed, error) {
 		c.Jobs = append(c.Jobs, j)
 	}
 	if err := rows.Err(); err != nil {
-		return Claimed{}, fmt.Errorf("claim deliveries: %w", err)
+		return domain.Claimed{}, fmt.Errorf("claim deliveries: %w", err)
 	}
 	c.Unvisited = visited >= max(req.Tenants, 1)
 	c.Locked = max(wanted-len(c.Jobs), 0)
 	// RETURNING keeps no order; attempts start in due order.
-	slices.SortFunc(c.Jobs, func(a, b Job) int {
+	slices.SortFunc(c.Jobs, func(a, b domain.Job) int {
 		return cmp.Or(a.DueAt.Compare(b.DueAt), cmp.Compare(a.Seq, b.Seq))
 	})
 	return c, nil
 }
 
-// Falling is a pending delivery's due time still to come, and its tenant.
-type Falling struct {
-	At       time.Time
-	TenantID string
-}
-
-// Upcoming is what falls due after now: no claim can take it yet.
-type Upcoming struct {
-	// Now is the database's clock when it was read.
-	Now time.Time
-	// Due are the earliest due times of pending deliveries after Now, in due order, at
-	// most the limit asked: retries, mostly (a new delivery is due when written).
-	Due []Falling
-	// LeaseEnd is when the earliest lease still running runs out (zero: none): a
-	// replica that claimed the delivery stopped without giving it back.
-	LeaseEnd time.Time
-}
-
 // Upcoming reads the earliest due times still to come, at most limit, with their
 // tenants, and when the earliest lease runs out. Deliveries due already are the claims'
-// business (Claimed says when some were left).
-func (s *Store) Upcoming(ctx context.Context, limit int) (Upcoming, error) {
-	var u Upcoming
+// business (domain.Claimed says when some were left).
+func (s *Store) Upcoming(ctx context.Context, limit int) (domain.Upcoming, error) {
+	var u domain.Upcoming
 	var lease *time.Time
 	var at []time.Time
 	var tenants []string
@@ -448,45 +354,16 @@ func (s *Store) Upcoming(ctx context.Context, limit int) (Upcoming, error) {
 			array(SELECT next_attempt_at FROM f ORDER BY next_attempt_at, seq),
 			array(SELECT tenant_id FROM f ORDER BY next_attempt_at, seq)`, limit).Scan(&u.Now, &lease, &at, &tenants)
 	if err != nil {
-		return Upcoming{}, fmt.Errorf("upcoming deliveries: %w", err)
+		return domain.Upcoming{}, fmt.Errorf("upcoming deliveries: %w", err)
 	}
 	if lease != nil {
 		u.LeaseEnd = *lease
 	}
-	u.Due = make([]Falling, len(at))
+	u.Due = make([]domain.Falling, len(at))
 	for i := range at {
-		u.Due[i] = Falling{At: at[i], TenantID: tenants[i]}
+		u.Due[i] = domain.Falling{At: at[i], TenantID: tenants[i]}
 	}
 	return u, nil
-}
-
-// Result is the end of one claim: an attempt's outcome, or a claim given back.
-type Result struct {
-	TenantID       string
-	DeliveryID     string
-	SubscriptionID string
-	LeaseToken     int64
-	AttemptNo      int
-	// Attempt is what was tried; nil when nothing was sent (a claim released at
-	// shutdown, or a delivery of a deactivated subscription).
-	Attempt *domain.Attempt
-	// Status is the delivery's new state. Pending schedules the next attempt after Delay
-	// (a released claim is due again at once), unless the subscription is no longer
-	// active, which fails the delivery instead.
-	Status    domain.Status
-	Delay     time.Duration
-	RetryStep int
-	// Gone reports a 410 answer: the subscription is disabled at once.
-	Gone bool
-}
-
-// Disabled reports a subscription the platform deactivated while completing results.
-type Disabled struct {
-	TenantID, SubscriptionID, Reason string
-	Gone                             bool
-	// URL is the subscription's, At when it was disabled.
-	URL string
-	At  time.Time
 }
 
 type subKey struct{ tenant, sub string }
@@ -505,13 +382,13 @@ type streak struct {
 // fail), and the deliveries' new states. A result whose lease was taken over by another
 // claim (the lease ran out) records its attempt but leaves the delivery to that claim.
 // Without failures in the batch every statement goes in one round trip.
-func (s *Store) Complete(ctx context.Context, results []Result, disableAfter time.Duration) ([]Disabled, error) {
+func (s *Store) Complete(ctx context.Context, results []domain.Result, disableAfter time.Duration) ([]domain.Disabled, error) {
 	streaks := summarise(results)
 	failing := false
 	for _, st := range streaks {
 		failing = failing || st.gone || st.lastFail != nil
 	}
-	var disabled []Disabled
+	var disabled []domain.Disabled
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		disabled = nil
 		b := &pgx.Batch{}
@@ -546,7 +423,7 @@ func (s *Store) Complete(ctx context.Context, results []Result, disableAfter tim
 // per delivery the batch failed for good (its schedule exhausted; not a 410, whose
 // subscription's event says it all). They reach the tenant's other subscriptions: not
 // the one they are about.
-func announce(ctx context.Context, tx pgx.Tx, results []Result, disabled []Disabled) error {
+func announce(ctx context.Context, tx pgx.Tx, results []domain.Result, disabled []domain.Disabled) error {
 	var announced []announcement
 	for _, d := range disabled {
 		e, err := domain.SubscriptionDisabledEvent(d.TenantID, d.SubscriptionID, d.URL, d.Reason, d.At)
@@ -577,10 +454,10 @@ type announcement struct {
 // failedForGood returns the webhook_delivery.failed events of the results that failed
 // their delivery in this transaction (the claim still held it) after an attempt, when
 // domain.AnnouncesFailure says so.
-func failedForGood(ctx context.Context, tx pgx.Tx, results []Result) ([]announcement, error) {
+func failedForGood(ctx context.Context, tx pgx.Tx, results []domain.Result) ([]announcement, error) {
 	var tenants, deliveries []string
 	var tokens []int64
-	last := map[subKey]Result{} // by tenant and delivery
+	last := map[subKey]domain.Result{} // by tenant and delivery
 	for _, r := range results {
 		if r.Status == domain.StatusFailed && r.Attempt != nil && !r.Gone {
 			tenants, deliveries, tokens = append(tenants, r.TenantID), append(deliveries, r.DeliveryID), append(tokens, r.LeaseToken)
@@ -628,7 +505,7 @@ func failedForGood(ctx context.Context, tx pgx.Tx, results []Result) ([]announce
 // the other replicas' claims should visit those tenants now rather than when a round
 // comes to them. The notification arrives at commit; one whose delivery another claim
 // took over meanwhile only costs a visit.
-func queueGivenBack(b *pgx.Batch, results []Result) {
+func queueGivenBack(b *pgx.Batch, results []domain.Result) {
 	var tenants []string
 	for _, r := range results {
 		if r.Attempt == nil && r.Status == domain.StatusPending && !slices.Contains(tenants, r.TenantID) {
@@ -644,7 +521,7 @@ func queueGivenBack(b *pgx.Batch, results []Result) {
 
 // queueAttempts inserts the attempts of the results. A delivery deleted with its
 // subscription meanwhile keeps no attempts.
-func queueAttempts(b *pgx.Batch, results []Result) {
+func queueAttempts(b *pgx.Batch, results []domain.Result) {
 	var (
 		tenants, deliveries []string
 		nos, durations      []int64
@@ -670,14 +547,14 @@ func queueAttempts(b *pgx.Batch, results []Result) {
 		ON CONFLICT DO NOTHING`, tenants, deliveries, nos, at, codes, durations, errs, snippets)
 }
 
-func summarise(results []Result) map[subKey]*streak {
-	var attempts []Result
+func summarise(results []domain.Result) map[subKey]*streak {
+	var attempts []domain.Result
 	for _, r := range results {
 		if r.Attempt != nil {
 			attempts = append(attempts, r)
 		}
 	}
-	slices.SortStableFunc(attempts, func(a, b Result) int { return a.Attempt.AttemptedAt.Compare(b.Attempt.AttemptedAt) })
+	slices.SortStableFunc(attempts, func(a, b domain.Result) int { return a.Attempt.AttemptedAt.Compare(b.Attempt.AttemptedAt) })
 	out := map[subKey]*streak{}
 	for _, r := range attempts {
 		k := subKey{r.TenantID, r.SubscriptionID}
@@ -725,8 +602,8 @@ func queueStreaks(b *pgx.Batch, streaks map[subKey]*streak) {
 
 // disable deactivates the subscriptions that answered 410, or whose failure streak
 // reached disableAfter at their latest failed attempt, and fails their pending deliveries.
-func disable(ctx context.Context, tx pgx.Tx, streaks map[subKey]*streak, disableAfter time.Duration) ([]Disabled, error) {
-	var out []Disabled
+func disable(ctx context.Context, tx pgx.Tx, streaks map[subKey]*streak, disableAfter time.Duration) ([]domain.Disabled, error) {
+	var out []domain.Disabled
 	for k, st := range streaks {
 		if !st.gone && st.lastFail == nil {
 			continue
@@ -749,7 +626,7 @@ func disable(ctx context.Context, tx pgx.Tx, streaks map[subKey]*streak, disable
 		default:
 			continue
 		}
-		d := Disabled{TenantID: k.tenant, SubscriptionID: k.sub, Reason: reason, Gone: st.gone}
+		d := domain.Disabled{TenantID: k.tenant, SubscriptionID: k.sub, Reason: reason, Gone: st.gone}
 		if err := tx.QueryRow(ctx, `UPDATE subscriptions SET active = false, disabled_reason = $3,
 				disabled_at = date_trunc('milliseconds', now()), updated_at = date_trunc('milliseconds', now())
 			WHERE tenant_id = $1 AND subscription_id = $2 RETURNING url, disabled_at`, k.tenant, k.sub, reason).Scan(&d.URL, &d.At); err != nil {
@@ -766,7 +643,7 @@ func disable(ctx context.Context, tx pgx.Tx, streaks map[subKey]*streak, disable
 // queueDeliveries sets the deliveries' new states, for results whose claim still holds.
 // A retry of a subscription that is no longer active fails instead. The subscription's
 // state is looked up first, so that deliveries are reached by primary key only.
-func queueDeliveries(b *pgx.Batch, results []Result) {
+func queueDeliveries(b *pgx.Batch, results []domain.Result) {
 	n := len(results)
 	tenants, deliveries, subs, statuses := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	tokens, delays, steps := make([]int64, n), make([]float64, n), make([]int64, n)
@@ -790,18 +667,7 @@ func queueDeliveries(b *pgx.Batch, results []Result) {
 		tenants, deliveries, subs, tokens, statuses, delays, steps)
 }
 
-// QueueStats describes the pending deliveries.
-type QueueStats struct {
-	// Pending counts the pending deliveries (due, held or waiting for a retry): exactly up
-	// to ExactDepth, PostgreSQL's planner estimate beyond it.
-	Pending int64
-	// OldestPendingAge is the age of the oldest pending delivery.
-	OldestPendingAge time.Duration
-	// DispatchLag is how long the earliest due, unheld delivery has been waiting.
-	DispatchLag time.Duration
-}
-
-// ExactDepth bounds the exact count of pending deliveries behind QueueStats.Pending.
+// ExactDepth bounds the exact count of pending deliveries behind domain.QueueStats.Pending.
 // Counting costs a scrape a read of every entry counted (30 ms at 100,000 and 0.3 s at
 // 1,000,000 here, on every replica at every scrape); beyond this many, the planner's
 // estimate of the pending rows (from the table's size and its statistics of status) is
@@ -825,11 +691,11 @@ const statsSQL = `
 const estimateSQL = `EXPLAIN (FORMAT JSON) SELECT 1 FROM deliveries WHERE status = 'pending'`
 
 // Stats reads the queue's size and ages, at a cost that does not grow with the queue.
-func (s *Store) Stats(ctx context.Context) (QueueStats, error) {
-	var st QueueStats
+func (s *Store) Stats(ctx context.Context) (domain.QueueStats, error) {
+	var st domain.QueueStats
 	var oldest, lag *float64
 	if err := s.pool.QueryRow(ctx, statsSQL, ExactDepth).Scan(&st.Pending, &oldest, &lag); err != nil {
-		return QueueStats{}, fmt.Errorf("queue stats: %w", err)
+		return domain.QueueStats{}, fmt.Errorf("queue stats: %w", err)
 	}
 	if st.Pending >= ExactDepth {
 		var plan []struct {
@@ -838,10 +704,10 @@ func (s *Store) Stats(ctx context.Context) (QueueStats, error) {
 			} `json:"Plan"`
 		}
 		if err := s.pool.QueryRow(ctx, estimateSQL).Scan(&plan); err != nil {
-			return QueueStats{}, fmt.Errorf("estimate queue depth: %w", err)
+			return domain.QueueStats{}, fmt.Errorf("estimate queue depth: %w", err)
 		}
 		if len(plan) == 0 {
-			return QueueStats{}, errors.New("estimate queue depth: EXPLAIN returned no plan")
+			return domain.QueueStats{}, errors.New("estimate queue depth: EXPLAIN returned no plan")
 		}
 		st.Pending = max(st.Pending, int64(plan[0].Plan.Rows))
 	}

@@ -17,8 +17,8 @@ import (
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 	"github.com/customerapi/platform/services/webhooks/internal/adapters"
+	"github.com/customerapi/platform/services/webhooks/internal/adapters/secretbox"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
-	"github.com/customerapi/platform/services/webhooks/internal/secretbox"
 	"github.com/customerapi/platform/services/webhooks/migrations"
 )
 
@@ -44,7 +44,7 @@ func record(t testing.TB, s *adapters.Store, pool *pgxpool.Pool, e events.Envelo
 	var n int64
 	if err := postgres.InTx(context.Background(), pool, func(tx pgx.Tx) error {
 		var err error
-		n, err = s.RecordEvent(context.Background(), tx, e)
+		n, err = adapters.Intake(tx).RecordEvent(context.Background(), e)
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestRecordEventMatchesAndIsIdempotent(t *testing.T) {
 	bad := e
 	bad.ID, bad.Payload = "evt_bad", json.RawMessage(`{"type":"form.enriched"}`)
 	if err := postgres.InTx(context.Background(), pool, func(tx pgx.Tx) error {
-		_, err := s.RecordEvent(context.Background(), tx, bad)
+		_, err := adapters.Intake(tx).RecordEvent(context.Background(), bad)
 		return err
 	}); err == nil {
 		t.Fatal("a payload whose type differs from the event's was recorded")
@@ -115,9 +115,9 @@ func fill(t testing.TB, s *adapters.Store, pool *pgxpool.Pool, subs []string, pe
 
 // claim leases up to limit deliveries, at most perSub of a subscription, none of exclude,
 // with every tenant's room unbounded, and returns the claim.
-func claim(t testing.TB, s *adapters.Store, limit, perSub int, exclude []string, lease time.Duration) adapters.Claimed {
+func claim(t testing.TB, s *adapters.Store, limit, perSub int, exclude []string, lease time.Duration) domain.Claimed {
 	t.Helper()
-	c, err := s.Claim(context.Background(), adapters.ClaimRequest{Limit: limit, PerSubscription: perSub, Exclude: exclude,
+	c, err := s.Claim(context.Background(), domain.ClaimRequest{Limit: limit, PerSubscription: perSub, Exclude: exclude,
 		Tenants: 100, DefaultRoom: 1 << 20, Lease: lease})
 	if err != nil {
 		t.Fatal(err)
@@ -127,11 +127,11 @@ func claim(t testing.TB, s *adapters.Store, limit, perSub int, exclude []string,
 
 // completeAll records a result of status without an attempt for every job (pending: the
 // claims are given back).
-func completeAll(t testing.TB, s *adapters.Store, jobs []adapters.Job, status domain.Status) {
+func completeAll(t testing.TB, s *adapters.Store, jobs []domain.Job, status domain.Status) {
 	t.Helper()
-	results := make([]adapters.Result, len(jobs))
+	results := make([]domain.Result, len(jobs))
 	for i, j := range jobs {
-		results[i] = adapters.Result{TenantID: j.TenantID, DeliveryID: j.DeliveryID, SubscriptionID: j.SubscriptionID,
+		results[i] = domain.Result{TenantID: j.TenantID, DeliveryID: j.DeliveryID, SubscriptionID: j.SubscriptionID,
 			LeaseToken: j.LeaseToken, AttemptNo: j.AttemptNo, Status: status}
 	}
 	if _, err := s.Complete(context.Background(), results, time.Hour); err != nil {
@@ -151,7 +151,7 @@ func TestClaimIsExclusiveUnderConcurrency(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for {
-				c, err := s.Claim(context.Background(), adapters.ClaimRequest{Limit: 7, PerSubscription: 1000,
+				c, err := s.Claim(context.Background(), domain.ClaimRequest{Limit: 7, PerSubscription: 1000,
 					Tenants: 100, DefaultRoom: 1000, Lease: time.Minute})
 				if err != nil {
 					t.Error(err)
@@ -276,10 +276,10 @@ func TestExpiredLeaseIsClaimedAgain(t *testing.T) {
 	}
 	code := 500
 	at := time.Now().UTC().Truncate(time.Millisecond)
-	stale := adapters.Result{TenantID: "acme", DeliveryID: first[0].DeliveryID, SubscriptionID: "whsub_a",
+	stale := domain.Result{TenantID: "acme", DeliveryID: first[0].DeliveryID, SubscriptionID: "whsub_a",
 		LeaseToken: first[0].LeaseToken, AttemptNo: first[0].AttemptNo, Status: domain.StatusFailed,
 		Attempt: &domain.Attempt{AttemptedAt: at, StatusCode: &code}}
-	if _, err := s.Complete(context.Background(), []adapters.Result{stale}, time.Hour); err != nil {
+	if _, err := s.Complete(context.Background(), []domain.Result{stale}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	d, err := s.GetDelivery(context.Background(), "acme", "whsub_a", first[0].DeliveryID)
@@ -290,7 +290,7 @@ func TestExpiredLeaseIsClaimedAgain(t *testing.T) {
 	fresh := stale
 	fresh.LeaseToken, fresh.AttemptNo, fresh.Status = second[0].LeaseToken, second[0].AttemptNo, domain.StatusSucceeded
 	fresh.Attempt = &domain.Attempt{AttemptedAt: at, StatusCode: &ok}
-	if _, err := s.Complete(context.Background(), []adapters.Result{fresh}, time.Hour); err != nil {
+	if _, err := s.Complete(context.Background(), []domain.Result{fresh}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	d, _ = s.GetDelivery(context.Background(), "acme", "whsub_a", first[0].DeliveryID)
@@ -309,14 +309,14 @@ func TestCompleteDisablesOnGone(t *testing.T) {
 		t.Fatal(jobs)
 	}
 	code, at := 410, time.Now().UTC().Truncate(time.Millisecond)
-	gone := adapters.Result{TenantID: "acme", DeliveryID: jobs[0].DeliveryID, SubscriptionID: "whsub_a",
+	gone := domain.Result{TenantID: "acme", DeliveryID: jobs[0].DeliveryID, SubscriptionID: "whsub_a",
 		LeaseToken: jobs[0].LeaseToken, AttemptNo: 1, Status: domain.StatusFailed, Gone: true,
 		Attempt: &domain.Attempt{AttemptedAt: at, StatusCode: &code}}
 	c500 := 500
-	retry := adapters.Result{TenantID: "acme", DeliveryID: jobs[1].DeliveryID, SubscriptionID: "whsub_a",
+	retry := domain.Result{TenantID: "acme", DeliveryID: jobs[1].DeliveryID, SubscriptionID: "whsub_a",
 		LeaseToken: jobs[1].LeaseToken, AttemptNo: 1, Status: domain.StatusPending, Delay: time.Second, RetryStep: 1,
 		Attempt: &domain.Attempt{AttemptedAt: at, StatusCode: &c500}}
-	disabled, err := s.Complete(context.Background(), []adapters.Result{gone, retry}, time.Hour)
+	disabled, err := s.Complete(context.Background(), []domain.Result{gone, retry}, time.Hour)
 	if err != nil || len(disabled) != 1 || !disabled[0].Gone || disabled[0].Reason != domain.ReasonGone {
 		t.Fatalf("disabled %+v, %v", disabled, err)
 	}
@@ -339,14 +339,14 @@ func TestFailureStreakDisables(t *testing.T) {
 	s, pool := newStore(t)
 	fill(t, s, pool, []string{"whsub_a"}, 4)
 	base := time.Now().UTC().Truncate(time.Millisecond)
-	attempt := func(j adapters.Job, at time.Time, code int, status domain.Status) adapters.Result {
-		return adapters.Result{TenantID: "acme", DeliveryID: j.DeliveryID, SubscriptionID: "whsub_a", LeaseToken: j.LeaseToken,
+	attempt := func(j domain.Job, at time.Time, code int, status domain.Status) domain.Result {
+		return domain.Result{TenantID: "acme", DeliveryID: j.DeliveryID, SubscriptionID: "whsub_a", LeaseToken: j.LeaseToken,
 			AttemptNo: j.AttemptNo, Status: status, Delay: time.Hour, RetryStep: 1,
 			Attempt: &domain.Attempt{AttemptedAt: at, StatusCode: &code}}
 	}
 	jobs := claim(t, s, 4, 10, nil, time.Minute).Jobs
 	// Failing for 3 days, then a success: the streak restarts.
-	d, err := s.Complete(context.Background(), []adapters.Result{
+	d, err := s.Complete(context.Background(), []domain.Result{
 		attempt(jobs[0], base, 500, domain.StatusPending),
 		attempt(jobs[1], base.Add(72*time.Hour), 200, domain.StatusSucceeded),
 	}, 120*time.Hour)
@@ -354,10 +354,10 @@ func TestFailureStreakDisables(t *testing.T) {
 		t.Fatal(d, err)
 	}
 	// Failing from day 3 to day 7: four days, not yet five.
-	if d, err := s.Complete(context.Background(), []adapters.Result{attempt(jobs[2], base.Add(96*time.Hour), 500, domain.StatusPending)}, 120*time.Hour); err != nil || len(d) != 0 {
+	if d, err := s.Complete(context.Background(), []domain.Result{attempt(jobs[2], base.Add(96*time.Hour), 500, domain.StatusPending)}, 120*time.Hour); err != nil || len(d) != 0 {
 		t.Fatal(d, err)
 	}
-	d, err = s.Complete(context.Background(), []adapters.Result{attempt(jobs[3], base.Add(196*time.Hour), 500, domain.StatusPending)}, 120*time.Hour)
+	d, err = s.Complete(context.Background(), []domain.Result{attempt(jobs[3], base.Add(196*time.Hour), 500, domain.StatusPending)}, 120*time.Hour)
 	if err != nil || len(d) != 0 {
 		t.Fatalf("disabled after 100 hours: %+v %v", d, err)
 	}
@@ -366,7 +366,7 @@ func TestFailureStreakDisables(t *testing.T) {
 		t.Fatal(err)
 	}
 	jobs = claim(t, s, 1, 10, nil, time.Minute).Jobs
-	d, err = s.Complete(context.Background(), []adapters.Result{attempt(jobs[0], base.Add(217*time.Hour), 500, domain.StatusPending)}, 120*time.Hour)
+	d, err = s.Complete(context.Background(), []domain.Result{attempt(jobs[0], base.Add(217*time.Hour), 500, domain.StatusPending)}, 120*time.Hour)
 	if err != nil || len(d) != 1 || d[0].Gone {
 		t.Fatalf("not disabled after 121 hours: %+v %v", d, err)
 	}
@@ -398,7 +398,7 @@ func TestRecordEventFansOutBeyondOneRound(t *testing.T) {
 func TestStatsAndRetention(t *testing.T) {
 	s, pool := newStore(t)
 	ctx := context.Background()
-	if st, err := s.Stats(ctx); err != nil || st != (adapters.QueueStats{}) {
+	if st, err := s.Stats(ctx); err != nil || st != (domain.QueueStats{}) {
 		t.Fatalf("empty queue: %+v %v", st, err)
 	}
 	fill(t, s, pool, []string{"whsub_a"}, 3)
@@ -412,9 +412,9 @@ func TestStatsAndRetention(t *testing.T) {
 	// Finish two: one long ago, one just now.
 	jobs := claim(t, s, 2, 10, nil, time.Minute).Jobs
 	code, at := 200, time.Now().UTC().Truncate(time.Millisecond)
-	var results []adapters.Result
+	var results []domain.Result
 	for _, j := range jobs {
-		results = append(results, adapters.Result{TenantID: "acme", DeliveryID: j.DeliveryID, SubscriptionID: j.SubscriptionID,
+		results = append(results, domain.Result{TenantID: "acme", DeliveryID: j.DeliveryID, SubscriptionID: j.SubscriptionID,
 			LeaseToken: j.LeaseToken, AttemptNo: j.AttemptNo, Status: domain.StatusSucceeded,
 			Attempt: &domain.Attempt{AttemptedAt: at, StatusCode: &code}})
 	}
@@ -465,7 +465,7 @@ func TestQueueStatsCostTheSameWithABacklog(t *testing.T) {
 	}
 	// read reads the gauges and the pages their statements touch, each sent again under
 	// EXPLAIN (ANALYZE, BUFFERS).
-	read := func() (adapters.QueueStats, int) {
+	read := func() (domain.QueueStats, int) {
 		t.Helper()
 		sent.Take()
 		st, err := s.Stats(ctx)
@@ -528,7 +528,7 @@ func backlog(t testing.TB, s *adapters.Store, pool *pgxpool.Pool, tenantID strin
 }
 
 // countByTenant counts the jobs of each tenant.
-func countByTenant(jobs []adapters.Job) map[string]int {
+func countByTenant(jobs []domain.Job) map[string]int {
 	n := map[string]int{}
 	for _, j := range jobs {
 		n[j.TenantID]++
@@ -543,8 +543,8 @@ func countByTenant(jobs []adapters.Job) map[string]int {
 // before the others'.
 func TestClaimTakesTenantsInTurn(t *testing.T) {
 	ctx := context.Background()
-	req := func(limit int, after string, rooms map[string]int, defaultRoom int) adapters.ClaimRequest {
-		return adapters.ClaimRequest{Limit: limit, PerSubscription: 100, After: after, Tenants: 100,
+	req := func(limit int, after string, rooms map[string]int, defaultRoom int) domain.ClaimRequest {
+		return domain.ClaimRequest{Limit: limit, PerSubscription: 100, After: after, Tenants: 100,
 			Rooms: rooms, DefaultRoom: defaultRoom, Lease: time.Minute}
 	}
 
@@ -665,7 +665,7 @@ func TestClaimWalksATenantsFinishedDeliveriesOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Each goes through a claim and a successful attempt, as in service.
-	take := adapters.ClaimRequest{Limit: 500, PerSubscription: 500, Tenants: 64, DefaultRoom: 500, Lease: time.Minute}
+	take := domain.ClaimRequest{Limit: 500, PerSubscription: 500, Tenants: 64, DefaultRoom: 500, Lease: time.Minute}
 	for done := 0; done < finished; {
 		c, err := s.Claim(ctx, take)
 		if err != nil || len(c.Jobs) == 0 {
@@ -679,7 +679,7 @@ func TestClaimWalksATenantsFinishedDeliveriesOnce(t *testing.T) {
 
 	// walks claims with req inside a transaction rolled back, and returns the claim and
 	// the probes of the queue's index that walked acme's finished deliveries' entries.
-	walks := func(req adapters.ClaimRequest) (adapters.Claimed, []string) {
+	walks := func(req domain.ClaimRequest) (domain.Claimed, []string) {
 		t.Helper()
 		tx, err := pool.Begin(ctx)
 		if err != nil {
@@ -728,7 +728,7 @@ func TestClaimWalksATenantsFinishedDeliveriesOnce(t *testing.T) {
 		{"replica busy with acme", "acme", 64, busy},
 		{"replica busy with acme, turn bounded to globex", "acme", 1, busy},
 	} {
-		req := adapters.ClaimRequest{Limit: 10, PerSubscription: 10, After: tc.after, Tenants: tc.tenants,
+		req := domain.ClaimRequest{Limit: 10, PerSubscription: 10, After: tc.after, Tenants: tc.tenants,
 			Rooms: tc.rooms, DefaultRoom: 10, Lease: time.Minute}
 		c, walked := walks(req)
 		// Bounded to one tenant, the turn reaches globex and acme comes as the busy tenant.
@@ -769,8 +769,8 @@ func TestClaimWithFloorsGoesRoundEveryTenant(t *testing.T) {
 	addSubscription(t, s, "t6", "whsub_t6", true, nil) // nothing pending
 	long := time.Now().Add(-time.Hour)
 	floors := map[string]time.Time{"t2": long, "t4": long, "t6": long}
-	req := func(limit int, after string, tenants int) adapters.ClaimRequest {
-		return adapters.ClaimRequest{Limit: limit, PerSubscription: 10, After: after, Tenants: tenants,
+	req := func(limit int, after string, tenants int) domain.ClaimRequest {
+		return domain.ClaimRequest{Limit: limit, PerSubscription: 10, After: after, Tenants: tenants,
 			DefaultRoom: 10, Lease: time.Minute, Floors: floors}
 	}
 
@@ -870,7 +870,7 @@ func TestNotificationsSayWhenDeliveriesAreDue(t *testing.T) {
 	}
 	check("a retry by hand", *d.NextAttemptAt)
 
-	c, err := s.Claim(ctx, adapters.ClaimRequest{Limit: 10, PerSubscription: 10, Tenants: 10, DefaultRoom: 10, Lease: time.Minute})
+	c, err := s.Claim(ctx, domain.ClaimRequest{Limit: 10, PerSubscription: 10, Tenants: 10, DefaultRoom: 10, Lease: time.Minute})
 	if err != nil || len(c.Jobs) != 2 {
 		t.Fatalf("claimed %d (%v), want the two pending deliveries", len(c.Jobs), err)
 	}
@@ -928,7 +928,7 @@ func TestClaimsLeaseExaminesOnlyTheRowsItLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	plan, err := adapters.ExplainClaim(ctx, tx, adapters.ClaimRequest{Limit: 100, PerSubscription: 16, Tenants: 64,
+	plan, err := adapters.ExplainClaim(ctx, tx, domain.ClaimRequest{Limit: 100, PerSubscription: 16, Tenants: 64,
 		DefaultRoom: 128, Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)

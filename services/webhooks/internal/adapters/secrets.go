@@ -6,8 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/customerapi/platform/services/webhooks/internal/adapters/secretbox"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
-	"github.com/customerapi/platform/services/webhooks/internal/secretbox"
 )
 
 // The columns that hold signing secrets, sealed (secretbox), or in plaintext when written
@@ -51,7 +51,7 @@ func openSecrets(keys *secretbox.Keyring, sub *domain.Subscription) error {
 // openJobs opens the claimed jobs' secrets. A job whose secret does not open (its key
 // was removed from the ring too early) gets none: its attempt fails and is retried, so
 // the delivery waits for the key to come back instead of being lost.
-func (s *Store) openJobs(jobs []Job) {
+func (s *Store) openJobs(jobs []domain.Job) {
 	for i := range jobs {
 		j := &jobs[i]
 		secret, _, err := s.secrets.Open(j.Secret, binding(j.TenantID, j.SubscriptionID, secretColumn))
@@ -71,23 +71,11 @@ func (s *Store) openJobs(jobs []Job) {
 	}
 }
 
-// Resealed is what one pass of ResealSecrets did.
-type Resealed struct {
-	// Sealed counts the rows sealed again under the primary key.
-	Sealed int
-	// Unreadable lists the subscriptions whose secrets no key of the ring opens.
-	Unreadable []string
-	// Remaining counts the rows still not sealed under the primary key after the pass
-	// (the unreadable ones, rows locked at the time, rows written meanwhile by a replica
-	// with another primary key).
-	Remaining int64
-}
-
 // ResealSecrets seals again under the primary key every stored secret that is in
 // plaintext or sealed under another key, batch rows at a time, each batch in a short
 // transaction of its own that skips rows being updated (the next pass takes them).
-func (s *Store) ResealSecrets(ctx context.Context, batch int) (Resealed, error) {
-	var out Resealed
+func (s *Store) ResealSecrets(ctx context.Context, batch int) (domain.Resealed, error) {
+	var out domain.Resealed
 	afterTenant, afterID := "", ""
 	for {
 		n, last, err := s.resealBatch(ctx, afterTenant, afterID, batch, &out)
@@ -106,7 +94,7 @@ func (s *Store) ResealSecrets(ctx context.Context, batch int) (Resealed, error) 
 
 // resealBatch seals again up to batch rows after (afterTenant, afterID) and returns how
 // many it read and the key of the last.
-func (s *Store) resealBatch(ctx context.Context, afterTenant, afterID string, batch int, out *Resealed) (int, [2]string, error) {
+func (s *Store) resealBatch(ctx context.Context, afterTenant, afterID string, batch int, out *domain.Resealed) (int, [2]string, error) {
 	var n int
 	var last [2]string
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {

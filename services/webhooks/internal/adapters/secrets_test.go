@@ -11,8 +11,8 @@ import (
 
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 	"github.com/customerapi/platform/services/webhooks/internal/adapters"
+	"github.com/customerapi/platform/services/webhooks/internal/adapters/secretbox"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
-	"github.com/customerapi/platform/services/webhooks/internal/secretbox"
 	"github.com/customerapi/platform/services/webhooks/migrations"
 )
 
@@ -156,7 +156,7 @@ func TestSealedSecretMovedToAnotherRowDoesNotOpen(t *testing.T) {
 		VALUES ('acme', 'delivery_1', 'whsub_b', 'evt_1', 'form.submitted', 'k', '{}', 'pending', now(), now(), now())`); err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.Claim(ctx, adapters.ClaimRequest{Limit: 10, PerSubscription: 10, Tenants: 10, DefaultRoom: 10, Lease: time.Minute})
+	c, err := s.Claim(ctx, domain.ClaimRequest{Limit: 10, PerSubscription: 10, Tenants: 10, DefaultRoom: 10, Lease: time.Minute})
 	if err != nil || len(c.Jobs) != 1 {
 		t.Fatalf("claim = %+v, %v", c, err)
 	}

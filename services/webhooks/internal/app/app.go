@@ -1,5 +1,6 @@
-// Package app holds the webhooks use cases: it makes IDs, secrets and timestamps, checks
-// target URLs, applies patches and calls the repository.
+// Package app holds the webhooks use cases (they make IDs, secrets and timestamps, check
+// target URLs, apply patches and call the repository) and the workers that keep stored
+// secrets sealed and old deliveries purged; the delivery engine is app/delivery.
 package app
 
 import (
@@ -10,17 +11,12 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/ids"
 	"github.com/customerapi/platform/libs/timestamp"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
-	"github.com/customerapi/platform/services/webhooks/internal/signing"
-	"github.com/customerapi/platform/services/webhooks/internal/ssrf"
+	"github.com/customerapi/platform/services/webhooks/internal/domain/signing"
 )
-
-// URLChecker checks a target URL against the SSRF policy (*ssrf.Guard is one).
-type URLChecker interface {
-	CheckURL(ctx context.Context, u *url.URL) error
-}
 
 // RefusedURLError reports a subscription URL the SSRF policy refuses.
 type RefusedURLError struct{ Reason string }
@@ -31,7 +27,9 @@ func (e *RefusedURLError) Error() string { return e.Reason }
 // Service runs the webhooks use cases.
 type Service struct {
 	Repo domain.Repository
-	URLs URLChecker
+	URLs domain.URLChecker
+	// Types reads the event types' payloads from the API document.
+	Types domain.EventTypes
 	// Clock tells the time (the system clock when nil).
 	Clock timestamp.Clock
 	// Log, when set, records which address a refused URL resolved to: the operator may
@@ -52,7 +50,7 @@ func (s *Service) checkURL(ctx context.Context, raw string) error {
 	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
 	defer cancel()
 	err = s.URLs.CheckURL(ctx, u)
-	var refused *ssrf.RefusedError
+	var refused *domain.RefusedError
 	if errors.As(err, &refused) {
 		if s.Log != nil {
 			s.Log.InfoContext(ctx, "webhook subscription URL refused", slog.String("host", u.Hostname()),
@@ -171,4 +169,12 @@ func (s *Service) ReplayEvents(ctx context.Context, tenantID, subscriptionID str
 		return domain.ReplayResult{}, fmt.Errorf("replay events: %w", err)
 	}
 	return res, nil
+}
+
+// RecordEvent is the intake: it records the deliveries of evt to the subscriptions of its
+// tenant that list its type, through in, bound to the intake consumer's transaction (the
+// event counts as processed only with its deliveries).
+func (s *Service) RecordEvent(ctx context.Context, in domain.EventRecorder, evt events.Envelope) error {
+	_, err := in.RecordEvent(ctx, evt)
+	return err
 }

@@ -6,8 +6,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/customerapi/platform/libs/config"
 	"github.com/customerapi/platform/libs/consumer"
 	"github.com/customerapi/platform/libs/events"
@@ -16,13 +14,15 @@ import (
 	"github.com/customerapi/platform/libs/retention"
 	"github.com/customerapi/platform/libs/service"
 	"github.com/customerapi/platform/services/webhooks/internal/adapters"
+	"github.com/customerapi/platform/services/webhooks/internal/adapters/apidoc"
+	"github.com/customerapi/platform/services/webhooks/internal/adapters/metrics"
+	"github.com/customerapi/platform/services/webhooks/internal/adapters/secretbox"
+	"github.com/customerapi/platform/services/webhooks/internal/adapters/sender"
+	"github.com/customerapi/platform/services/webhooks/internal/adapters/ssrf"
 	"github.com/customerapi/platform/services/webhooks/internal/app"
-	"github.com/customerapi/platform/services/webhooks/internal/dispatch"
+	"github.com/customerapi/platform/services/webhooks/internal/app/delivery"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
 	"github.com/customerapi/platform/services/webhooks/internal/ports"
-	"github.com/customerapi/platform/services/webhooks/internal/reseal"
-	"github.com/customerapi/platform/services/webhooks/internal/secretbox"
-	"github.com/customerapi/platform/services/webhooks/internal/ssrf"
 	"github.com/customerapi/platform/services/webhooks/migrations"
 )
 
@@ -155,28 +155,22 @@ func SetupWith(o Options) func(*service.Runtime, *config.Env) error {
 		store := adapters.NewStore(rt.Pool, s.Secrets)
 		// Plaintext rows (written before sealing) and rows under an older key are sealed
 		// again under the primary key, at start and then periodically.
-		rt.Go(lifecycle.Forever(func(ctx context.Context) { reseal.Run(ctx, store, s.ResealEvery, rt.Log) }))
+		rt.Go(lifecycle.Forever(func(ctx context.Context) { app.RunReseal(ctx, store, s.ResealEvery, rt.Log) }))
 		guard := ssrf.NewGuard(ssrf.Policy{AllowPrivate: s.AllowPrivate}, o.Resolver, min(s.Timeout, 5*time.Second))
-		h := &ports.Handlers{
-			App:     &app.Service{Repo: store, URLs: guard, Log: rt.Log},
-			Cursors: rt.Cursors,
-		}
-		h.Register(rt.API)
+		svc := &app.Service{Repo: store, URLs: guard, Types: apidoc.New(), Log: rt.Log}
+		(&ports.Handlers{App: svc, Cursors: rt.Cursors}).Register(rt.API)
 
 		rt.Consume(&consumer.Consumer{
-			Name:   IntakeConsumer,
-			Topics: []string{events.TopicPages, events.TopicPersons},
-			Types:  events.ProducedTypes, // operational types come from this service only
-			Handler: func(ctx context.Context, tx pgx.Tx, evt events.Envelope) error {
-				_, err := store.RecordEvent(ctx, tx, evt)
-				return err
-			},
+			Name:    IntakeConsumer,
+			Topics:  []string{events.TopicPages, events.TopicPersons},
+			Types:   events.ProducedTypes, // operational types come from this service only
+			Handler: (&ports.Intake{App: svc, In: adapters.Intake}).Handle,
 		})
 
-		sender := dispatch.NewSender(guard, s.Timeout, s.PerSubscription*2)
-		sender.Tracer = rt.Tracer // a span per attempt
-		sender.Log = rt.Log       // which address a refused attempt's host resolved to
-		engine := dispatch.New(dispatch.Config{
+		attempts := sender.New(guard, s.Timeout, s.PerSubscription*2)
+		attempts.Tracer = rt.Tracer // a span per attempt
+		attempts.Log = rt.Log       // which address a refused attempt's host resolved to
+		engine := delivery.New(delivery.Config{
 			Workers:           s.Workers,
 			TenantConcurrency: s.PerTenant,
 			PerSubscription:   s.PerSubscription,
@@ -187,16 +181,16 @@ func SetupWith(o Options) func(*service.Runtime, *config.Env) error {
 			DisableAfter:  s.DisableAfter,
 			ShutdownGrace: min(s.Timeout, 5*time.Second),
 			Idle:          o.Idle,
-		}, store, sender, rt.Pool, rt.Log, dispatch.NewMetrics(rt.Registry, store.Stats, rt.Log))
+		}, store, attempts, &adapters.Listener{Pool: rt.Pool, Log: rt.Log}, rt.Log, metrics.New(rt.Registry, store.Stats, rt.Log))
 		rt.Go(func(ctx context.Context) error {
-			defer sender.Close()
+			defer attempts.Close()
 			return engine.Run(ctx)
 		})
 		// Events past EVENT_RETENTION, by libs/retention's pruner (0 keeps them).
 		rt.Go((&retention.Pruner{Pool: rt.Pool, Log: rt.Log,
 			Tables: []retention.Table{{Name: "events", Column: "created_at", Keep: s.EventRetention}}}).Run)
 		if s.Retention > 0 {
-			rt.Go(lifecycle.Forever(func(ctx context.Context) { dispatch.RunRetention(ctx, store, s.Retention, rt.Log) }))
+			rt.Go(lifecycle.Forever(func(ctx context.Context) { app.RunRetention(ctx, store, s.Retention, rt.Log) }))
 		}
 		return nil
 	}

@@ -15,8 +15,9 @@ import (
 
 	"github.com/customerapi/platform/libs/service/servicetest"
 	"github.com/customerapi/platform/services/webhooks/internal/adapters"
+	"github.com/customerapi/platform/services/webhooks/internal/app/delivery"
 	"github.com/customerapi/platform/services/webhooks/internal/application"
-	"github.com/customerapi/platform/services/webhooks/internal/dispatch"
+	"github.com/customerapi/platform/services/webhooks/internal/domain"
 )
 
 // backlogSize is the number of pending deliveries BenchmarkDeliveryThroughputBacklog
@@ -233,17 +234,17 @@ func (q *backlogQueue) logStatements(b *testing.B, round int) {
 
 // explain prints the plans of a claim of 100 fresh due deliveries of the measured tenant
 // with ten subscriptions, as the engine makes it between rounds (the turn explores
-// dispatch.QuietTenants) and during a round (dispatch.ClaimTenants).
+// delivery.QuietTenants) and during a round (delivery.ClaimTenants).
 func (q *backlogQueue) explain(b *testing.B) {
-	q.explainClaim(b, "between rounds", dispatch.QuietTenants)
-	q.explainClaim(b, "during a round", dispatch.ClaimTenants)
+	q.explainClaim(b, "between rounds", delivery.QuietTenants)
+	q.explainClaim(b, "during a round", delivery.ClaimTenants)
 }
 
 // explainClaim prints the plan of one claim whose turn explores tenants: a transaction
 // records the deliveries (ten events), claims, and rolls it all back.
 func (q *backlogQueue) explainClaim(b *testing.B, kind string, tenants int) {
 	ctx := context.Background()
-	req := adapters.ClaimRequest{Limit: 100, PerSubscription: 16, Tenants: tenants, Rooms: map[string]int{"bench10": 128},
+	req := domain.ClaimRequest{Limit: 100, PerSubscription: 16, Tenants: tenants, Rooms: map[string]int{"bench10": 128},
 		DefaultRoom: 128, Lease: 80 * time.Second}
 	tx, err := q.pool.Begin(ctx)
 	if err != nil {

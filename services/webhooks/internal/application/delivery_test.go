@@ -19,7 +19,6 @@ import (
 	"github.com/customerapi/platform/libs/timestamp"
 	"github.com/customerapi/platform/services/webhooks/internal/application"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
-	"github.com/customerapi/platform/services/webhooks/internal/ssrf"
 )
 
 // A delivery is the event's body, signed so that a receiver verifies it with the secret
@@ -547,8 +546,8 @@ func TestSSRFGuardRefusesAtConnectTime(t *testing.T) {
 		a := a.(map[string]any)
 		// The attempt says the destination is not allowed, never the address the name
 		// resolved to (the operator's log has it).
-		if msg := fmt.Sprint(a["error"]); a["statusCode"] != nil || msg != ssrf.RefusedMessage || strings.Contains(msg, "127.0.0.1") {
-			t.Fatalf("attempt = %v, want the error %q without the address", a, ssrf.RefusedMessage)
+		if msg := fmt.Sprint(a["error"]); a["statusCode"] != nil || msg != domain.RefusedMessage || strings.Contains(msg, "127.0.0.1") {
+			t.Fatalf("attempt = %v, want the error %q without the address", a, domain.RefusedMessage)
 		}
 	}
 	if rc.count() != 0 {

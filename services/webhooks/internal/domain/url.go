@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"fmt"
 	"net/netip"
 	"net/url"
 	"strconv"
@@ -79,4 +80,31 @@ func isHex(s string) bool {
 		}
 	}
 	return true
+}
+
+// RefusedError reports a target address the policy refuses. Its message, which tenants
+// read, names neither the address nor its kind: a name's refusal would otherwise tell a
+// tenant what the cluster's internal names resolve to. Detail, for the operator's log,
+// names both.
+type RefusedError struct {
+	Host   string
+	Addr   netip.Addr
+	Reason string
+}
+
+// RefusedMessage is what a tenant reads of every refusal.
+const RefusedMessage = "refused: the destination is not allowed: it is, or resolves to, a private, loopback or otherwise non-public address"
+
+// Error implements error.
+func (e *RefusedError) Error() string { return RefusedMessage }
+
+// Detail says which address was refused and why, for the operator's log only.
+func (e *RefusedError) Detail() string {
+	if !e.Addr.IsValid() {
+		return fmt.Sprintf("refused: cannot check the address %q", e.Host)
+	}
+	if e.Host != "" && e.Host != e.Addr.String() {
+		return fmt.Sprintf("refused: %s resolves to %s, a %s address", e.Host, e.Addr, e.Reason)
+	}
+	return fmt.Sprintf("refused: %s is a %s address", e.Addr, e.Reason)
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/customerapi/platform/libs/timestamp"
 	"github.com/customerapi/platform/services/webhooks/internal/app"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
-	"github.com/customerapi/platform/services/webhooks/internal/testevent"
 )
 
 // Handlers serve the webhooks routes. The OpenAPI document judged every request before it
@@ -125,7 +124,7 @@ type eventTypeView struct {
 }
 
 func (h *Handlers) listEventTypes(c *fiber.Ctx) error {
-	schemas, err := testevent.PayloadSchemas()
+	schemas, err := h.App.PayloadSchemas()
 	if err != nil {
 		return apierror.Internal(err)
 	}

@@ -1,4 +1,4 @@
-package dispatch
+package delivery
 
 import (
 	"context"
@@ -19,12 +19,14 @@ import (
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 	"github.com/customerapi/platform/libs/testwait"
 	"github.com/customerapi/platform/services/webhooks/internal/adapters"
+	"github.com/customerapi/platform/services/webhooks/internal/adapters/metrics"
+	"github.com/customerapi/platform/services/webhooks/internal/adapters/secretbox"
+	"github.com/customerapi/platform/services/webhooks/internal/adapters/sender"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
-	"github.com/customerapi/platform/services/webhooks/internal/secretbox"
 	"github.com/customerapi/platform/services/webhooks/migrations"
 )
 
-func noStats(context.Context) (adapters.QueueStats, error) { return adapters.QueueStats{}, nil }
+func noStats(context.Context) (domain.QueueStats, error) { return domain.QueueStats{}, nil }
 
 // claimCount reads how many claims the engine has made.
 func claimCount(t *testing.T, reg *prometheus.Registry) uint64 {
@@ -95,7 +97,7 @@ func startResting(t *testing.T, pool *pgxpool.Pool, store *adapters.Store, cfg C
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	reg := prometheus.NewRegistry()
 	queue := &restingQueue{Queue: store, marker: "tenant_marker"}
-	d := New(cfg, queue, NewSender(newGuard(), 10*time.Second, 16), pool, log, NewMetrics(reg, noStats, log))
+	d := New(cfg, queue, sender.New(newGuard(), 10*time.Second, 16), &adapters.Listener{Pool: pool, Log: log}, log, metrics.New(reg, noStats, log))
 	queue.d = d
 	runUntilCleanup(t, d)
 	queue.waitRest(t, pool)
@@ -464,7 +466,7 @@ func restsAt(t *testing.T, q *restingQueue) int {
 // restingQueue is the engine's queue in a test that must know when the start-up rounds
 // are over: the one at start and the one the listener asks for once it has connected.
 type restingQueue struct {
-	Queue
+	domain.Queue
 	d      *Dispatcher
 	marker string // a tenant of no delivery, named by the test's notifications
 
@@ -486,7 +488,7 @@ type probe struct {
 	rooms  int       // tenants visited as announced or held (ClaimRequest.Rooms)
 }
 
-func (q *restingQueue) Claim(ctx context.Context, req adapters.ClaimRequest) (adapters.Claimed, error) {
+func (q *restingQueue) Claim(ctx context.Context, req domain.ClaimRequest) (domain.Claimed, error) {
 	q.mu.Lock()
 	if _, ok := req.Rooms[q.marker]; ok {
 		q.visited = true
@@ -523,7 +525,7 @@ func (q *restingQueue) probes() []probe {
 
 // Upcoming is called after a fill (by the claim loop): with no round open and none asked
 // for (reround false), the rounds asked for are over.
-func (q *restingQueue) Upcoming(ctx context.Context, limit int) (adapters.Upcoming, error) {
+func (q *restingQueue) Upcoming(ctx context.Context, limit int) (domain.Upcoming, error) {
 	up, err := q.Queue.Upcoming(ctx, limit)
 	q.mu.Lock()
 	q.resting = q.visited && !q.d.round.open && !q.d.reround.Load()

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/customerapi/platform/services/webhooks/internal/signing"
+	"github.com/customerapi/platform/services/webhooks/internal/domain/signing"
 )
 
 // Verify checks X-Webhook-Signature-256 and returns the raw body. secret is the

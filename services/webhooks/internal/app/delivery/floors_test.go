@@ -1,4 +1,4 @@
-package dispatch
+package delivery
 
 import (
 	"context"
@@ -19,8 +19,10 @@ import (
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 	"github.com/customerapi/platform/libs/testwait"
 	"github.com/customerapi/platform/services/webhooks/internal/adapters"
+	"github.com/customerapi/platform/services/webhooks/internal/adapters/metrics"
+	"github.com/customerapi/platform/services/webhooks/internal/adapters/secretbox"
+	"github.com/customerapi/platform/services/webhooks/internal/adapters/sender"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
-	"github.com/customerapi/platform/services/webhooks/internal/secretbox"
 	"github.com/customerapi/platform/services/webhooks/migrations"
 )
 
@@ -34,7 +36,7 @@ func TestFloorsNeverPassANotifiedDelivery(t *testing.T) {
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	f := newFloors()
 	finish := func(id string, n int) {
-		f.done(slices.Repeat([]adapters.Result{{TenantID: id}}, n))
+		f.done(slices.Repeat([]domain.Result{{TenantID: id}}, n))
 	}
 	busy := func(ids ...string) {
 		for _, id := range ids {
@@ -125,7 +127,7 @@ func TestDeliveryOfAnOlderTransactionIsNotPassedOver(t *testing.T) {
 	d := New(Config{Workers: 16, PerSubscription: 8, TenantConcurrency: 16, Lease: time.Minute, ClaimBatch: 100,
 		Policy: domain.RetryPolicy{Schedule: domain.DefaultSchedule}, DisableAfter: time.Hour,
 		ShutdownGrace: 100 * time.Millisecond, Idle: time.Minute},
-		queue, NewSender(newGuard(), 10*time.Second, 16), pool, log, NewMetrics(prometheus.NewRegistry(), nil, log))
+		queue, sender.New(newGuard(), 10*time.Second, 16), &adapters.Listener{Pool: pool, Log: log}, log, metrics.New(prometheus.NewRegistry(), nil, log))
 	runUntilCleanup(t, d)
 
 	waitArrived := func(n int, within time.Duration) {
@@ -150,7 +152,7 @@ func TestDeliveryOfAnOlderTransactionIsNotPassedOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.RecordEvent(t.Context(), older, e); err != nil {
+	if _, err := adapters.Intake(older).RecordEvent(t.Context(), e); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(20 * time.Millisecond) // the next deliveries are due later
@@ -173,12 +175,12 @@ func TestDeliveryOfAnOlderTransactionIsNotPassedOver(t *testing.T) {
 
 // floorsSent is a Queue that notes the floors of the last claim sent.
 type floorsSent struct {
-	Queue
+	domain.Queue
 	mu     sync.Mutex
 	floors map[string]time.Time
 }
 
-func (q *floorsSent) Claim(ctx context.Context, req adapters.ClaimRequest) (adapters.Claimed, error) {
+func (q *floorsSent) Claim(ctx context.Context, req domain.ClaimRequest) (domain.Claimed, error) {
 	q.mu.Lock()
 	q.floors = req.Floors
 	q.mu.Unlock()

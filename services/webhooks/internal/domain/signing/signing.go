@@ -11,7 +11,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -65,8 +64,9 @@ type Keys struct {
 	Previous *Key
 }
 
-// Sign sets the signature headers of a delivery of body, with event ID id, signed at now.
-func Sign(h http.Header, keys Keys, id string, body []byte, now time.Time) {
+// Sign sets the signature headers of a delivery of body, with event ID id, signed at now,
+// in h: a request's http.Header, written directly in canonical form.
+func Sign(h map[string][]string, keys Keys, id string, body []byte, now time.Time) {
 	h[HeaderSignature256] = []string{"sha256=" + hex.EncodeToString(mac(keys.Current.whole, body))}
 	h[HeaderTimestamp] = []string{strconv.FormatInt(now.UnixMilli(), 10)}
 	sec := strconv.FormatInt(now.Unix(), 10)

@@ -1,11 +1,11 @@
-package dispatch
+package delivery
 
 import (
 	"maps"
 	"sync"
 	"time"
 
-	"github.com/customerapi/platform/services/webhooks/internal/adapters"
+	"github.com/customerapi/platform/services/webhooks/internal/domain"
 )
 
 // maxFloors bounds the tenants whose floors are kept; the others' probes start at the
@@ -28,11 +28,11 @@ const maxFinished = 4096
 
 // floors keeps, for tenants the claims probed that finished many deliveries lately
 // (floorAfter), a time before which none of the tenant's pending deliveries is due: its
-// floor (adapters.ClaimRequest.Floors). A claim's probes of the tenant start there
+// floor (domain.ClaimRequest.Floors). A claim's probes of the tenant start there
 // instead of walking the index entries of every delivery the tenant finished since
 // vacuum last ran, thousands at a high rate.
 //
-// A claim's floors (adapters.Claimed.Floors) hold in its snapshot. A delivery may
+// A claim's floors (domain.Claimed.Floors) hold in its snapshot. A delivery may
 // become pending later in three ways, and must never be due before a floor kept:
 //   - an attempt's result (a retry, a claim given back) makes it due again no earlier
 //     than when it was claimed, so no earlier than the floor of any snapshot it was
@@ -63,7 +63,7 @@ func newFloors() *floors {
 
 // done counts the deliveries of a written batch of results per tenant (each left dead
 // index entries behind).
-func (f *floors) done(results []adapters.Result) {
+func (f *floors) done(results []domain.Result) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, r := range results {

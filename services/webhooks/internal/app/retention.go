@@ -1,17 +1,13 @@
-package dispatch
+package app
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
 	"time"
-)
 
-// Purger deletes up to limit finished deliveries last updated before a time and says how
-// many it deleted.
-type Purger interface {
-	PurgeFinished(ctx context.Context, before time.Time, limit int) (int64, error)
-}
+	"github.com/customerapi/platform/services/webhooks/internal/domain"
+)
 
 // purgeBatch is how many deliveries one statement deletes: small enough that a purge
 // never holds many row locks or one long transaction.
@@ -20,7 +16,7 @@ const purgeBatch = 1000
 // RunRetention deletes finished deliveries older than keep, at start and then hourly, in
 // batches of purgeBatch until a batch comes back short. It returns when ctx ends; a
 // failed pass is logged and tried again at the next hour.
-func RunRetention(ctx context.Context, p Purger, keep time.Duration, log *slog.Logger) {
+func RunRetention(ctx context.Context, p domain.Purger, keep time.Duration, log *slog.Logger) {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {

@@ -1,4 +1,4 @@
-package dispatch
+package delivery
 
 import (
 	"context"
@@ -13,77 +13,41 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/customerapi/platform/services/webhooks/internal/adapters"
+	"github.com/customerapi/platform/services/webhooks/internal/adapters/metrics"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
 )
-
-// shutdownQueue hands out one claim that is still in flight when the engine is told to
-// stop, and records what the engine completes. Like pgx, a claim whose context is
-// cancelled by then fails, although the server may already have leased its rows: those
-// leases count as handed out either way.
-type shutdownQueue struct {
-	entered  chan<- struct{} // closed when the first claim begins
-	stopping <-chan struct{} // closed once the engine's context is cancelled
-	jobs     []adapters.Job
-
-	mu        sync.Mutex
-	claimed   bool
-	completed map[string]domain.Status
-}
-
-func (q *shutdownQueue) Claim(ctx context.Context, req adapters.ClaimRequest) (adapters.Claimed, error) {
-	q.mu.Lock()
-	first := !q.claimed
-	q.claimed = true
-	q.mu.Unlock()
-	if !first {
-		return adapters.Claimed{}, nil
-	}
-	close(q.entered)
-	<-q.stopping
-	if err := ctx.Err(); err != nil {
-		return adapters.Claimed{}, err
-	}
-	return adapters.Claimed{Jobs: q.jobs[:min(req.Limit, len(q.jobs))]}, nil
-}
-
-func (q *shutdownQueue) Upcoming(context.Context, int) (adapters.Upcoming, error) {
-	return adapters.Upcoming{}, nil
-}
-
-func (q *shutdownQueue) Complete(_ context.Context, results []adapters.Result, _ time.Duration) ([]adapters.Disabled, error) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for _, r := range results {
-		q.completed[r.DeliveryID] = r.Status
-	}
-	return nil, nil
-}
 
 // A claim in flight when the engine stops is not lost: every delivery it leased is
 // completed or released before Run returns, instead of waiting out its lease.
 func TestClaimInFlightAtShutdownIsReleased(t *testing.T) {
 	entered, stopping := make(chan struct{}), make(chan struct{})
-	var jobs []adapters.Job
+	var jobs []domain.Job
 	for _, id := range []string{"dlv_1", "dlv_2", "dlv_3", "dlv_4"} {
 		// An inactive subscription's job completes without a request.
-		jobs = append(jobs, adapters.Job{TenantID: "acme", DeliveryID: id, SubscriptionID: "whsub_1", OrderingKey: id})
+		jobs = append(jobs, domain.Job{TenantID: "acme", DeliveryID: id, SubscriptionID: "whsub_1", OrderingKey: id})
 	}
 	jobs[3].Active = true
-	jobs[3].URL = "http://127.0.0.1:1/" // never reached: the engine is stopping before it starts
-	q := &shutdownQueue{entered: entered, stopping: stopping, jobs: jobs, completed: map[string]domain.Status{}}
-	// The LISTEN connection never comes up; the engine then relies on its own wake-ups.
-	pool, err := pgxpool.New(context.Background(), "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	jobs[3].URL = "http://127.0.0.1:1/" // refused at once if reached: the engine is stopping
+	// The first claim is still in flight when the engine is told to stop. Like pgx, a
+	// claim whose context is cancelled by then fails, although the server may already
+	// have leased its rows: those leases count as handed out either way.
+	var once sync.Once
+	q := &memQueue{hold: func(ctx context.Context) error {
+		first := false
+		once.Do(func() { first = true })
+		if first {
+			close(entered)
+			<-stopping
+		}
+		return ctx.Err()
+	}}
+	q.add(jobs...)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	d := New(Config{Workers: 4, PerSubscription: 1, Lease: time.Minute, ClaimBatch: 10, ShutdownGrace: time.Second,
-		Idle: time.Minute}, q, newSender(time.Second), pool, log, NewMetrics(prometheus.NewRegistry(), nil, log))
+	// PerSubscription 2: one claim takes all four of whsub_1 (laneDepth × 2).
+	d := New(Config{Workers: 4, PerSubscription: 2, Lease: time.Minute, ClaimBatch: 10, ShutdownGrace: time.Second,
+		Idle: time.Minute}, q, newSender(time.Second), q, log, metrics.New(prometheus.NewRegistry(), nil, log))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -106,29 +70,6 @@ func TestClaimInFlightAtShutdownIsReleased(t *testing.T) {
 			t.Errorf("%s was claimed but never completed or released (completed: %v)", j.DeliveryID, q.completed)
 		}
 	}
-}
-
-// listQueue hands out its jobs to the first claim and nothing after.
-type listQueue struct {
-	mu   sync.Mutex
-	jobs []adapters.Job
-}
-
-func (q *listQueue) Claim(_ context.Context, req adapters.ClaimRequest) (adapters.Claimed, error) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	n := min(req.Limit, len(q.jobs))
-	jobs := q.jobs[:n]
-	q.jobs = q.jobs[n:]
-	return adapters.Claimed{Jobs: jobs}, nil
-}
-
-func (q *listQueue) Upcoming(context.Context, int) (adapters.Upcoming, error) {
-	return adapters.Upcoming{}, nil
-}
-
-func (q *listQueue) Complete(context.Context, []adapters.Result, time.Duration) ([]adapters.Disabled, error) {
-	return nil, nil
 }
 
 // gate is a receiver on 127.0.0.1 that holds every request until the test lets it go.
@@ -172,8 +113,8 @@ func (g *gate) next(t *testing.T) held {
 
 // jobsOf makes n jobs of a tenant, spread over its subscriptions, each with its own
 // subject, all to the gate.
-func jobsOf(t *testing.T, g *gate, tenantID string, subs, n int) []adapters.Job {
-	var jobs []adapters.Job
+func jobsOf(t *testing.T, g *gate, tenantID string, subs, n int) []domain.Job {
+	var jobs []domain.Job
 	for i := range n {
 		j := job(t, g.URL+"/"+tenantID)
 		j.TenantID, j.SubscriptionID = tenantID, fmt.Sprintf("whsub_%s_%d", tenantID, i%subs)
@@ -181,6 +122,13 @@ func jobsOf(t *testing.T, g *gate, tenantID string, subs, n int) []adapters.Job 
 		jobs = append(jobs, j)
 	}
 	return jobs
+}
+
+// queueOf returns a queue holding jobs, all due.
+func queueOf(jobs ...domain.Job) *memQueue {
+	q := &memQueue{}
+	q.add(jobs...)
+	return q
 }
 
 // runEngine runs a dispatcher on q until the test ends.
@@ -197,15 +145,10 @@ func runUntilCleanup(t *testing.T, d *Dispatcher) {
 	})
 }
 
-func runEngine(t *testing.T, cfg Config, q Queue) *Dispatcher {
-	pool, err := pgxpool.New(context.Background(), "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+func runEngine(t *testing.T, cfg Config, q *memQueue) *Dispatcher {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg.Lease, cfg.ClaimBatch, cfg.ShutdownGrace, cfg.Idle = time.Minute, 100, 100*time.Millisecond, time.Minute
-	d := New(cfg, q, newSender(10*time.Second), pool, log, NewMetrics(prometheus.NewRegistry(), nil, log))
+	d := New(cfg, q, newSender(10*time.Second), q, log, metrics.New(prometheus.NewRegistry(), nil, log))
 	runUntilCleanup(t, d)
 	return d
 }
@@ -218,7 +161,7 @@ func TestTenantShareOfWorkersAndTurns(t *testing.T) {
 	t.Run("share", func(t *testing.T) {
 		g := newGate(t)
 		d := runEngine(t, Config{Workers: 4, TenantConcurrency: 2, PerSubscription: 8},
-			&listQueue{jobs: jobsOf(t, g, "acme", 3, 6)})
+			queueOf(jobsOf(t, g, "acme", 3, 6)...))
 		// Each arrival after the first two starts when an attempt finishes, in the same
 		// locked step: the count read after it is the share in use.
 		inFlight := []held{g.next(t), g.next(t)}
@@ -243,7 +186,7 @@ func TestTenantShareOfWorkersAndTurns(t *testing.T) {
 		jobs := jobsOf(t, g, "acme", 2, 6) // due first, over two subscriptions
 		jobs = append(jobs, jobsOf(t, g, "globex", 1, 3)...)
 		jobs = append(jobs, jobsOf(t, g, "initech", 1, 3)...)
-		runEngine(t, Config{Workers: 3, PerSubscription: 8}, &listQueue{jobs: jobs})
+		runEngine(t, Config{Workers: 3, PerSubscription: 8}, queueOf(jobs...))
 		// The first three go out at once, one of each tenant; then each worker set free
 		// goes to the next tenant's turn.
 		inFlight := []held{g.next(t), g.next(t), g.next(t)}

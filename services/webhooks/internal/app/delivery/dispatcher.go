@@ -1,4 +1,4 @@
-// Package dispatch is the delivery engine: it claims due deliveries from PostgreSQL,
+// Package delivery is the delivery engine: it claims due deliveries from PostgreSQL,
 // attempts them over HTTP with per-subscription concurrency limits and per-subject
 // ordering, and records each outcome with the next retry. Tenants share the workers
 // fairly: each has a bounded share, claims take tenants in turn, and free workers go to
@@ -10,31 +10,18 @@
 // run out, and another claims those deliveries again (at least once). The engine wakes on
 // NOTIFY when deliveries are recorded, on its own attempts finishing, and when the next
 // delivery falls due; it never polls.
-package dispatch
+package delivery
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/customerapi/platform/services/webhooks/internal/adapters"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
 )
-
-// Queue is what the engine needs from storage.
-type Queue interface {
-	Claim(ctx context.Context, req adapters.ClaimRequest) (adapters.Claimed, error)
-	Upcoming(ctx context.Context, limit int) (adapters.Upcoming, error)
-	Complete(ctx context.Context, results []adapters.Result, disableAfter time.Duration) ([]adapters.Disabled, error)
-}
 
 // Config tunes the engine. Limits are per replica.
 type Config struct {
@@ -132,14 +119,14 @@ const rereadAfter = time.Second
 // Dispatcher runs the delivery engine of one replica.
 type Dispatcher struct {
 	cfg     Config
-	queue   Queue
-	sender  *Sender
-	pool    *pgxpool.Pool
+	queue   domain.Queue
+	sender  domain.Sender
+	notes   domain.Notifications
 	log     *slog.Logger
-	metrics *Metrics
+	metrics domain.EngineMetrics
 
 	wake    chan struct{}
-	results chan adapters.Result
+	results chan domain.Result
 	sends   sync.WaitGroup
 	sendCtx context.Context
 	after   string // where the next claim's turn across tenants begins (claim loop only)
@@ -152,7 +139,7 @@ type Dispatcher struct {
 	// times were not read), zero when it held every due time to come; leaseEnd is when the
 	// earliest lease runs out, as last read (zero: none); all on the replica's clock
 	// (readUpcoming). readAt is when they were read. Claim loop only.
-	upcoming []adapters.Falling
+	upcoming []domain.Falling
 	horizon  time.Time
 	leaseEnd time.Time
 	readAt   time.Time
@@ -194,7 +181,7 @@ type tenant struct {
 // lane holds one subscription's claimed deliveries, in due order.
 type lane struct {
 	tenant   *tenant
-	waiting  []adapters.Job
+	waiting  []domain.Job
 	inFlight int
 	keys     map[string]bool // ordering keys with an attempt in flight
 	queued   bool            // in its tenant's ready lanes
@@ -216,13 +203,13 @@ func (l *lane) next(perSubscription int) int {
 	return -1
 }
 
-// New returns a Dispatcher. pool carries the LISTEN connection.
-func New(cfg Config, queue Queue, sender *Sender, pool *pgxpool.Pool, log *slog.Logger, m *Metrics) *Dispatcher {
+// New returns a Dispatcher, woken by notes of new deliveries.
+func New(cfg Config, queue domain.Queue, sender domain.Sender, notes domain.Notifications, log *slog.Logger, m domain.EngineMetrics) *Dispatcher {
 	if cfg.TenantConcurrency <= 0 {
 		cfg.TenantConcurrency = cfg.Workers
 	}
-	return &Dispatcher{cfg: cfg, queue: queue, sender: sender, pool: pool, log: log, metrics: m,
-		wake: make(chan struct{}, 1), results: make(chan adapters.Result, 2*cfg.Workers),
+	return &Dispatcher{cfg: cfg, queue: queue, sender: sender, notes: notes, log: log, metrics: m,
+		wake: make(chan struct{}, 1), results: make(chan domain.Result, 2*cfg.Workers),
 		lanes: map[string]*lane{}, tenants: map[string]*tenant{}, announced: map[string]announcement{}, floors: newFloors()}
 }
 
@@ -259,56 +246,25 @@ func (d *Dispatcher) askRound() {
 	d.Poke()
 }
 
-// listen pokes the engine on every notification of new deliveries (and once at start
+// listener pokes the engine on every notification of new deliveries (and once at start
 // and after every reconnection, for what happened meanwhile, when it also forgets the
 // floors), announcing the tenant the notification names and lowering its floor to when
-// they are due. It listens on a dedicated connection and reconnects with backoff.
-func (d *Dispatcher) listen(ctx context.Context) {
-	backoff := 200 * time.Millisecond
-	for ctx.Err() == nil {
-		err := d.listenOnce(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		d.log.Warn("listener interrupted; reconnecting", slog.String("channel", adapters.Channel), slog.Any("error", err),
-			slog.Duration("backoff", backoff))
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 5*time.Second)
-	}
+// they are due.
+type listener struct{ d *Dispatcher }
+
+// Listening implements domain.NotificationHandler.
+func (l listener) Listening() {
+	l.d.askRound() // notifications may have been missed meanwhile
+	l.d.floors.forget(time.Now())
 }
 
-func (d *Dispatcher) listenOnce(ctx context.Context) error {
-	pc, err := d.pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("acquire: %w", err)
-	}
-	conn := pc.Hijack()
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{adapters.Channel}.Sanitize()); err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	d.askRound() // notifications may have been missed meanwhile
-	d.floors.forget(time.Now())
-	for {
-		d.Poke()
-		wctx, cancel := context.WithTimeout(ctx, d.cfg.Idle)
-		n, err := conn.WaitForNotification(wctx)
-		cancel()
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case err != nil && !pgconn.Timeout(err):
-			return fmt.Errorf("wait: %w", err)
-		case err == nil && n.Payload != "":
-			tenantID, due, known := adapters.ParseNotification(n.Payload)
-			d.floors.notified(tenantID, due, known)
-			d.announce(tenantID)
-		}
-	}
+// Waiting implements domain.NotificationHandler.
+func (l listener) Waiting() { l.d.Poke() }
+
+// Notified implements domain.NotificationHandler.
+func (l listener) Notified(tenantID string, due time.Time, known bool) {
+	l.d.floors.notified(tenantID, due, known)
+	l.d.announce(tenantID)
 }
 
 // Poke makes the engine look for due deliveries now. It never blocks.
@@ -328,7 +284,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	written := make(chan struct{})
 	go func() { d.writeResults(context.WithoutCancel(ctx)); close(written) }()
 	listened := make(chan struct{})
-	go func() { d.listen(ctx); close(listened) }()
+	go func() { d.notes.Listen(ctx, d.cfg.Idle, listener{d}); close(listened) }()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -500,7 +456,7 @@ func (d *Dispatcher) visited(rooms map[string]int, began time.Time) {
 // to where the round began), unless c stopped at its limit (full): then c.After is the
 // last tenant it served, and tenants its turn explored after that may have due
 // deliveries.
-func (d *Dispatcher) advance(c adapters.Claimed, full bool) {
+func (d *Dispatcher) advance(c domain.Claimed, full bool) {
 	prev := d.after
 	d.after = c.After
 	r := &d.round
@@ -524,7 +480,7 @@ const claimTimeout = 10 * time.Second
 // shutdown does not cancel: a claim cancelled in flight may still have committed its
 // leases on the server, and deliveries the engine never saw would wait out the whole
 // lease. A claim that completes is accepted and then released by shutdown like any other.
-func (d *Dispatcher) claim(ctx context.Context, n int, exclude []string, rooms map[string]int) (adapters.Claimed, error) {
+func (d *Dispatcher) claim(ctx context.Context, n int, exclude []string, rooms map[string]int) (domain.Claimed, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 	defer cancel()
 	began := time.Now()
@@ -533,10 +489,10 @@ func (d *Dispatcher) claim(ctx context.Context, n int, exclude []string, rooms m
 	if d.round.open {
 		tenants = ClaimTenants
 	}
-	c, err := d.queue.Claim(ctx, adapters.ClaimRequest{Limit: n, PerSubscription: laneDepth * d.cfg.PerSubscription,
+	c, err := d.queue.Claim(ctx, domain.ClaimRequest{Limit: n, PerSubscription: laneDepth * d.cfg.PerSubscription,
 		Exclude: exclude, After: d.after, Tenants: tenants, Rooms: rooms, DefaultRoom: d.tenantHeld(),
 		Lease: d.cfg.Lease, Floors: floors})
-	d.metrics.claims.Observe(time.Since(began).Seconds())
+	d.metrics.Claimed(time.Since(began).Seconds())
 	d.floors.learn(gen, c.Floors)
 	return c, err
 }
@@ -577,7 +533,7 @@ func (d *Dispatcher) capacity() (int, []string, map[string]int) {
 
 // accept queues jobs claimed by a claim begun at began in their lanes and starts what
 // may start.
-func (d *Dispatcher) accept(jobs []adapters.Job, began time.Time) {
+func (d *Dispatcher) accept(jobs []domain.Job, began time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var touched []*lane
@@ -653,26 +609,25 @@ func (d *Dispatcher) start(l *lane, i int) {
 	l.keys[j.OrderingKey] = true
 	l.tenant.inFlight++
 	d.inFlight++
-	d.metrics.inFlight.Inc()
+	d.metrics.InFlight(1)
 	d.sends.Add(1)
 	go d.attempt(j)
 }
 
 // attempt sends one job and hands its result to the writer.
-func (d *Dispatcher) attempt(j adapters.Job) {
+func (d *Dispatcher) attempt(j domain.Job) {
 	defer d.sends.Done()
-	var res adapters.Result
+	var res domain.Result
 	if !j.Active {
 		// The subscription was deactivated after the delivery was recorded.
 		res = result(j, nil, domain.StatusFailed)
-		d.metrics.deliveries.WithLabelValues("failed").Inc()
+		d.metrics.Delivered("failed")
 	} else {
 		att, out := d.sender.Send(d.sendCtx, j)
 		if d.sendCtx.Err() != nil {
 			res = release(j) // abandoned at shutdown: attempt it again later
 		} else {
-			d.metrics.attempts.WithLabelValues(out.Result).Inc()
-			d.metrics.duration.Observe(float64(att.DurationMs) / 1000)
+			d.metrics.Attempted(out.Result, float64(att.DurationMs)/1000)
 			res = d.decide(j, att, out)
 		}
 	}
@@ -680,32 +635,32 @@ func (d *Dispatcher) attempt(j adapters.Job) {
 	d.finish(j)
 }
 
-func result(j adapters.Job, att *domain.Attempt, status domain.Status) adapters.Result {
-	return adapters.Result{TenantID: j.TenantID, DeliveryID: j.DeliveryID, SubscriptionID: j.SubscriptionID,
+func result(j domain.Job, att *domain.Attempt, status domain.Status) domain.Result {
+	return domain.Result{TenantID: j.TenantID, DeliveryID: j.DeliveryID, SubscriptionID: j.SubscriptionID,
 		LeaseToken: j.LeaseToken, AttemptNo: j.AttemptNo, Attempt: att, Status: status, RetryStep: j.RetryStep}
 }
 
 // release gives a claim back unattempted: due again at once, same place in the schedule.
-func release(j adapters.Job) adapters.Result { return result(j, nil, domain.StatusPending) }
+func release(j domain.Job) domain.Result { return result(j, nil, domain.StatusPending) }
 
 // decide turns an attempt into the delivery's next state.
-func (d *Dispatcher) decide(j adapters.Job, att domain.Attempt, out Outcome) adapters.Result {
+func (d *Dispatcher) decide(j domain.Job, att domain.Attempt, out domain.Outcome) domain.Result {
 	switch {
 	case out.Success:
-		d.metrics.deliveries.WithLabelValues("succeeded").Inc()
+		d.metrics.Delivered("succeeded")
 		return result(j, &att, domain.StatusSucceeded)
 	case out.Gone:
-		d.metrics.deliveries.WithLabelValues("failed").Inc()
+		d.metrics.Delivered("failed")
 		r := result(j, &att, domain.StatusFailed)
 		r.Gone = true
 		return r
 	}
 	delay, ok := d.cfg.Policy.Next(j.RetryStep, out.RetryAfter, rand.Float64())
 	if !ok {
-		d.metrics.deliveries.WithLabelValues("failed").Inc()
+		d.metrics.Delivered("failed")
 		return result(j, &att, domain.StatusFailed)
 	}
-	d.metrics.deliveries.WithLabelValues("retry_scheduled").Inc()
+	d.metrics.Delivered("retry_scheduled")
 	r := result(j, &att, domain.StatusPending)
 	r.Delay, r.RetryStep = delay, j.RetryStep+1
 	return r
@@ -715,7 +670,7 @@ func (d *Dispatcher) decide(j adapters.Job, att domain.Attempt, out Outcome) ada
 // waiting for a worker go first, then this one. It wakes the claim loop when the lane
 // runs low or the replica or the tenant held all it may: otherwise the lane still has
 // work and claiming for it now would cost a query for a few rows.
-func (d *Dispatcher) finish(j adapters.Job) {
+func (d *Dispatcher) finish(j domain.Job) {
 	d.mu.Lock()
 	l := d.lanes[j.SubscriptionID]
 	t := l.tenant
@@ -726,7 +681,7 @@ func (d *Dispatcher) finish(j adapters.Job) {
 	t.held--
 	t.inFlight--
 	d.inFlight--
-	d.metrics.inFlight.Dec()
+	d.metrics.InFlight(-1)
 	d.offer(l)
 	d.dispatch()
 	low := l.inFlight+len(l.waiting) < d.cfg.PerSubscription
@@ -751,7 +706,7 @@ func (d *Dispatcher) shutdown(cancelSends context.CancelFunc) {
 	d.mu.Lock()
 	d.stopping = true
 	d.ready = nil
-	var waiting []adapters.Job
+	var waiting []domain.Job
 	for id, l := range d.lanes {
 		waiting = append(waiting, l.waiting...)
 		d.held -= len(l.waiting)
@@ -785,7 +740,7 @@ func (d *Dispatcher) shutdown(cancelSends context.CancelFunc) {
 // previous batch is written goes in the next transaction. ctx carries no cancellation:
 // results that arrive while Run stops are still recorded (write gives up on its own).
 func (d *Dispatcher) writeResults(ctx context.Context) {
-	batch := make([]adapters.Result, 0, 256)
+	batch := make([]domain.Result, 0, 256)
 	for r := range d.results {
 		batch = append(batch[:0], r)
 	more:
@@ -807,7 +762,7 @@ func (d *Dispatcher) writeResults(ctx context.Context) {
 // write records one batch, retrying while the database is unreachable (the attempts
 // waiting to report hold their slots meanwhile, which pauses the engine). At shutdown it
 // gives up after a few tries: the leases run out and the deliveries are attempted again.
-func (d *Dispatcher) write(ctx context.Context, batch []adapters.Result) {
+func (d *Dispatcher) write(ctx context.Context, batch []domain.Result) {
 	backoff := 100 * time.Millisecond
 	for try := 1; ; try++ {
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -820,7 +775,7 @@ func (d *Dispatcher) write(ctx context.Context, batch []adapters.Result) {
 				if s.Gone {
 					reason = "gone"
 				}
-				d.metrics.disabled.WithLabelValues(reason).Inc()
+				d.metrics.Disabled(reason)
 				d.log.Warn("webhook subscription disabled", slog.String("tenant_id", s.TenantID),
 					slog.String("subscription_id", s.SubscriptionID), slog.String("reason", s.Reason))
 			}

@@ -1,4 +1,4 @@
-package testevent_test
+package apidoc_test
 
 import (
 	"encoding/json"
@@ -11,7 +11,8 @@ import (
 
 	"github.com/customerapi/platform/api"
 	"github.com/customerapi/platform/libs/ids"
-	"github.com/customerapi/platform/services/webhooks/internal/testevent"
+	"github.com/customerapi/platform/services/webhooks/internal/adapters/apidoc"
+	"github.com/customerapi/platform/services/webhooks/internal/domain"
 )
 
 // Every event type the document lets a client choose (WebhookEventType, the enum of the
@@ -25,7 +26,8 @@ func TestEveryEventTypeOfTheDocumentHasAnExamplePayload(t *testing.T) {
 	for _, v := range doc.Components.Schemas["WebhookEventType"].Value.Enum {
 		enum = append(enum, v.(string))
 	}
-	types, err := testevent.Types()
+	d := apidoc.New()
+	types, err := d.Types()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,14 +37,24 @@ func TestEveryEventTypeOfTheDocumentHasAnExamplePayload(t *testing.T) {
 		t.Fatalf("WebhookEventType lists %v but WebhookEvent's payload discriminator maps %v", enum, types)
 	}
 	for _, typ := range types {
-		p, ok, err := testevent.Payload(typ)
+		p, ok, err := testPayload(d, typ)
 		if err != nil || !ok || !json.Valid(p) || string(p) == "null" {
 			t.Errorf("payload of %s = %s, %v, %v; want the schema's example", typ, p, ok, err)
 		}
 	}
-	if _, ok, _ := testevent.Payload("page.deleted"); ok {
+	if _, ok, _ := testPayload(d, "page.deleted"); ok {
 		t.Error("an event type outside the document has a payload")
 	}
+}
+
+// testPayload is the payload of a test event of an event type (app.Service.SendTestEvent).
+func testPayload(doc *apidoc.Document, eventType string) (json.RawMessage, bool, error) {
+	example, ok, err := doc.Example(eventType)
+	if err != nil || !ok {
+		return nil, ok, err
+	}
+	p, err := domain.TestPayload(eventType, example)
+	return p, true, err
 }
 
 // A test event points at no real object: each ID of its payload is the fake ID of its
@@ -53,12 +65,13 @@ func TestTestPayloadsAreTheExamplesWithFakeIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	d := apidoc.New()
 	mapping := doc.Components.Schemas["WebhookEvent"].Value.Properties["payload"].Value.Discriminator.Mapping
 	for typ, ref := range mapping {
 		b, _ := json.Marshal(doc.Components.Schemas[strings.TrimPrefix(ref.Ref, "#/components/schemas/")].Value.Example)
 		var example, got map[string]any
 		_ = json.Unmarshal(b, &example)
-		p, _, err := testevent.Payload(typ)
+		p, _, err := testPayload(d, typ)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +80,7 @@ func TestTestPayloadsAreTheExamplesWithFakeIDs(t *testing.T) {
 		}
 		faked := 0
 		for k, v := range example {
-			if !testevent.IsIDField(k, v) {
+			if !domain.IsIDField(k, v) {
 				if !reflect.DeepEqual(got[k], v) {
 					t.Errorf("%s: field %s = %v; want the example's %v", typ, k, got[k], v)
 				}

@@ -1,4 +1,4 @@
-package dispatch
+package sender
 
 import (
 	"context"
@@ -12,23 +12,22 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/customerapi/platform/services/webhooks/internal/adapters"
+	"github.com/customerapi/platform/services/webhooks/internal/adapters/ssrf"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
-	"github.com/customerapi/platform/services/webhooks/internal/signing"
-	"github.com/customerapi/platform/services/webhooks/internal/ssrf"
+	"github.com/customerapi/platform/services/webhooks/internal/domain/signing"
 )
 
-func job(t *testing.T, url string) adapters.Job {
+func job(t *testing.T, url string) domain.Job {
 	t.Helper()
 	secret, err := signing.NewSecret()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return adapters.Job{EventID: "evt_1", URL: url, Secret: secret, Body: []byte(`{"eventId":"evt_1"}`), Active: true}
+	return domain.Job{EventID: "evt_1", URL: url, Secret: secret, Body: []byte(`{"eventId":"evt_1"}`), Active: true}
 }
 
 func newSender(timeout time.Duration) *Sender {
-	return NewSender(ssrf.NewGuard(ssrf.Policy{AllowPrivate: true}, nil, time.Second), timeout, 4)
+	return New(ssrf.NewGuard(ssrf.Policy{AllowPrivate: true}, nil, time.Second), timeout, 4)
 }
 
 func TestSendClassifiesAnswers(t *testing.T) {
@@ -127,7 +126,7 @@ func TestSendRefusesPrivateTargetsWhenNotAllowed(t *testing.T) {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	defer srv.Close()
-	s := NewSender(ssrf.NewGuard(ssrf.Policy{}, nil, time.Second), time.Second, 4)
+	s := New(ssrf.NewGuard(ssrf.Policy{}, nil, time.Second), time.Second, 4)
 	att, out := s.Send(context.Background(), job(t, srv.URL))
 	if out.Result != "refused" || att.StatusCode != nil || !strings.Contains(*att.Error, "loopback") || hits.Load() != 0 {
 		t.Fatalf("%+v %+v", att, out)

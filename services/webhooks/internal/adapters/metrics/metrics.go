@@ -1,4 +1,6 @@
-package dispatch
+// Package metrics holds the delivery engine's Prometheus metrics (domain.EngineMetrics)
+// and the queue gauges read from the database at scrape time.
+package metrics
 
 import (
 	"context"
@@ -7,11 +9,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/customerapi/platform/services/webhooks/internal/adapters"
+	"github.com/customerapi/platform/services/webhooks/internal/domain"
 )
 
-// Metrics are the delivery engine's Prometheus metrics.
-type Metrics struct {
+// Engine holds the delivery engine's Prometheus metrics.
+type Engine struct {
 	attempts   *prometheus.CounterVec
 	deliveries *prometheus.CounterVec
 	duration   prometheus.Histogram
@@ -20,10 +22,10 @@ type Metrics struct {
 	disabled   *prometheus.CounterVec
 }
 
-// NewMetrics registers the engine's metrics on r. stats feeds the queue gauges, read at
+// New registers the engine's metrics on r. stats feeds the queue gauges, read at
 // scrape time (they describe the shared database, so every replica reports the same).
-func NewMetrics(r prometheus.Registerer, stats func(context.Context) (adapters.QueueStats, error), log *slog.Logger) *Metrics {
-	m := &Metrics{
+func New(r prometheus.Registerer, stats func(context.Context) (domain.QueueStats, error), log *slog.Logger) *Engine {
+	m := &Engine{
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "webhook_delivery_attempts_total",
 			Help: "Delivery attempts by result: success, http_error, timeout, network_error, refused (SSRF guard)."},
 			[]string{"result"}),
@@ -52,6 +54,24 @@ func NewMetrics(r prometheus.Registerer, stats func(context.Context) (adapters.Q
 	return m
 }
 
+// Claimed implements domain.EngineMetrics.
+func (m *Engine) Claimed(seconds float64) { m.claims.Observe(seconds) }
+
+// InFlight implements domain.EngineMetrics.
+func (m *Engine) InFlight(n int) { m.inFlight.Add(float64(n)) }
+
+// Attempted implements domain.EngineMetrics.
+func (m *Engine) Attempted(result string, seconds float64) {
+	m.attempts.WithLabelValues(result).Inc()
+	m.duration.Observe(seconds)
+}
+
+// Delivered implements domain.EngineMetrics.
+func (m *Engine) Delivered(outcome string) { m.deliveries.WithLabelValues(outcome).Inc() }
+
+// Disabled implements domain.EngineMetrics.
+func (m *Engine) Disabled(reason string) { m.disabled.WithLabelValues(reason).Inc() }
+
 var (
 	depthDesc = prometheus.NewDesc("webhook_queue_depth",
 		"Pending deliveries: due, being attempted, or waiting for a retry.", nil, nil)
@@ -63,7 +83,7 @@ var (
 
 // queueCollector reads the queue gauges from the database when scraped.
 type queueCollector struct {
-	stats func(context.Context) (adapters.QueueStats, error)
+	stats func(context.Context) (domain.QueueStats, error)
 	log   *slog.Logger
 }
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/customerapi/platform/services/webhooks/internal/domain"
 )
 
 // table is a resolver that answers from a map, so tests need no DNS.
@@ -67,7 +69,7 @@ func TestPolicyCheck(t *testing.T) {
 			t.Errorf("strict %s: %v", tc.addr, err)
 		}
 		if err != nil {
-			var re *RefusedError
+			var re *domain.RefusedError
 			if !errors.As(err, &re) || !strings.Contains(re.Reason, tc.reasonContain) {
 				t.Errorf("strict %s: reason %v, want %q", tc.addr, err, tc.reasonContain)
 			}
@@ -106,7 +108,7 @@ func TestCheckURL(t *testing.T) {
 	} {
 		u, _ := url.Parse(raw)
 		err := g.CheckURL(context.Background(), u)
-		var re *RefusedError
+		var re *domain.RefusedError
 		if got := errors.As(err, &re); got != refused {
 			t.Errorf("%s: err %v, refused %v want %v", raw, err, got, refused)
 		}
@@ -156,7 +158,7 @@ func TestDialRefusesForbiddenTargets(t *testing.T) {
 	g := NewGuard(Policy{}, rebind, time.Second)
 	for _, target := range []string{addr, "rebind.test:" + port, "10.0.0.1:80", "169.254.169.254:80", "[::1]:" + port} {
 		conn, err := g.DialContext(context.Background(), "tcp", target)
-		var re *RefusedError
+		var re *domain.RefusedError
 		if !errors.As(err, &re) {
 			if conn != nil {
 				conn.Close()
@@ -166,7 +168,7 @@ func TestDialRefusesForbiddenTargets(t *testing.T) {
 	}
 	// The dialer's Control function checks the socket address itself, whatever the name
 	// resolution said: a dial that bypasses the lookup is refused as well.
-	if _, err := g.dialer.DialContext(context.Background(), "tcp", addr); !errors.As(err, new(*RefusedError)) {
+	if _, err := g.dialer.DialContext(context.Background(), "tcp", addr); !errors.As(err, new(*domain.RefusedError)) {
 		t.Fatalf("control: %v, want refused", err)
 	}
 	lax := NewGuard(Policy{AllowPrivate: true}, rebind, time.Second)
@@ -197,7 +199,7 @@ func TestRefusalNamesNoAddress(t *testing.T) {
 	_, err = g.dialer.DialContext(context.Background(), "tcp", addr) // the Control function's refusal
 	errs = append(errs, err)
 	for _, err := range errs {
-		var re *RefusedError
+		var re *domain.RefusedError
 		if !errors.As(err, &re) {
 			t.Fatalf("%v: want a refusal", err)
 		}

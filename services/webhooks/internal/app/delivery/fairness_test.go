@@ -1,4 +1,4 @@
-package dispatch
+package delivery
 
 import (
 	"encoding/json"
@@ -23,16 +23,14 @@ import (
 	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 	"github.com/customerapi/platform/services/webhooks/internal/adapters"
+	"github.com/customerapi/platform/services/webhooks/internal/adapters/metrics"
+	"github.com/customerapi/platform/services/webhooks/internal/adapters/secretbox"
+	"github.com/customerapi/platform/services/webhooks/internal/adapters/sender"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
-	"github.com/customerapi/platform/services/webhooks/internal/secretbox"
-	"github.com/customerapi/platform/services/webhooks/internal/ssrf"
 	"github.com/customerapi/platform/services/webhooks/migrations"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
-
-// newGuard lets attempts reach the receivers on 127.0.0.1.
-func newGuard() *ssrf.Guard { return ssrf.NewGuard(ssrf.Policy{AllowPrivate: true}, nil, time.Second) }
 
 // subscribeAll creates a subscription to every event type.
 func subscribeAll(t *testing.T, s *adapters.Store, tenantID, id, url string) {
@@ -52,7 +50,7 @@ func enqueue(t *testing.T, s *adapters.Store, pool *pgxpool.Pool, tenantID, subj
 		t.Fatal(err)
 	}
 	if err := postgres.InTx(t.Context(), pool, func(tx pgx.Tx) error {
-		_, err := s.RecordEvent(t.Context(), tx, e)
+		_, err := adapters.Intake(tx).RecordEvent(t.Context(), e)
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -136,8 +134,8 @@ func TestTenantWithSlowBacklogDoesNotDelayOthers(t *testing.T) {
 	d := New(Config{Workers: workers, PerSubscription: perSubscription, TenantConcurrency: tenantShare,
 		Lease: time.Minute, ClaimBatch: 100, Policy: domain.RetryPolicy{Schedule: domain.DefaultSchedule},
 		DisableAfter: time.Hour, ShutdownGrace: 100 * time.Millisecond, Idle: time.Minute},
-		store, NewSender(newGuard(), 10*time.Second, 2*perSubscription), pool, log,
-		NewMetrics(prometheus.NewRegistry(), nil, log))
+		store, sender.New(newGuard(), 10*time.Second, 2*perSubscription), &adapters.Listener{Pool: pool, Log: log}, log,
+		metrics.New(prometheus.NewRegistry(), nil, log))
 	runUntilCleanup(t, d)
 
 	select {

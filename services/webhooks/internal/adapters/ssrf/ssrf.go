@@ -16,6 +16,8 @@ import (
 	"net/url"
 	"syscall"
 	"time"
+
+	"github.com/customerapi/platform/services/webhooks/internal/domain"
 )
 
 // Resolver looks up the addresses of a host name; *net.Resolver is one. Tests give a
@@ -30,33 +32,6 @@ type Policy struct {
 	// (local development). Cloud metadata, unspecified and multicast addresses stay
 	// refused: nothing legitimate receives webhooks there.
 	AllowPrivate bool
-}
-
-// RefusedError reports a target address the policy refuses. Its message, which tenants
-// read, names neither the address nor its kind: a name's refusal would otherwise tell a
-// tenant what the cluster's internal names resolve to. Detail, for the operator's log,
-// names both.
-type RefusedError struct {
-	Host   string
-	Addr   netip.Addr
-	Reason string
-}
-
-// RefusedMessage is what a tenant reads of every refusal.
-const RefusedMessage = "refused: the destination is not allowed: it is, or resolves to, a private, loopback or otherwise non-public address"
-
-// Error implements error.
-func (e *RefusedError) Error() string { return RefusedMessage }
-
-// Detail says which address was refused and why, for the operator's log only.
-func (e *RefusedError) Detail() string {
-	if !e.Addr.IsValid() {
-		return fmt.Sprintf("refused: cannot check the address %q", e.Host)
-	}
-	if e.Host != "" && e.Host != e.Addr.String() {
-		return fmt.Sprintf("refused: %s resolves to %s, a %s address", e.Host, e.Addr, e.Reason)
-	}
-	return fmt.Sprintf("refused: %s is a %s address", e.Addr, e.Reason)
 }
 
 func prefixes(ss ...string) []netip.Prefix {
@@ -123,13 +98,13 @@ func classify(addr netip.Addr) (reason string, always bool) {
 	return "", false
 }
 
-// Check returns a *RefusedError when addr may not be reached, else nil.
+// Check returns a *domain.RefusedError when addr may not be reached, else nil.
 func (p Policy) Check(addr netip.Addr) error {
 	reason, always := classify(addr)
 	if reason == "" || (p.AllowPrivate && !always) {
 		return nil
 	}
-	return &RefusedError{Addr: addr.WithZone("").Unmap(), Reason: reason}
+	return &domain.RefusedError{Addr: addr.WithZone("").Unmap(), Reason: reason}
 }
 
 // Guard resolves and dials delivery targets under a policy.
@@ -153,7 +128,7 @@ func NewGuard(p Policy, r Resolver, dialTimeout time.Duration) *Guard {
 func (g *Guard) control(_, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
-		return &RefusedError{Host: address, Reason: "uncheckable"}
+		return &domain.RefusedError{Host: address, Reason: "uncheckable"}
 	}
 	return g.policy.Check(ap.Addr())
 }
@@ -176,7 +151,7 @@ func (g *Guard) lookup(ctx context.Context, host string) ([]netip.Addr, error) {
 	}
 	for _, a := range addrs {
 		if err := g.policy.Check(a); err != nil {
-			var refused *RefusedError
+			var refused *domain.RefusedError
 			if errors.As(err, &refused) {
 				refused.Host = host
 			}
@@ -234,7 +209,7 @@ func (g *Guard) DialContext(ctx context.Context, network, address string) (net.C
 	return nil, first
 }
 
-// CheckURL checks the host of a subscription URL. It returns a *RefusedError when the
+// CheckURL checks the host of a subscription URL. It returns a *domain.RefusedError when the
 // host is, or resolves to, a forbidden address, and a *LookupError when the name does
 // not resolve (which the caller may accept: the dialer checks again on every delivery).
 func (g *Guard) CheckURL(ctx context.Context, u *url.URL) error {

@@ -1,4 +1,6 @@
-package dispatch
+// Package sender makes the delivery engine's attempts: signed HTTP requests to the
+// receivers, through the SSRF guard (domain.Sender).
+package sender
 
 import (
 	"bytes"
@@ -20,10 +22,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/customerapi/platform/libs/timestamp"
-	"github.com/customerapi/platform/services/webhooks/internal/adapters"
+	"github.com/customerapi/platform/services/webhooks/internal/adapters/ssrf"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
-	"github.com/customerapi/platform/services/webhooks/internal/signing"
-	"github.com/customerapi/platform/services/webhooks/internal/ssrf"
+	"github.com/customerapi/platform/services/webhooks/internal/domain/signing"
 )
 
 // Limits of what an attempt reads and records.
@@ -51,9 +52,9 @@ type Sender struct {
 	Log *slog.Logger
 }
 
-// NewSender returns a Sender whose connections go through guard; maxConnsPerHost bounds
+// New returns a Sender whose connections go through guard; maxConnsPerHost bounds
 // the idle connections kept per receiver host.
-func NewSender(guard *ssrf.Guard, timeout time.Duration, maxConnsPerHost int) *Sender {
+func New(guard *ssrf.Guard, timeout time.Duration, maxConnsPerHost int) *Sender {
 	transport := &http.Transport{
 		Proxy:                  nil, // a proxy would dial instead of the guard
 		DialContext:            guard.DialContext,
@@ -82,26 +83,13 @@ func NewSender(guard *ssrf.Guard, timeout time.Duration, maxConnsPerHost int) *S
 // Close drops the idle connections.
 func (s *Sender) Close() { s.client.CloseIdleConnections() }
 
-// Outcome classifies an attempt for the retry decision.
-type Outcome struct {
-	// Result labels the attempt for metrics: success, http_error, timeout,
-	// network_error or refused.
-	Result string
-	// Success is a 2xx answer.
-	Success bool
-	// Gone is a 410 answer: the receiver asks to stop.
-	Gone bool
-	// RetryAfter is the wait a 429 or 503 answer asked for (0 when none).
-	RetryAfter time.Duration
-}
-
 // SpanAttempt is the name of an attempt's span: a client span with the tenant, the
 // subscription, delivery, event and attempt number, the receiver's host, the answer's
 // status code and the attempt's result; an attempt that failed has the span's error status.
 const SpanAttempt = "webhook attempt"
 
 // Send makes one attempt of job, signed at the moment it is sent, in a span of its own.
-func (s *Sender) Send(ctx context.Context, job adapters.Job) (domain.Attempt, Outcome) {
+func (s *Sender) Send(ctx context.Context, job domain.Job) (domain.Attempt, domain.Outcome) {
 	if s.Tracer == nil {
 		return s.send(ctx, job)
 	}
@@ -134,14 +122,14 @@ func (s *Sender) Send(ctx context.Context, job adapters.Job) (domain.Attempt, Ou
 }
 
 // send makes the attempt.
-func (s *Sender) send(ctx context.Context, job adapters.Job) (domain.Attempt, Outcome) {
+func (s *Sender) send(ctx context.Context, job domain.Job) (domain.Attempt, domain.Outcome) {
 	start := s.now()
 	att := domain.Attempt{AttemptedAt: timestamp.Truncate(start)}
-	fail := func(result, msg string) (domain.Attempt, Outcome) {
+	fail := func(result, msg string) (domain.Attempt, domain.Outcome) {
 		att.DurationMs = s.now().Sub(start).Milliseconds()
 		msg = truncate(msg, maxErrorLen)
 		att.Error = &msg
-		return att, Outcome{Result: result}
+		return att, domain.Outcome{Result: result}
 	}
 	keys, err := keysOf(job)
 	if err != nil {
@@ -171,12 +159,12 @@ func (s *Sender) send(ctx context.Context, job adapters.Job) (domain.Attempt, Ou
 	if snippet != "" {
 		att.ResponseSnippet = &snippet
 	}
-	out := Outcome{Result: "http_error"}
+	out := domain.Outcome{Result: "http_error"}
 	var msg string
 	switch {
 	case code >= 200 && code < 300:
 		// The status decides; a body cut short or too long does not undo it.
-		return att, Outcome{Result: "success", Success: true}
+		return att, domain.Outcome{Result: "success", Success: true}
 	case code >= 300 && code < 400:
 		msg = fmt.Sprintf("redirect not followed (status %d)", code)
 	case code == http.StatusGone:
@@ -194,8 +182,8 @@ func (s *Sender) send(ctx context.Context, job adapters.Job) (domain.Attempt, Ou
 
 // logRefusal records in the operator's log which address a refused attempt's host
 // resolved to; the attempt the tenant reads says only that it was refused.
-func (s *Sender) logRefusal(ctx context.Context, job adapters.Job, err error) {
-	var refused *ssrf.RefusedError
+func (s *Sender) logRefusal(ctx context.Context, job domain.Job, err error) {
+	var refused *domain.RefusedError
 	if s.Log == nil || !errors.As(err, &refused) {
 		return
 	}
@@ -204,7 +192,7 @@ func (s *Sender) logRefusal(ctx context.Context, job adapters.Job, err error) {
 		slog.String("detail", refused.Detail()))
 }
 
-func keysOf(job adapters.Job) (signing.Keys, error) {
+func keysOf(job domain.Job) (signing.Keys, error) {
 	if job.Secret == "" { // the store could not open it (adapters.Store.Claim)
 		return signing.Keys{}, errors.New("signing secret unavailable; the delivery will be retried")
 	}
@@ -242,7 +230,7 @@ func readBody(r io.Reader) string {
 
 // classifyError turns a transport error into a metrics label and the recorded message.
 func classifyError(err error, timeout time.Duration) (string, string) {
-	var refused *ssrf.RefusedError
+	var refused *domain.RefusedError
 	if errors.As(err, &refused) {
 		return "refused", refused.Error()
 	}
