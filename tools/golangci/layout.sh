@@ -5,6 +5,11 @@
 set -euo pipefail
 status=0
 for service in "$@"; do
+	for file in "$service"/internal/*.go; do
+		[ -e "$file" ] || continue
+		echo "$file: a file of internal/ itself, outside the five layers"
+		status=1
+	done
 	for dir in "$service"/internal/*/; do
 		[ -d "$dir" ] || continue
 		case "$(basename "$dir")" in
