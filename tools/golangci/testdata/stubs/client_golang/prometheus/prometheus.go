@@ -1,0 +1,2 @@
+// Package prometheus is a stub for the lint fixture.
+package prometheus

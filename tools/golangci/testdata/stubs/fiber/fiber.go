@@ -1,0 +1,2 @@
+// Package fiber is a stub for the lint fixture.
+package fiber

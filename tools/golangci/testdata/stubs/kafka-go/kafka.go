@@ -1,0 +1,2 @@
+// Package kafka is a stub for the lint fixture.
+package kafka

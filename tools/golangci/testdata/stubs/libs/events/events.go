@@ -1,0 +1,2 @@
+// Package events is a stub for the lint fixture.
+package events

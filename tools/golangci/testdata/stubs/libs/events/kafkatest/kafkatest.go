@@ -1,0 +1,2 @@
+// Package kafkatest is a stub for the lint fixture.
+package kafkatest

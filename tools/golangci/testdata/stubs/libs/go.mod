@@ -1,0 +1,3 @@
+module github.com/customerapi/platform/libs
+
+go 1.26.0

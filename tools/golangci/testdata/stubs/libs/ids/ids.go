@@ -1,0 +1,2 @@
+// Package ids is a stub for the lint fixture.
+package ids

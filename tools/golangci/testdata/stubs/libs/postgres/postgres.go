@@ -1,0 +1,2 @@
+// Package postgres is a stub for the lint fixture.
+package postgres

@@ -1,0 +1,2 @@
+// Package timestamp is a stub for the lint fixture.
+package timestamp

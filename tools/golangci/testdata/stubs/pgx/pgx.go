@@ -1,0 +1,2 @@
+// Package pgx is a stub for the lint fixture.
+package pgx
