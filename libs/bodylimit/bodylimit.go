@@ -1,6 +1,6 @@
-// Package bodylimit bounds request bodies before anything buffers or stores them: a
-// reader that fails past a limit (streamed uploads), and the buffering of a streamed
-// body up to the API's 1 MiB (every other body).
+// Package bodylimit bounds request bodies before anything buffers or stores them: the
+// buffering of a streamed body up to the API's 1 MiB (every body but the streamed
+// uploads, which libs/limitio's Reader bounds).
 package bodylimit
 
 import (
@@ -10,34 +10,6 @@ import (
 
 	"github.com/customerapi/platform/libs/apierror"
 )
-
-// Reader reads from an underlying reader and fails once more than its limit was read.
-type Reader struct {
-	r    io.Reader
-	left int64
-	err  error
-	over bool
-}
-
-// NewReader returns a Reader of r that fails with err once more than limit bytes were
-// read.
-func NewReader(r io.Reader, limit int64, err error) *Reader {
-	return &Reader{r: r, left: limit, err: err}
-}
-
-// Read reads from the underlying reader; past the limit it returns the Reader's error.
-func (l *Reader) Read(p []byte) (int, error) {
-	n, err := l.r.Read(p)
-	l.left -= int64(n)
-	if l.left < 0 {
-		l.over = true
-		return n, l.err
-	}
-	return n, err
-}
-
-// Over tells whether more than the limit was read.
-func (l *Reader) Over() bool { return l.over }
 
 // HardLimit is the most of a body over apierror.MaxBodyBytes that Buffer reads, so that
 // the client gets the 400 rather than a reset; a body declared longer is refused before

@@ -20,6 +20,7 @@ import (
 	"github.com/customerapi/platform/libs/bodylimit"
 	"github.com/customerapi/platform/libs/inflight"
 	"github.com/customerapi/platform/libs/internalauth"
+	"github.com/customerapi/platform/libs/limitio"
 	"github.com/customerapi/platform/libs/requestid"
 	"github.com/customerapi/platform/libs/telemetry"
 	"github.com/customerapi/platform/libs/tenant"
@@ -223,7 +224,7 @@ func (p *Proxy) Handler() fiber.Handler {
 		req := c.Request()
 		key := auth.Key(c)
 		client, timeout := up.client, p.timeout
-		var capped *bodylimit.Reader
+		var capped *limitio.Reader
 		if IsUpload(c.Method(), c.Path()) {
 			release, err := p.uploads.Acquire(key.TenantIDs[0])
 			if err != nil {
@@ -369,7 +370,7 @@ func uploadTooBig(maxUpload int64) *apierror.Error {
 
 // admitUpload lets an upload's body stream through: it refuses a declared size over the
 // limit, gives the transfer its own read deadline, and caps a body of unknown size.
-func (p *Proxy) admitUpload(c *fiber.Ctx) (*bodylimit.Reader, error) {
+func (p *Proxy) admitUpload(c *fiber.Ctx) (*limitio.Reader, error) {
 	req := c.Request()
 	limit := p.maxUpload + UploadOverhead
 	_ = c.Context().SetReadDeadline(time.Now().Add(p.transfer))
@@ -384,7 +385,7 @@ func (p *Proxy) admitUpload(c *fiber.Ctx) (*bodylimit.Reader, error) {
 	if cl >= 0 || !req.IsBodyStream() {
 		return nil, nil // a known length: the upstream gets exactly that many bytes
 	}
-	capped := bodylimit.NewReader(req.BodyStream(), limit, errUploadTooLarge)
+	capped := limitio.NewReader(req.BodyStream(), limit, errUploadTooLarge)
 	req.SetBodyStream(capped, -1)
 	return capped, nil
 }

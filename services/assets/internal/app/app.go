@@ -18,8 +18,8 @@ import (
 
 	"github.com/gabriel-vasile/mimetype"
 
-	"github.com/customerapi/platform/libs/bodylimit"
 	"github.com/customerapi/platform/libs/ids"
+	"github.com/customerapi/platform/libs/limitio"
 	"github.com/customerapi/platform/libs/timestamp"
 	"github.com/customerapi/platform/services/assets/internal/domain"
 )
@@ -98,7 +98,7 @@ func (s *Service) Stage(ctx context.Context, tenantID string, r io.Reader, decla
 	}
 	media := mimetype.Detect(head).String()
 	h := sha256.New()
-	lr := bodylimit.NewReader(io.MultiReader(bytes.NewReader(head), r), s.MaxUploadBytes, ErrTooLarge)
+	lr := limitio.NewReader(io.MultiReader(bytes.NewReader(head), r), s.MaxUploadBytes, ErrTooLarge)
 	size, err := s.Storage.Put(ctx, key, io.TeeReader(lr, h), media)
 	if err != nil {
 		s.release(ctx, key)
