@@ -552,7 +552,7 @@ func TestAbuseWebhookTenantCannotStarveOthers(t *testing.T) {
 		if !released {
 			released = true
 			close(release)
-			whWait(t, 60*time.Second, "tenant A's backlog to drain", func() bool { return answered.Load() >= 2000 })
+			testwait.Eventually(t, 60*time.Second, "tenant A's backlog to drain", func() bool { return answered.Load() >= 2000 })
 		}
 	}
 	defer drain()
@@ -568,7 +568,7 @@ func TestAbuseWebhookTenantCannotStarveOthers(t *testing.T) {
 			`"pageId":"page_a","versionId":"version_a","createdAt":"`+now+`"`))
 	}
 	whPublish(t, backlog...)
-	whWait(t, 30*time.Second, "tenant A saturating its share", func() bool { return inFlight.Load() >= 32 })
+	testwait.Eventually(t, 30*time.Second, "tenant A saturating its share", func() bool { return inFlight.Load() >= 32 })
 
 	tenantB, b := whTenant(t)
 	fast := newWhReceiver(t, nil)
@@ -581,7 +581,7 @@ func TestAbuseWebhookTenantCannotStarveOthers(t *testing.T) {
 		whPublish(t, e)
 		time.Sleep(50 * time.Millisecond) // pacing: tenant B's events arrive one by one, each timed from its publish
 	}
-	whWait(t, 30*time.Second, "tenant B's 20 deliveries", func() bool { return len(fast.all()) >= 20 })
+	testwait.Eventually(t, 30*time.Second, "tenant B's 20 deliveries", func() bool { return len(fast.all()) >= 20 })
 	var lat []time.Duration
 	for _, d := range fast.all() {
 		if at, ok := sent[d.parsed.EventID]; ok {
@@ -1233,7 +1233,7 @@ func TestAbuseAmplifiedDeliveryAttemptsAreBounded(t *testing.T) {
 	subID, _ := whSubscribe(t, c, map[string]any{"url": receiver.URL, "events": []string{"page.version.created"}})
 	whPublish(t, whEvent(t, tenant, events.TypePageVersionCreated, "audience_amplified",
 		`"pageId":"page_amplified","versionId":"version_amplified","createdAt":"`+timestamp.Format(time.Now())+`"`))
-	whWait(t, 30*time.Second, "the first attempt of the delivery", func() bool { return received.Load() >= 1 })
+	testwait.Eventually(t, 30*time.Second, "the first attempt of the delivery", func() bool { return received.Load() >= 1 })
 	list := "/v0/webhook_subscriptions/" + subID + "/deliveries"
 	var deliveryID string
 	testwait.For(t, 10*time.Second, "the delivery to be listed as succeeded", func() (bool, string) {
@@ -1269,7 +1269,7 @@ func TestAbuseAmplifiedDeliveryAttemptsAreBounded(t *testing.T) {
 			break
 		}
 		accepted++
-		whWait(t, 10*time.Second, fmt.Sprintf("the attempt of manual retry %d", i+1), func() bool { return received.Load() >= int64(i+2) })
+		testwait.Eventually(t, 10*time.Second, fmt.Sprintf("the attempt of manual retry %d", i+1), func() bool { return received.Load() >= int64(i+2) })
 	}
 	t.Logf("%d manual retries taken in %s, the receiver got %d attempts", accepted, time.Since(began).Round(time.Millisecond), received.Load())
 

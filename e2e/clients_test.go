@@ -21,6 +21,7 @@ import (
 
 	customerapi "github.com/customerapi/platform/clients/go"
 	"github.com/customerapi/platform/e2e/faultload"
+	"github.com/customerapi/platform/libs/testwait"
 )
 
 // The Go client generated from the document, with its hand-written layer, against the
@@ -146,7 +147,7 @@ func goReceiverTest(t *testing.T, c *customerapi.API) {
 	}
 	rc.waitFor(t, "verified "+sent.JSON202.EventId+" form.submitted")
 	// The receiver answered 204 only after verifying: the delivery succeeded.
-	whWait(t, 10*time.Second, "the test delivery to succeed", func() bool {
+	testwait.Eventually(t, 10*time.Second, "the test delivery to succeed", func() bool {
 		r, err := c.ListWebhookDeliveriesWithResponse(ctx, sub.JSON201.SubscriptionId, nil)
 		return err == nil && len(r.JSON200.Items) == 1 && r.JSON200.Items[0].DeliveryId == sent.JSON202.DeliveryId &&
 			r.JSON200.Items[0].Status == "succeeded"
@@ -242,7 +243,7 @@ func (rc *receiverProc) waitFor(t *testing.T, prefix string) { t.Helper(); rc.wa
 // waitForN waits until the receiver printed n lines that start with prefix.
 func (rc *receiverProc) waitForN(t *testing.T, prefix string, n int) {
 	t.Helper()
-	whWait(t, 20*time.Second, fmt.Sprintf("the receiver to print %q %d times", prefix, n), func() bool {
+	testwait.Eventually(t, 20*time.Second, fmt.Sprintf("the receiver to print %q %d times", prefix, n), func() bool {
 		rc.mu.Lock()
 		defer rc.mu.Unlock()
 		found := 0

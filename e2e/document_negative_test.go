@@ -92,15 +92,15 @@ func TestNamedFindingsOfTheDocumentTest(t *testing.T) {
 	for _, bc := range []badRequest{
 		{name: "changes[1].newValue missing in POST .../messages", method: "POST",
 			path: "/v0/pages/page_x/audiences/audience_x/messages", field: "body", place: []any{"changes", 1, "newValue"},
-			body: ptr(`{"content":"Shorter title please","changes":[{"field":"currentMetaTitle","newValue":"A"},{"field":"currentMetaDescription"}]}`)},
+			body: new(`{"content":"Shorter title please","changes":[{"field":"currentMetaTitle","newValue":"A"},{"field":"currentMetaDescription"}]}`)},
 		{name: "footerLinks[1].links missing in POST /v0/pages", method: "POST", path: "/v0/pages",
 			field: "body", place: []any{"footerLinks", 1, "links"},
-			body: ptr(`{"name":"n","title":"t","pageType":"inbound","footerLinks":[{"title":"A","links":[]},{"title":"B"}]}`)},
-		{name: "no body on PATCH of a page", method: "PATCH", path: "/v0/pages/page_x", field: "body", place: []any{}, body: ptr("")},
+			body: new(`{"name":"n","title":"t","pageType":"inbound","footerLinks":[{"title":"A","links":[]},{"title":"B"}]}`)},
+		{name: "no body on PATCH of a page", method: "PATCH", path: "/v0/pages/page_x", field: "body", place: []any{}, body: new("")},
 		{name: "white space as the body of PATCH of an audience", method: "PATCH", path: "/v0/pages/page_x/audiences/audience_x",
-			field: "body", place: []any{}, body: ptr(" \n\t ")},
+			field: "body", place: []any{}, body: new(" \n\t ")},
 		{name: "no body on PATCH of a subscription", method: "PATCH", path: "/v0/webhook_subscriptions/whsub_x",
-			field: "body", place: []any{}, body: ptr("")},
+			field: "body", place: []any{}, body: new("")},
 		{name: "includeEmptyOnly=FALSE (the enum is lower case)", method: "GET", path: "/v0/accounts?includeEmptyOnly=FALSE",
 			field: "query", place: []any{"includeEmptyOnly"}},
 	} {
@@ -235,9 +235,9 @@ func derive(t *testing.T, method, path string, item *openapi3.PathItem, op *open
 	}
 	if rb.Required {
 		out = append(out,
-			badRequest{name: label + " without a body", method: method, path: target, body: ptr(""), field: "body", place: []any{},
+			badRequest{name: label + " without a body", method: method, path: target, body: new(""), field: "body", place: []any{},
 				contentType: "application/json"},
-			badRequest{name: label + " with a body of white space", method: method, path: target, body: ptr("  \n "), field: "body", place: []any{}})
+			badRequest{name: label + " with a body of white space", method: method, path: target, body: new("  \n "), field: "body", place: []any{}})
 	}
 	example := exampleOf(mt)
 	if example == nil {
@@ -246,7 +246,7 @@ func derive(t *testing.T, method, path string, item *openapi3.PathItem, op *open
 	}
 	walkBody(mt.Schema.Value, example, nil, func(name string, place []any, mutated func(root any) any) {
 		b, _ := json.Marshal(mutated(deepCopy(example)))
-		out = append(out, badRequest{name: label + " " + name, method: method, path: target, body: ptr(string(b)),
+		out = append(out, badRequest{name: label + " " + name, method: method, path: target, body: new(string(b)),
 			field: "body", place: place})
 	})
 	return out
@@ -441,8 +441,6 @@ func sortedKeys(m map[string]any) []string {
 	sort.Strings(out)
 	return out
 }
-
-func ptr(s string) *string { return &s }
 
 func clip(s string, n int) string {
 	if len(s) > n {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/testwait"
 )
 
 // The events API against the whole system: events of a tenant that has no subscription
@@ -30,7 +31,7 @@ func TestEventsAPI(t *testing.T) {
 		HasMore    bool
 		NextCursor *string
 	}
-	whWait(t, 30*time.Second, "the three events listed", func() bool {
+	testwait.Eventually(t, 30*time.Second, "the three events listed", func() bool {
 		return must2(t, c.Do("GET", "/v0/events", nil), 200).JSON(&page) == nil && len(page.Items) == 3
 	})
 	if page.Items[0].EventID != evts[2].ID || page.Items[2].EventID != evts[0].ID || page.Items[0].Body.EventID != evts[2].ID {
@@ -83,7 +84,7 @@ func TestReplayCatchesUp(t *testing.T) {
 		evts, want[e.ID] = append(evts, e), true
 	}
 	whPublish(t, evts...)
-	whWait(t, 30*time.Second, "the five events kept", func() bool {
+	testwait.Eventually(t, 30*time.Second, "the five events kept", func() bool {
 		var page struct{ Items []any }
 		return must2(t, c.Do("GET", "/v0/events", nil), 200).JSON(&page) == nil && len(page.Items) == 5
 	})
@@ -96,7 +97,7 @@ func TestReplayCatchesUp(t *testing.T) {
 	if m := r.Map(); r.Status != 202 || m["queued"] != 5.0 || m["alreadyPending"] != 0.0 || m["hasMore"] != false {
 		t.Fatalf("replay: want 202 with 5 queued, got %s", r)
 	}
-	whWait(t, 30*time.Second, "the five events delivered", func() bool { return len(rc.all()) >= 5 })
+	testwait.Eventually(t, 30*time.Second, "the five events delivered", func() bool { return len(rc.all()) >= 5 })
 	time.Sleep(time.Second) // nothing more may come
 	got := map[string]int{}
 	for _, d := range rc.all() {

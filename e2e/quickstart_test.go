@@ -154,7 +154,7 @@ func TestQuickstart(t *testing.T) {
 	}
 	// Each receiver verified its test event, and saw from the signed body that it is one.
 	verified := map[string]bool{}
-	whWait(t, 30*time.Second, "both receivers to verify their test event", func() bool {
+	testwait.Eventually(t, 30*time.Second, "both receivers to verify their test event", func() bool {
 		entries, _ := os.ReadDir(logs)
 		for _, e := range entries {
 			b, _ := os.ReadFile(filepath.Join(logs, e.Name()))
@@ -168,7 +168,7 @@ func TestQuickstart(t *testing.T) {
 	})
 	// The Go receiver got the page's published version twice: delivered, then replayed
 	// with the same eventId.
-	whWait(t, 30*time.Second, "the replayed events at the Go receiver", func() bool {
+	testwait.Eventually(t, 30*time.Second, "the replayed events at the Go receiver", func() bool {
 		entries, _ := os.ReadDir(logs)
 		for _, e := range entries {
 			b, _ := os.ReadFile(filepath.Join(logs, e.Name()))

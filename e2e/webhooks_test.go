@@ -94,12 +94,6 @@ func (rc *whReceiver) matching(keep func(p map[string]any) bool) []whDelivery {
 	return out
 }
 
-// whWait fails the test, naming what, unless cond holds within timeout.
-func whWait(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	testwait.For(t, timeout, what, func() (bool, string) { return cond(), "" })
-}
-
 // whSubscribe creates a subscription through the gateway; it returns its ID and secret.
 func whSubscribe(t *testing.T, c *apitest.Client, body map[string]any) (string, string) {
 	t.Helper()
@@ -260,7 +254,7 @@ func TestWebhookDeliveryOfPublicEvents(t *testing.T) {
 		whEvent(t, otherTenant, events.TypePageVersionCreated, "audience_x", `"pageId":"page_x","versionId":"version_x","createdAt":"`+now+`"`),
 	}
 	whPublish(t, evts...)
-	whWait(t, 30*time.Second, "three version events", func() bool { return len(versions.all()) == 3 })
+	testwait.Eventually(t, 30*time.Second, "three version events", func() bool { return len(versions.all()) == 3 })
 	var types []string
 	for i, d := range versions.all() {
 		whVerify(t, versionSecret, d)
@@ -273,8 +267,8 @@ func TestWebhookDeliveryOfPublicEvents(t *testing.T) {
 	if fmt.Sprint(types) != "[page.version.created page.version.processed page.version.published]" {
 		t.Fatalf("types %v", types)
 	}
-	whWait(t, 30*time.Second, "the catch-all subscription", func() bool { return len(everything.all()) == 3 })
-	whWait(t, 30*time.Second, "the other tenant's event", func() bool { return len(foreign.all()) == 1 })
+	testwait.Eventually(t, 30*time.Second, "the catch-all subscription", func() bool { return len(everything.all()) == 3 })
+	testwait.Eventually(t, 30*time.Second, "the other tenant's event", func() bool { return len(foreign.all()) == 1 })
 	// An event's deliveries are all recorded in the one transaction that consumes it: every
 	// event has been delivered somewhere, so every delivery there will ever be is recorded.
 	recorded := func(id string) int {
@@ -304,7 +298,7 @@ func TestWebhookTestEventIsMarkedAsATest(t *testing.T) {
 	})
 	id, secret := whSubscribe(t, c, map[string]any{"url": rc.URL, "events": []string{"form.enriched"}})
 	sent := must(t, c.Do("POST", "/v0/webhook_subscriptions/"+id+"/test", map[string]any{"eventType": "form.submitted"}), 202)
-	whWait(t, 60*time.Second, "the test event and its retry", func() bool { return len(rc.all()) >= 2 })
+	testwait.Eventually(t, 60*time.Second, "the test event and its retry", func() bool { return len(rc.all()) >= 2 })
 	for i, d := range rc.all()[:2] {
 		whVerify(t, secret, d)
 		var body struct {
@@ -348,7 +342,7 @@ func TestWebhookRetriesAndGone(t *testing.T) {
 		`"formSubmissionId":"form_1","identifier":"a@example.com","identifierType":"email","email":"a@example.com",`+
 		`"phone":null,"linkedinProfileUrl":null,"name":null,"fields":null,"submittedAt":"`+timestamp.Format(time.Now())+`"`)
 	whPublish(t, e)
-	whWait(t, 60*time.Second, "the third attempt", func() bool { return len(flaky.all()) == 3 })
+	testwait.Eventually(t, 60*time.Second, "the third attempt", func() bool { return len(flaky.all()) == 3 })
 	got := flaky.all()
 	for _, d := range got {
 		whVerify(t, secret, d)
@@ -356,17 +350,17 @@ func TestWebhookRetriesAndGone(t *testing.T) {
 			t.Fatalf("a retry changed the event: %s vs %s", d.body, got[0].body)
 		}
 	}
-	whWait(t, 30*time.Second, "the delivery to read as succeeded", func() bool {
+	testwait.Eventually(t, 30*time.Second, "the delivery to read as succeeded", func() bool {
 		items := decode[apitypes.WebhookDeliveryPage](t, c.Do("GET", "/v0/webhook_subscriptions/"+flakyID+"/deliveries", nil), 200).Items
 		return len(items) == 1 && items[0].Status == "succeeded" && len(items[0].Attempts) == 3
 	})
-	whWait(t, 30*time.Second, "the 410 subscription to be disabled", func() bool {
+	testwait.Eventually(t, 30*time.Second, "the 410 subscription to be disabled", func() bool {
 		return must(t, c.Do("GET", "/v0/webhook_subscriptions/"+goneID, nil), 200)["active"] == false
 	})
 	if len(gone.all()) != 1 {
 		t.Fatalf("the 410 receiver got %d requests", len(gone.all()))
 	}
-	whWait(t, 30*time.Second, "the operational event on the other subscription", func() bool { return len(ops.all()) > 0 })
+	testwait.Eventually(t, 30*time.Second, "the operational event on the other subscription", func() bool { return len(ops.all()) > 0 })
 	d := ops.all()[0]
 	whVerify(t, opsSecret, d)
 	if p := d.parsed.Payload; len(ops.all()) != 1 || p["type"] != events.TypeWebhookSubscriptionDisabled ||
@@ -395,7 +389,7 @@ func TestWebhookRestartLosesNothing(t *testing.T) {
 			`"formSubmissionId":"form_1","audienceSessionId":"s_1","pageId":"page_1","reason":"no_identifier","detail":"none"`))
 	}
 	whPublish(t, evts...)
-	whWait(t, 30*time.Second, "part of the backlog", func() bool { return len(rc.all()) >= 10 })
+	testwait.Eventually(t, 30*time.Second, "part of the backlog", func() bool { return len(rc.all()) >= 10 })
 	s.Terminate("webhooks")
 	if n := len(rc.all()); n >= len(evts) {
 		t.Fatalf("the backlog was delivered before the stop (%d)", n)
@@ -405,7 +399,7 @@ func TestWebhookRestartLosesNothing(t *testing.T) {
 	if err := s.Restart(ctx, "webhooks"); err != nil {
 		t.Fatal(err)
 	}
-	whWait(t, 60*time.Second, "every event after the restart", func() bool {
+	testwait.Eventually(t, 60*time.Second, "every event after the restart", func() bool {
 		seen := map[string]bool{}
 		for _, d := range rc.all() {
 			seen[d.parsed.EventID] = true
@@ -438,7 +432,7 @@ func TestWebhookVersionEventsOfANewAudience(t *testing.T) {
 	aud := must(t, c.Do("POST", "/v0/pages/"+pageID+"/audiences", map[string]any{"publishBehavior": "publish"}), 201)
 	audienceID := aud["audienceId"].(string)
 	ofPage := func(p map[string]any) bool { return p["pageId"] == pageID }
-	whWait(t, 60*time.Second, "created, processed and published", func() bool { return len(rc.matching(ofPage)) >= 3 })
+	testwait.Eventually(t, 60*time.Second, "created, processed and published", func() bool { return len(rc.matching(ofPage)) >= 3 })
 	got := rc.matching(ofPage)
 	var types []string
 	for _, d := range got {
@@ -476,7 +470,7 @@ func TestWebhookFormEventsOfASubmission(t *testing.T) {
 		"sessionStartedAt": timestamp.Format(time.Now()),
 		"formSubmission":   map[string]any{"email": email, "name": "A Visitor"}}), 201)
 	ofPage := func(p map[string]any) bool { return p["pageId"] == pageID }
-	whWait(t, 60*time.Second, "form.submitted and form.enriched", func() bool { return len(rc.matching(ofPage)) >= 2 })
+	testwait.Eventually(t, 60*time.Second, "form.submitted and form.enriched", func() bool { return len(rc.matching(ofPage)) >= 2 })
 	got := rc.matching(ofPage)
 	for _, d := range got {
 		whVerify(t, secret, d)

@@ -158,7 +158,7 @@ func TestAllWalksEveryPage(t *testing.T) {
 	pages := map[string]struct {
 		items []int
 		next  *string
-	}{"": {[]int{1, 2}, ptr("b")}, "b": {[]int{3, 4}, ptr("c")}, "c": {[]int{5}, nil}}
+	}{"": {[]int{1, 2}, new("b")}, "b": {[]int{3, 4}, new("c")}, "c": {[]int{5}, nil}}
 	var got []int
 	for it, err := range customerapi.All(context.Background(), func(_ context.Context, cursor *string) ([]int, *string, error) {
 		k := ""
@@ -183,8 +183,6 @@ func TestAllWalksEveryPage(t *testing.T) {
 		}
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // IfNoneMatch and IfMatch send the conditional headers; a 304 and a 412 are *Errors that
 // IsNotModified and IsPreconditionFailed recognise, neither retried.

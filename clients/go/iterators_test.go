@@ -103,13 +103,13 @@ func TestGeneratedIteratorWalksEveryPage(t *testing.T) {
 
 	srv, _ = versionsServer(t)
 	api, _ = customerapi.New(srv.URL, "k", customerapi.WithRetries(0, 0))
-	if ids, err := walk(api, ptr("b")); err != nil || strings.Join(ids, ",") != "v3,v4,v5" {
+	if ids, err := walk(api, new("b")); err != nil || strings.Join(ids, ",") != "v3,v4,v5" {
 		t.Fatalf("from cursor b: walked %v, %v; want v3,v4,v5 (params.Cursor is where the walk starts)", ids, err)
 	}
 
 	srv, _ = versionsServer(t)
 	api, _ = customerapi.New(srv.URL, "k", customerapi.WithRetries(0, 0))
-	ids, err = walk(api, ptr("gone"))
+	ids, err = walk(api, new("gone"))
 	var apiErr *customerapi.Error
 	if len(ids) != 0 || !errors.As(err, &apiErr) || !customerapi.IsNotFound(err) ||
 		!strings.HasPrefix(err.Error(), "listAudienceVersions: ") {

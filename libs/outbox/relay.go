@@ -453,7 +453,7 @@ func (r *Relay) wait(ctx context.Context, conn *pgx.Conn, d time.Duration) error
 		defer close(stop)
 		go func() {
 			select {
-			case <-r.Wakeup.local:
+			case <-r.Wakeup.local.C():
 				cancel()
 			case <-stop:
 			}

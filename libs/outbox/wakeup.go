@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/customerapi/platform/libs/worker"
 )
 
 // Wakeup starts the relay as soon as outbox rows are committed, without writers sending
@@ -20,8 +22,8 @@ import (
 // inserted outbox rows and pokes the relay, directly when the local relay leads, else with
 // one NOTIFY from its own small transaction (synchronous_commit off), coalescing pokes.
 type Wakeup struct {
-	pokes   chan struct{}
-	local   chan struct{}
+	pokes   worker.Waker
+	local   worker.Waker
 	leading atomic.Bool
 	dirty   sync.Map // *pgx.Conn → struct{}: the open transaction inserted outbox rows
 }
@@ -29,16 +31,11 @@ type Wakeup struct {
 // NewWakeup returns a Wakeup; install it as the pool's tracer (ConnConfig.Tracer), run it
 // with Run, and give it to the Relay.
 func NewWakeup() *Wakeup {
-	return &Wakeup{pokes: make(chan struct{}, 1), local: make(chan struct{}, 1)}
+	return &Wakeup{pokes: worker.NewWaker(), local: worker.NewWaker()}
 }
 
 // Poke signals that outbox rows were committed. It never blocks.
-func (w *Wakeup) Poke() {
-	select {
-	case w.pokes <- struct{}{}:
-	default: // a poke is already pending; it covers this one
-	}
-}
+func (w *Wakeup) Poke() { w.pokes.Wake() }
 
 type traceKey struct{}
 
@@ -122,13 +119,10 @@ func (w *Wakeup) Run(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) 
 		select {
 		case <-ctx.Done():
 			return
-		case <-w.pokes:
+		case <-w.pokes.C():
 		}
 		if w.leading.Load() {
-			select {
-			case w.local <- struct{}{}:
-			default:
-			}
+			w.local.Wake()
 			continue
 		}
 		// The leader runs in another replica: tell it through the database. Losing this

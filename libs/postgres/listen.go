@@ -12,16 +12,27 @@ import (
 	"github.com/customerapi/platform/libs/worker"
 )
 
-// ListenLoop runs fn whenever a notification arrives on channel, once at start (and after
-// every reconnection, for what happened meanwhile), and at the latest after the wait fn
-// returned (or idle when it returned 0). It is how workers wake on new rows instead of
-// polling: writers NOTIFY in their transaction, and the notification arrives at commit.
-// It listens on a dedicated connection, reconnects with backoff, and returns when ctx ends.
-func ListenLoop(ctx context.Context, pool *pgxpool.Pool, channel string, idle time.Duration, log *slog.Logger,
-	fn func(ctx context.Context) (time.Duration, error)) {
+// Listener is what Listen drives on its connection: the one LISTEN loop of the platform,
+// which workers wake on instead of polling (writers NOTIFY in their transaction; the
+// notification arrives at commit).
+type Listener interface {
+	// Listening is called once LISTEN holds: at start and after every reconnection, when
+	// notifications may have been missed meanwhile.
+	Listening()
+	// Wait is called before each wait for a notification (and so after every
+	// notification and every timeout): it does what is due and returns the longest wait
+	// before it is called again; an error ends the connection, which is made again.
+	Wait(ctx context.Context) (time.Duration, error)
+	// Notified is called with each notification's payload.
+	Notified(payload string)
+}
+
+// Listen listens on channel on a dedicated connection and drives l until ctx ends,
+// reconnecting with backoff. A wait of 0 or longer than idle is idle.
+func Listen(ctx context.Context, pool *pgxpool.Pool, channel string, idle time.Duration, log *slog.Logger, l Listener) {
 	backoff := worker.Backoff{First: 200 * time.Millisecond}
 	for ctx.Err() == nil {
-		err := listenOnce(ctx, pool, channel, idle, fn)
+		err := listenOnce(ctx, pool, channel, idle, l)
 		if ctx.Err() != nil {
 			return
 		}
@@ -31,8 +42,22 @@ func ListenLoop(ctx context.Context, pool *pgxpool.Pool, channel string, idle ti
 	}
 }
 
-func listenOnce(ctx context.Context, pool *pgxpool.Pool, channel string, idle time.Duration,
-	fn func(ctx context.Context) (time.Duration, error)) error {
+// ListenLoop runs fn whenever a notification arrives on channel, once at start (and after
+// every reconnection, for what happened meanwhile), and at the latest after the wait fn
+// returned (or idle when it returned 0): Listen for a worker that needs no payload.
+func ListenLoop(ctx context.Context, pool *pgxpool.Pool, channel string, idle time.Duration, log *slog.Logger,
+	fn func(ctx context.Context) (time.Duration, error)) {
+	Listen(ctx, pool, channel, idle, log, loop(fn))
+}
+
+// loop is a Listener that only runs a function before each wait.
+type loop func(ctx context.Context) (time.Duration, error)
+
+func (loop) Listening()                                        {}
+func (f loop) Wait(ctx context.Context) (time.Duration, error) { return f(ctx) }
+func (loop) Notified(string)                                   {}
+
+func listenOnce(ctx context.Context, pool *pgxpool.Pool, channel string, idle time.Duration, l Listener) error {
 	pc, err := pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("acquire: %w", err)
@@ -42,8 +67,9 @@ func listenOnce(ctx context.Context, pool *pgxpool.Pool, channel string, idle ti
 	if _, err := conn.Exec(ctx, "LISTEN "+quoteIdent(channel)); err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	l.Listening()
 	for {
-		wait, err := fn(ctx)
+		wait, err := l.Wait(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -54,13 +80,15 @@ func listenOnce(ctx context.Context, pool *pgxpool.Pool, channel string, idle ti
 			wait = idle
 		}
 		wctx, cancel := context.WithTimeout(ctx, wait)
-		err = conn.PgConn().WaitForNotification(wctx)
+		n, err := conn.WaitForNotification(wctx)
 		cancel()
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			return nil
-		}
-		if err != nil && !pgconn.Timeout(err) {
+		case err != nil && !pgconn.Timeout(err):
 			return fmt.Errorf("wait: %w", err)
+		case err == nil:
+			l.Notified(n.Payload)
 		}
 	}
 }

@@ -41,6 +41,12 @@ func For(t testing.TB, within time.Duration, what string, cond func() (ok bool, 
 	}
 }
 
+// Eventually is For with a condition that reports no state.
+func Eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	For(t, within, what, func() (bool, string) { return cond(), "" })
+}
+
 // Until polls cond until it holds or within has passed, and reports whether it held.
 //
 // cond is polled once more at the deadline, so a condition met during the last pause is

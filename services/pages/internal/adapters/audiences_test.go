@@ -20,10 +20,10 @@ import (
 
 func TestCreateAudienceStoresItWithItsFirstQueuedVersion(t *testing.T) {
 	f := newFixture(t)
-	p := f.createPage(tenantA, func(p *domain.Page) { p.Metadata = &domain.Metadata{Title: ptr("Page title")} })
+	p := f.createPage(tenantA, func(p *domain.Page) { p.Metadata = &domain.Metadata{Title: new("Page title")} })
 	a, v := newAudience(tenantA, p.ID, f.tick(time.Second))
-	a.CustomName, a.SupplementaryContext = ptr("VIPs"), ptr("they like blue")
-	a.MetadataOverride = &domain.Metadata{Description: ptr("for VIPs")}
+	a.CustomName, a.SupplementaryContext = new("VIPs"), new("they like blue")
+	a.MetadataOverride = &domain.Metadata{Description: new("for VIPs")}
 	created, err := storeAudience(f.store, f.ctx, a, v)
 	if err != nil {
 		t.Fatalf("create audience: %v", err)
@@ -184,7 +184,7 @@ func TestAudiencesOfOneTenantAreInvisibleToAnother(t *testing.T) {
 
 		_, err = f.store.UpdateAudience(f.ctx, tenantB, c.pageID, audA.ID, update(func(a *domain.Audience) error {
 			t.Errorf("tenant B's update was handed tenant A's audience %s", c.where)
-			a.CustomName = ptr("taken over")
+			a.CustomName = new("taken over")
 			return nil
 		}))
 		wantErr(t, err, c.want, "tenant B updated tenant A's audience "+c.where)
@@ -252,13 +252,13 @@ func TestOneAudienceIDInTwoTenantsIsTwoAudiences(t *testing.T) {
 				c.tenant, len(list), total, err)
 		}
 	}
-	key := ptr("op-shared")
+	key := new("op-shared")
 	if _, _, err := storeVersion(f.store, f.ctx, f.newVersion(audA, key)); err != nil {
 		t.Fatalf("create tenant A's keyed version: %v", err)
 	}
 
 	if _, err := f.store.UpdateAudience(f.ctx, tenantB, pageB.ID, audB.ID, update(func(a *domain.Audience) error {
-		a.CustomName = ptr("B's")
+		a.CustomName = new("B's")
 		return nil
 	})); err != nil {
 		t.Fatalf("update tenant B's audience: %v", err)
@@ -464,13 +464,13 @@ func TestUpdateAudienceStoresWhatFnChanged(t *testing.T) {
 	a := f.createAudience(tenantA, p.ID)
 	now := f.tick(time.Second)
 	patch := domain.AudiencePatch{
-		SetCustomName: true, CustomName: ptr("Returning visitors"),
-		SetSupplementaryContext: true, SupplementaryContext: ptr("came back twice"),
-		SetActionFormIDOverride: true, ActionFormIDOverride: ptr("form_9"),
-		SetActionFormInstructionsOverride: true, ActionFormInstructionsOverride: ptr("ask for the budget"),
-		SetActionURLOverride: true, ActionURLOverride: ptr("https://example.com/back"),
-		SetMetadataOverride: true, MetadataOverride: &domain.Metadata{Title: ptr("Welcome back")},
-		PublishBehavior: ptr(domain.BehaviorDraft),
+		SetCustomName: true, CustomName: new("Returning visitors"),
+		SetSupplementaryContext: true, SupplementaryContext: new("came back twice"),
+		SetActionFormIDOverride: true, ActionFormIDOverride: new("form_9"),
+		SetActionFormInstructionsOverride: true, ActionFormInstructionsOverride: new("ask for the budget"),
+		SetActionURLOverride: true, ActionURLOverride: new("https://example.com/back"),
+		SetMetadataOverride: true, MetadataOverride: &domain.Metadata{Title: new("Welcome back")},
+		PublishBehavior: new(domain.BehaviorDraft),
 	}
 	if _, err := f.store.UpdateAudience(f.ctx, tenantA, p.ID, a.ID, update(func(a *domain.Audience) error {
 		a.Apply(patch, now)
@@ -511,7 +511,7 @@ func TestUpdateAudienceStoresNothingWhenFnFails(t *testing.T) {
 	a := f.createAudience(tenantA, p.ID)
 	refused := errors.New("refused")
 	_, err := f.store.UpdateAudience(f.ctx, tenantA, p.ID, a.ID, update(func(a *domain.Audience) error {
-		a.CustomName = ptr("half done")
+		a.CustomName = new("half done")
 		return refused
 	}))
 	wantErr(t, err, refused, "UpdateAudience must return fn's error")
@@ -572,7 +572,7 @@ func TestCreateVersionNumbersVersionsAndMakesTheNewOneLatest(t *testing.T) {
 	f := newFixture(t)
 	p := f.createPage(tenantA)
 	a := f.createAudience(tenantA, p.ID, func(a *domain.Audience) {
-		a.PublishBehavior, a.SupplementaryContext = domain.BehaviorDraft, ptr("context of the audience")
+		a.PublishBehavior, a.SupplementaryContext = domain.BehaviorDraft, new("context of the audience")
 	})
 	in := f.newVersion(a, nil)
 	in.IsNewPageAgent = false // the store takes these from the audience, not from the caller
@@ -606,7 +606,7 @@ func TestCreateVersionWithAUsedOperationKeyReturnsTheFirstVersion(t *testing.T) 
 	other := f.createAudience(tenantA, p.ID)
 	pageB := f.createPage(tenantB)
 	ofB := f.createAudience(tenantB, pageB.ID)
-	key := ptr("op-1")
+	key := new("op-1")
 
 	first, created, err := storeVersion(f.store, f.ctx, f.newVersion(a, key))
 	if err != nil || !created {
@@ -651,7 +651,7 @@ func TestConcurrentCreateVersionsWithOneOperationKeyCreateOneVersion(t *testing.
 	f := newFixture(t)
 	p := f.createPage(tenantA)
 	a := f.createAudience(tenantA, p.ID)
-	key := ptr("retried-request")
+	key := new("retried-request")
 	const n = 8
 	inputs := make([]domain.Version, n)
 	for i := range inputs {
@@ -779,7 +779,7 @@ func TestUpdateAudienceWritesOnlyTheAudienceItWasAskedFor(t *testing.T) {
 	} {
 		out, err := f.store.UpdateAudience(f.ctx, tenantA, pageA.ID, a.ID, update(func(x *domain.Audience) error {
 			c.move(x)
-			x.CustomName = ptr("written by the update of " + a.ID)
+			x.CustomName = new("written by the update of " + a.ID)
 			return nil
 		}))
 		if err != nil {

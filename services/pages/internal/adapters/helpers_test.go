@@ -286,9 +286,6 @@ func wantErr(t *testing.T, err, want error, rule string) {
 	}
 }
 
-// ptr returns a pointer to v.
-func ptr[T any](v T) *T { return &v }
-
 // utc returns t in UTC (PostgreSQL hands timestamps back in the local zone).
 func utc(t *time.Time) *time.Time {
 	if t == nil {

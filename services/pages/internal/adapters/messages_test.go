@@ -60,7 +60,7 @@ func changeIDs(cs []domain.ContextChange) []string {
 func TestAudienceWithoutMessagesHasAnEmptyConversation(t *testing.T) {
 	f := newFixture(t)
 	p := f.createPage(tenantA, func(p *domain.Page) { p.PageContext = "we sell boats" })
-	a := f.createAudience(tenantA, p.ID, func(a *domain.Audience) { a.SupplementaryContext = ptr("sailors") })
+	a := f.createAudience(tenantA, p.ID, func(a *domain.Audience) { a.SupplementaryContext = new("sailors") })
 	got := f.messages(a)
 	if got.Conversation != nil {
 		t.Errorf("an audience without messages has no conversation: got %+v", got.Conversation)
@@ -111,11 +111,11 @@ func TestFirstMessageStartsTheConversationAndLaterOnesJoinIt(t *testing.T) {
 func TestChangesTakeTheirPreviousValueFromThePendingChangeOrTheContext(t *testing.T) {
 	f := newFixture(t)
 	p := f.createPage(tenantA, func(p *domain.Page) {
-		p.Metadata = &domain.Metadata{Title: ptr("Page title"), Keywords: []string{"boats", "sails"}}
+		p.Metadata = &domain.Metadata{Title: new("Page title"), Keywords: []string{"boats", "sails"}}
 	})
 	a := f.createAudience(tenantA, p.ID, func(a *domain.Audience) {
-		a.SupplementaryContext = ptr("old context")
-		a.MetadataOverride = &domain.Metadata{Description: ptr("audience description")}
+		a.SupplementaryContext = new("old context")
+		a.MetadataOverride = &domain.Metadata{Description: new("audience description")}
 	})
 	first := f.addMessage(a, "first",
 		proposal{domain.FieldSupplementaryContext, "context 1"},

@@ -26,8 +26,8 @@ func fullPage(tenantID string, now time.Time) domain.Page {
 	p.FooterLinks = []domain.FooterLink{{ID: "f1", Title: "Company", Links: []domain.Link{{ID: "l1", Text: "About", URL: "/about"}}}}
 	p.NavLinks = []domain.NavLink{{ID: "n1", Text: "Docs", URL: "/docs", Type: "internal"}}
 	p.Scripts = []domain.Script{{Name: "analytics", Description: "counts visits", Content: "console.log(1)", Enabled: true}}
-	p.HeaderActionID = ptr("demo")
-	p.Metadata = &domain.Metadata{Title: ptr("Prices"), Keywords: []string{"saas", "pricing"}, OgImageURL: ptr("https://example.com/og.png")}
+	p.HeaderActionID = new("demo")
+	p.Metadata = &domain.Metadata{Title: new("Prices"), Keywords: []string{"saas", "pricing"}, OgImageURL: new("https://example.com/og.png")}
 	p.UpdatedAt, p.ArchivedAt = now.Add(time.Minute), &archived
 	return p
 }

@@ -168,7 +168,7 @@ func TestFinishIsScopedToTheClaimsTenant(t *testing.T) {
 func TestFinishPublishesAndAnnouncesItInTheSameTransaction(t *testing.T) {
 	f := newFixture(t)
 	p := f.createPage(tenantA, func(p *domain.Page) { p.Title, p.PageContext = "Boats", "we sell boats" })
-	a := f.createAudience(tenantA, p.ID, func(a *domain.Audience) { a.CustomName = ptr("Sailors") })
+	a := f.createAudience(tenantA, p.ID, func(a *domain.Audience) { a.CustomName = new("Sailors") })
 	c := f.claim(a.LatestVersion.ID)
 	now := f.tick(time.Second)
 	v, err := f.store.Finish(f.ctx, c, now)

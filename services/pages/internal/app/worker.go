@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/customerapi/platform/libs/worker"
 	"github.com/customerapi/platform/services/pages/internal/domain"
 )
 
@@ -49,7 +50,7 @@ func (w *Worker) now() time.Time {
 // version in a row wakes another, so a backlog is shared. (A listener per goroutine
 // woke them all for every version: all but one claimed for nothing.)
 func (w *Worker) Run(ctx context.Context) error {
-	wake := make(chan struct{}, 1)
+	wake := worker.NewWaker()
 	var wg sync.WaitGroup
 	for range max(w.Goroutines, 1) {
 		wg.Go(func() {
@@ -57,20 +58,20 @@ func (w *Worker) Run(ctx context.Context) error {
 				select {
 				case <-ctx.Done():
 					return
-				case <-wake:
+				case <-wake.C():
 					w.drain(ctx, wake)
 				}
 			}
 		})
 	}
-	w.Wakeups.Listen(ctx, func() { signal(wake) })
+	w.Wakeups.Listen(ctx, wake.Wake)
 	wg.Wait()
 	return nil
 }
 
 // drain processes versions until none is ready, waking another goroutine from the
 // second version on.
-func (w *Worker) drain(ctx context.Context, wake chan<- struct{}) {
+func (w *Worker) drain(ctx context.Context, wake worker.Waker) {
 	for n := 0; ctx.Err() == nil; n++ {
 		done, err := w.Step(ctx)
 		if err != nil {
@@ -81,16 +82,8 @@ func (w *Worker) drain(ctx context.Context, wake chan<- struct{}) {
 			return
 		}
 		if n > 0 {
-			signal(wake)
+			wake.Wake()
 		}
-	}
-}
-
-// signal leaves a wake-up for the next idle goroutine, unless one is already waiting.
-func signal(wake chan<- struct{}) {
-	select {
-	case wake <- struct{}{}:
-	default:
 	}
 }
 

@@ -112,15 +112,3 @@ func deletePage(t testing.TB, pool *pgxpool.Pool, tenantID, pageID string) {
 		t.Fatal(err)
 	}
 }
-
-// eventually fails the test unless cond holds within timeout.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}

@@ -11,6 +11,7 @@ import (
 	"github.com/customerapi/platform/libs/outbox"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 	"github.com/customerapi/platform/libs/service/servicetest"
+	"github.com/customerapi/platform/libs/testwait"
 	sessionstore "github.com/customerapi/platform/services/pages/internal/adapters/sessions"
 	"github.com/customerapi/platform/services/pages/internal/domain"
 	"github.com/customerapi/platform/services/pages/internal/domain/session"
@@ -86,7 +87,7 @@ func TestSessionComputeAfterRestart(t *testing.T) {
 
 	second := start(t, servicetest.Options{DatabaseURL: dbURL, Broker: broker})
 	c := client(t, second, "acme")
-	eventually(t, 10*time.Second, "computation after restart", func() bool {
+	testwait.Eventually(t, 10*time.Second, "computation after restart", func() bool {
 		return mustStatus(t, c.Do("GET", "/v0/pages/"+pageID+"/audience_sessions/"+id, nil), 200)["computationStatus"] == "completed"
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/events/kafkatest"
 	"github.com/customerapi/platform/libs/service/servicetest"
+	"github.com/customerapi/platform/libs/testwait"
 	"github.com/customerapi/platform/libs/timestamp"
 	"github.com/customerapi/platform/services/pages/internal/domain/session"
 )
@@ -46,7 +47,7 @@ func TestSessionRecordWithFormSubmission(t *testing.T) {
 
 	// The worker completes the derived metrics.
 	var got map[string]any
-	eventually(t, 10*time.Second, "computation", func() bool {
+	testwait.Eventually(t, 10*time.Second, "computation", func() bool {
 		got = mustStatus(t, c.Do("GET", "/v0/pages/"+pageID+"/audience_sessions/"+id, nil), 200)
 		return got["computationStatus"] == "completed"
 	})
@@ -139,7 +140,7 @@ func TestSessionComputationOutcomes(t *testing.T) {
 	}
 	for name, tc := range cases {
 		var got map[string]any
-		eventually(t, 10*time.Second, name, func() bool {
+		testwait.Eventually(t, 10*time.Second, name, func() bool {
 			got = mustStatus(t, c.Do("GET", "/v0/pages/"+pageID+"/audience_sessions/"+ids[name], nil), 200)
 			return got["computationStatus"] != "pending"
 		})

@@ -57,8 +57,6 @@ func (m *memory) DeleteEntry(_ context.Context, _, _, _ string, evt domain.Event
 	return nil
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // TestEachChangeAnnouncesItsEvent: the use cases decide which event a change stores,
 // with the record as it is after the change, and a change that changes nothing stores
 // none.
@@ -67,11 +65,11 @@ func TestEachChangeAnnouncesItsEvent(t *testing.T) {
 	m := &memory{}
 	s := &Service{Repo: m, Clock: func() time.Time { return time.Unix(1_700_000_000, 0) }}
 	topic, _ := s.CreateTopic(ctx, "tnt_a", NewTopic{Title: "Before", SortOrder: 1})
-	_, _ = s.UpdateTopic(ctx, "tnt_a", topic.ID, domain.TopicPatch{Title: ptr("After")})
-	_, _ = s.UpdateTopic(ctx, "tnt_a", topic.ID, domain.TopicPatch{Title: ptr("After")}) // no change
+	_, _ = s.UpdateTopic(ctx, "tnt_a", topic.ID, domain.TopicPatch{Title: new("After")})
+	_, _ = s.UpdateTopic(ctx, "tnt_a", topic.ID, domain.TopicPatch{Title: new("After")}) // no change
 	entry, _ := s.AddEntry(ctx, "tnt_a", topic.ID, NewEntry{Content: domain.Content{Type: "text", Text: "x"}, SortOrder: 1})
-	_, _ = s.UpdateEntry(ctx, "tnt_a", topic.ID, entry.ID, domain.EntryPatch{SortOrder: ptr(int64(5))})
-	_, _ = s.UpdateEntry(ctx, "tnt_a", topic.ID, entry.ID, domain.EntryPatch{SortOrder: ptr(int64(5))}) // no change
+	_, _ = s.UpdateEntry(ctx, "tnt_a", topic.ID, entry.ID, domain.EntryPatch{SortOrder: new(int64(5))})
+	_, _ = s.UpdateEntry(ctx, "tnt_a", topic.ID, entry.ID, domain.EntryPatch{SortOrder: new(int64(5))}) // no change
 	_ = s.DeleteEntry(ctx, "tnt_a", topic.ID, entry.ID)
 	_ = s.DeleteTopic(ctx, "tnt_a", topic.ID)
 

@@ -43,7 +43,7 @@ func TestTopicLifecycle(t *testing.T) {
 	}
 
 	waitForClockPast(t, created.UpdatedAt)
-	patched := patchTopic(t, c, id, topicUpdate{Purpose: ptr("why we price"), SortOrder: ptr(7)})
+	patched := patchTopic(t, c, id, topicUpdate{Purpose: new("why we price"), SortOrder: new(7)})
 	if patched.Purpose == nil || *patched.Purpose != "why we price" || patched.SortOrder != 7 {
 		t.Errorf("a patch must set the fields it names; want purpose %q and sortOrder 7, got purpose %v and sortOrder %d",
 			"why we price", patched.Purpose, patched.SortOrder)
@@ -80,7 +80,7 @@ func TestOneDefaultTopic(t *testing.T) {
 	if getTopic(t, c, a).IsDefault {
 		t.Fatal("creating topic B as the default must make the previous default A an ordinary topic; A is still default")
 	}
-	patchTopic(t, c, a, topicUpdate{IsDefault: ptr(true)})
+	patchTopic(t, c, a, topicUpdate{IsDefault: new(true)})
 	if getTopic(t, c, b).IsDefault {
 		t.Fatal("patching A to be the default must make B an ordinary topic; B is still default")
 	}
@@ -94,7 +94,7 @@ func TestOneDefaultTopic(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := c.Do("PATCH", "/v0/topics/"+id, topicUpdate{IsDefault: ptr(true)})
+			r := c.Do("PATCH", "/v0/topics/"+id, topicUpdate{IsDefault: new(true)})
 			if r.Status != 200 && r.Status != 409 {
 				t.Errorf("a concurrent switch of the default topic must succeed (200) or conflict (409); got %s", r)
 			}
@@ -120,7 +120,7 @@ func TestListOrderAndPagination(t *testing.T) {
 	byOrder := map[int][]string{}
 	for i := 0; i < 9; i++ {
 		order := 2 - i%3
-		id := createTopic(t, c, topicCreate{Title: fmt.Sprint("t", i), SortOrder: ptr(order)}).TopicID
+		id := createTopic(t, c, topicCreate{Title: fmt.Sprint("t", i), SortOrder: new(order)}).TopicID
 		byOrder[order] = append(byOrder[order], id)
 	}
 	for o := 0; o <= 2; o++ {
@@ -143,8 +143,8 @@ func TestListOrderAndPagination(t *testing.T) {
 		}
 		if page == 1 {
 			// Items written mid-walk never make the walk repeat or skip an old item.
-			createTopic(t, c, topicCreate{Title: "late-low", SortOrder: ptr(0)})
-			createTopic(t, c, topicCreate{Title: "late-high", SortOrder: ptr(5)})
+			createTopic(t, c, topicCreate{Title: "late-low", SortOrder: new(0)})
+			createTopic(t, c, topicCreate{Title: "late-high", SortOrder: new(5)})
 		}
 		if !body.HasMore {
 			if body.NextCursor != nil {
@@ -209,7 +209,7 @@ func TestEntries(t *testing.T) {
 	s := start(t, servicetest.Options{})
 	c := client(t, s, "acme")
 	id := createTopic(t, c, topicCreate{Title: "FAQ"}).TopicID
-	e1 := addEntry(t, c, id, entryCreate{Content: EntryContent{Type: "markdown", Content: "# one"}, SortOrder: ptr(2)})
+	e1 := addEntry(t, c, id, entryCreate{Content: EntryContent{Type: "markdown", Content: "# one"}, SortOrder: new(2)})
 	e2 := addEntry(t, c, id, textEntry("two"))
 	if e1.TopicID != id {
 		t.Errorf("an entry must name the topic it was added to (%s); got %q", id, e1.TopicID)
@@ -244,7 +244,7 @@ func TestEntries(t *testing.T) {
 	// An entry is not found under another topic.
 	other := createTopic(t, c, topicCreate{Title: "other"}).TopicID
 	apitest.ExpectNotFound(t, c.Do("GET", "/v0/topics/"+other+"/entries/"+e2ID, nil), "an entry must not be found under another topic")
-	apitest.ExpectNotFound(t, c.Do("PATCH", "/v0/topics/"+other+"/entries/"+e2ID, entryUpdate{SortOrder: ptr(1)}),
+	apitest.ExpectNotFound(t, c.Do("PATCH", "/v0/topics/"+other+"/entries/"+e2ID, entryUpdate{SortOrder: new(1)}),
 		"an entry must not be patchable under another topic")
 	apitest.ExpectNotFound(t, c.Do("DELETE", "/v0/topics/"+other+"/entries/"+e2ID, nil), "an entry must not be deletable under another topic")
 	apitest.ExpectNotFound(t, c.Do("GET", "/v0/topics/topic_missing/entries", nil), "the entries of a missing topic must be a 404")
@@ -344,7 +344,7 @@ func TestBadInputIs400(t *testing.T) {
 		t.Errorf("PUT is not an operation on a topic, so it must be a 405; got %d", r.Status)
 	}
 	// The bounds themselves are accepted.
-	createTopic(t, c, topicCreate{Title: strings.Repeat("a", 200), Purpose: strings.Repeat("p", 2000), SortOrder: ptr(9007199254740991)})
+	createTopic(t, c, topicCreate{Title: strings.Repeat("a", 200), Purpose: strings.Repeat("p", 2000), SortOrder: new(9007199254740991)})
 	addEntry(t, c, id, entryCreate{Content: EntryContent{Type: "html", Content: strings.Repeat("x", 20000)}})
 }
 

@@ -98,8 +98,6 @@ type entryUpdate struct {
 	SortOrder *int          `json:"sortOrder,omitempty"`
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // textEntry is an entry of plain text.
 func textEntry(s string) entryCreate {
 	return entryCreate{Content: EntryContent{Type: "text", Content: s}}

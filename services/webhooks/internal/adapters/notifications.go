@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/customerapi/platform/libs/postgres"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
 )
 
@@ -58,49 +59,24 @@ type Listener struct {
 	Log  *slog.Logger
 }
 
-// Listen passes every notification to h on a dedicated connection, and reconnects with
-// backoff, until ctx ends.
+// Listen passes every notification to h on a dedicated connection (libs/postgres.Listen),
+// and reconnects with backoff, until ctx ends.
 func (l *Listener) Listen(ctx context.Context, idle time.Duration, h domain.NotificationHandler) {
-	backoff := 200 * time.Millisecond
-	for ctx.Err() == nil {
-		err := l.listenOnce(ctx, idle, h)
-		if ctx.Err() != nil {
-			return
-		}
-		l.Log.Warn("listener interrupted; reconnecting", slog.String("channel", Channel), slog.Any("error", err),
-			slog.Duration("backoff", backoff))
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 5*time.Second)
-	}
+	postgres.Listen(ctx, l.Pool, Channel, idle, l.Log, notifications{h})
 }
 
-func (l *Listener) listenOnce(ctx context.Context, idle time.Duration, h domain.NotificationHandler) error {
-	pc, err := l.Pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("acquire: %w", err)
-	}
-	conn := pc.Hijack()
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{Channel}.Sanitize()); err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	h.Listening()
-	for {
-		h.Waiting()
-		wctx, cancel := context.WithTimeout(ctx, idle)
-		n, err := conn.WaitForNotification(wctx)
-		cancel()
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case err != nil && !pgconn.Timeout(err):
-			return fmt.Errorf("wait: %w", err)
-		case err == nil && n.Payload != "":
-			h.Notified(ParseNotification(n.Payload))
-		}
+// notifications drives a domain.NotificationHandler as a postgres.Listener.
+type notifications struct{ h domain.NotificationHandler }
+
+func (n notifications) Listening() { n.h.Listening() }
+
+func (n notifications) Wait(context.Context) (time.Duration, error) {
+	n.h.Waiting()
+	return 0, nil // the idle wait
+}
+
+func (n notifications) Notified(payload string) {
+	if payload != "" {
+		n.h.Notified(ParseNotification(payload))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/testwait"
 	"github.com/customerapi/platform/services/webhooks/internal/application"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
 )
@@ -28,7 +29,7 @@ func TestDeliveryAttemptsAreBoundedInAnswersAndRetries(t *testing.T) {
 	// failedWith waits for the delivery to fail with n attempts made, and checks its answers.
 	failedWith := func(n int) {
 		t.Helper()
-		eventually(t, 30*time.Second, fmt.Sprintf("the delivery to fail after %d attempts", n), func() bool {
+		testwait.Eventually(t, 30*time.Second, fmt.Sprintf("the delivery to fail after %d attempts", n), func() bool {
 			ds := deliveries(t, c, subID)
 			if len(ds) == 0 || ds[0]["status"] != "failed" {
 				return false

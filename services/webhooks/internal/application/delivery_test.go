@@ -16,6 +16,7 @@ import (
 
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/service/servicetest"
+	"github.com/customerapi/platform/libs/testwait"
 	"github.com/customerapi/platform/libs/timestamp"
 	"github.com/customerapi/platform/services/webhooks/internal/application"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
@@ -31,7 +32,7 @@ func TestDeliveryIsSignedAndVerifies(t *testing.T) {
 
 	evt := event(t, "acme", events.TypePageVersionCreated, "audience_1")
 	publish(t, s.Broker, evt)
-	eventually(t, 20*time.Second, "the delivery", func() bool { return rc.count() == 1 })
+	testwait.Eventually(t, 20*time.Second, "the delivery", func() bool { return rc.count() == 1 })
 
 	got := rc.all()[0]
 	want := `{"timestamp":"` + timestamp.Format(evt.OccurredAt) + `","eventId":"` + evt.ID + `","payload":` + string(evt.Payload) + `}`
@@ -67,7 +68,7 @@ func TestDeliveryIsSignedAndVerifies(t *testing.T) {
 	}
 
 	var d map[string]any
-	eventually(t, 10*time.Second, "the delivery to read as succeeded", func() bool {
+	testwait.Eventually(t, 10*time.Second, "the delivery to read as succeeded", func() bool {
 		ds := deliveries(t, c, subID)
 		d = ds[0]
 		return len(ds) == 1 && d["status"] == "succeeded"
@@ -100,7 +101,7 @@ func TestRoutingByTypeActivityAndTenant(t *testing.T) {
 		event(t, "acme", events.TypePageVersionProcessed, "audience_1"),
 		event(t, "acme", events.TypePageVersionPublished, "audience_1"),
 		event(t, "acme", events.TypeFormEnrichmentFailed, "form_1"))
-	eventually(t, 20*time.Second, "four events at the catch-all subscription", func() bool { return everything.count() == 4 })
+	testwait.Eventually(t, 20*time.Second, "four events at the catch-all subscription", func() bool { return everything.count() == 4 })
 	// The deliveries of an event are all recorded in one transaction: once the catch-all
 	// has every event, the others' deliveries exist too.
 	if n := len(deliveries(t, acme, createdID)); n != 1 {
@@ -112,7 +113,7 @@ func TestRoutingByTypeActivityAndTenant(t *testing.T) {
 	if n := len(deliveries(t, acme, off["subscriptionId"].(string))); n != 0 {
 		t.Fatalf("inactive subscription has %d deliveries", n)
 	}
-	eventually(t, 10*time.Second, "the created event", func() bool { return created.count() == 1 })
+	testwait.Eventually(t, 10*time.Second, "the created event", func() bool { return created.count() == 1 })
 	if inactive.count() != 0 || forms.count() != 0 || foreign.count() != 0 {
 		t.Fatalf("unexpected deliveries: inactive %d, forms %d, other tenant %d", inactive.count(), forms.count(), foreign.count())
 	}
@@ -146,7 +147,7 @@ func TestEventsOfOneSubjectArriveInOrder(t *testing.T) {
 		}
 	}
 	publish(t, s.Broker, evts...)
-	eventually(t, 30*time.Second, "every event", func() bool { return rc.count() == len(evts) })
+	testwait.Eventually(t, 30*time.Second, "every event", func() bool { return rc.count() == len(evts) })
 	got := map[string][]string{}
 	for _, id := range rc.eventIDs() {
 		got[subjectOf[id]] = append(got[subjectOf[id]], id)
@@ -171,7 +172,7 @@ func TestRetriesKeepEventIDAndBody(t *testing.T) {
 	subID, secret := subscribe(t, c, rc.URL, nil)
 	evt := event(t, "acme", events.TypeFormSubmitted, "form_1")
 	publish(t, s.Broker, evt)
-	eventually(t, 20*time.Second, "three attempts", func() bool { return rc.count() == 3 })
+	testwait.Eventually(t, 20*time.Second, "three attempts", func() bool { return rc.count() == 3 })
 	got := rc.all()
 	for i, r := range got {
 		if !bytes.Equal(r.body, got[0].body) || r.header.Get("webhook-id") != evt.ID ||
@@ -187,7 +188,7 @@ func TestRetriesKeepEventIDAndBody(t *testing.T) {
 		t.Fatalf("second retry after %s", gap)
 	}
 	var d map[string]any
-	eventually(t, 10*time.Second, "the delivery to succeed", func() bool {
+	testwait.Eventually(t, 10*time.Second, "the delivery to succeed", func() bool {
 		d = deliveries(t, c, subID)[0]
 		return d["status"] == "succeeded"
 	})
@@ -221,7 +222,7 @@ func TestScheduleExhaustedThenManualRetry(t *testing.T) {
 	subscribe(t, c, ops.URL, []string{events.TypeWebhookDeliveryFailed})
 	publish(t, s.Broker, event(t, "acme", events.TypeFormEnriched, "form_1"))
 	var d map[string]any
-	eventually(t, 20*time.Second, "the delivery to fail", func() bool {
+	testwait.Eventually(t, 20*time.Second, "the delivery to fail", func() bool {
 		ds := deliveries(t, c, subID)
 		if len(ds) == 0 {
 			return false
@@ -233,7 +234,7 @@ func TestScheduleExhaustedThenManualRetry(t *testing.T) {
 		t.Fatalf("failed after %d attempts (%d received): %v", n, rc.count(), d)
 	}
 	// The failure for good is announced on the tenant's other subscription.
-	eventually(t, 20*time.Second, "the webhook_delivery.failed announcement", func() bool { return ops.count() > 0 })
+	testwait.Eventually(t, 20*time.Second, "the webhook_delivery.failed announcement", func() bool { return ops.count() > 0 })
 	var announced struct {
 		Payload domain.DeliveryFailed `json:"payload"`
 	}
@@ -256,7 +257,7 @@ func TestScheduleExhaustedThenManualRetry(t *testing.T) {
 	if retried["status"] != "pending" || retried["nextAttemptAt"] == nil {
 		t.Fatalf("retried = %v", retried)
 	}
-	eventually(t, 10*time.Second, "the retried delivery to succeed", func() bool {
+	testwait.Eventually(t, 10*time.Second, "the retried delivery to succeed", func() bool {
 		return deliveries(t, c, subID)[0]["status"] == "succeeded"
 	})
 	if rc.count() != 4 {
@@ -286,7 +287,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 	})
 	subscribe(t, c, rc.URL, nil)
 	publish(t, s.Broker, event(t, "acme", events.TypeFormSubmitted, "form_1"))
-	eventually(t, 20*time.Second, "the second attempt", func() bool { return rc.count() == 2 })
+	testwait.Eventually(t, 20*time.Second, "the second attempt", func() bool { return rc.count() == 2 })
 	got := rc.all()
 	if gap := got[1].at.Sub(got[0].at); gap < 900*time.Millisecond {
 		t.Fatalf("retried after %s despite Retry-After: 1", gap)
@@ -301,7 +302,7 @@ func TestGoneDisablesTheSubscription(t *testing.T) {
 	subID, _ := subscribe(t, c, rc.URL, nil)
 	publish(t, s.Broker, event(t, "acme", events.TypeFormSubmitted, "form_1"))
 	var sub map[string]any
-	eventually(t, 20*time.Second, "the subscription to be disabled", func() bool {
+	testwait.Eventually(t, 20*time.Second, "the subscription to be disabled", func() bool {
 		sub = mustStatus(t, c.Do("GET", "/v0/webhook_subscriptions/"+subID, nil), 200)
 		return sub["active"] == false
 	})
@@ -316,7 +317,7 @@ func TestGoneDisablesTheSubscription(t *testing.T) {
 	sentinel := newReceiver(t, nil)
 	subscribe(t, c, sentinel.URL, nil)
 	publish(t, s.Broker, event(t, "acme", events.TypeFormSubmitted, "form_2"))
-	eventually(t, 20*time.Second, "the sentinel", func() bool { return sentinel.count() == 1 })
+	testwait.Eventually(t, 20*time.Second, "the sentinel", func() bool { return sentinel.count() == 1 })
 	if rc.count() != 1 || len(deliveries(t, c, subID)) != 1 {
 		t.Fatalf("a disabled subscription got %d requests", rc.count())
 	}
@@ -337,14 +338,14 @@ func TestContinuousFailureDisablesTheSubscription(t *testing.T) {
 	subID, _ := subscribe(t, c, rc.URL, nil)
 	publish(t, s.Broker, event(t, "acme", events.TypeFormSubmitted, "form_1"), event(t, "acme", events.TypeFormSubmitted, "form_2"))
 	var sub map[string]any
-	eventually(t, 20*time.Second, "the subscription to be disabled", func() bool {
+	testwait.Eventually(t, 20*time.Second, "the subscription to be disabled", func() bool {
 		sub = mustStatus(t, c.Do("GET", "/v0/webhook_subscriptions/"+subID, nil), 200)
 		return sub["active"] == false
 	})
 	if !strings.Contains(fmt.Sprint(sub["disabledReason"]), "every delivery attempt failed for 1s") {
 		t.Fatalf("reason = %v", sub["disabledReason"])
 	}
-	eventually(t, 10*time.Second, "both deliveries to end as failed", func() bool {
+	testwait.Eventually(t, 10*time.Second, "both deliveries to end as failed", func() bool {
 		return len(deliveries(t, c, subID, "status=failed")) == 2
 	})
 	n := rc.count()
@@ -361,7 +362,7 @@ func TestDeactivationFailsPendingDeliveries(t *testing.T) {
 	rc := newReceiver(t, func(int, *http.Request, http.ResponseWriter) int { return 502 })
 	subID, _ := subscribe(t, c, rc.URL, nil)
 	publish(t, s.Broker, event(t, "acme", events.TypeFormSubmitted, "form_1"))
-	eventually(t, 20*time.Second, "a retry to be scheduled", func() bool {
+	testwait.Eventually(t, 20*time.Second, "a retry to be scheduled", func() bool {
 		ds := deliveries(t, c, subID)
 		return len(ds) == 1 && len(ds[0]["attempts"].([]any)) == 1 && ds[0]["status"] == "pending"
 	})
@@ -381,7 +382,7 @@ func TestRotationSignsWithBothSecrets(t *testing.T) {
 	subID, old := subscribe(t, c, rc.URL, nil)
 	cur := mustStatus(t, c.Do("POST", "/v0/webhook_subscriptions/"+subID+"/rotate_secret", nil), 200)["signingSecret"].(string)
 	publish(t, s.Broker, event(t, "acme", events.TypeFormSubmitted, "form_1"))
-	eventually(t, 20*time.Second, "the delivery", func() bool { return rc.count() == 1 })
+	testwait.Eventually(t, 20*time.Second, "the delivery", func() bool { return rc.count() == 1 })
 	r := rc.all()[0]
 	if !verify256(cur, r.body, r.header.Get("X-Webhook-Signature-256")) || verify256(old, r.body, r.header.Get("X-Webhook-Signature-256")) {
 		t.Fatal("X-Webhook-Signature-256 must verify with the new secret only")
@@ -399,14 +400,14 @@ func TestRedeliveredEventMakesNoDuplicate(t *testing.T) {
 	subID, _ := subscribe(t, c, rc.URL, nil)
 	evt := event(t, "acme", events.TypePageVersionCreated, "audience_1")
 	publish(t, s.Broker, evt)
-	eventually(t, 20*time.Second, "the first delivery", func() bool { return rc.count() == 1 })
+	testwait.Eventually(t, 20*time.Second, "the first delivery", func() bool { return rc.count() == 1 })
 	// The same event again, then a sentinel on the same subject (same partition, so it
 	// is consumed after the duplicate).
 	sentinel := event(t, "acme", events.TypePageVersionProcessed, "audience_1")
 	publish(t, s.Broker, evt, evt, sentinel)
 	// The deliveries of one subject go out in order: once the sentinel is in, so is any
 	// delivery the duplicate made (and the intake recorded it before the sentinel's).
-	eventually(t, 20*time.Second, "the sentinel", func() bool { return slices.Contains(rc.eventIDs(), sentinel.ID) })
+	testwait.Eventually(t, 20*time.Second, "the sentinel", func() bool { return slices.Contains(rc.eventIDs(), sentinel.ID) })
 	if ids := rc.eventIDs(); fmt.Sprint(ids) != fmt.Sprint([]string{evt.ID, sentinel.ID}) {
 		t.Fatalf("received %v", ids)
 	}
@@ -428,7 +429,7 @@ func TestMalformedPayloadIsNotDelivered(t *testing.T) {
 	}
 	good := event(t, "acme", events.TypeFormSubmitted, "form_1")
 	publish(t, s.Broker, bad, good)
-	eventually(t, 20*time.Second, "the good event", func() bool { return rc.count() == 1 })
+	testwait.Eventually(t, 20*time.Second, "the good event", func() bool { return rc.count() == 1 })
 	if ids := rc.eventIDs(); ids[0] != good.ID {
 		t.Fatalf("received %v", ids)
 	}
@@ -458,7 +459,7 @@ func TestRestartMidBacklogLosesNothing(t *testing.T) {
 		want[e.ID] = true
 	}
 	publish(t, s.Broker, evts...)
-	eventually(t, 30*time.Second, "part of the backlog", func() bool { return rc.count() >= 20 })
+	testwait.Eventually(t, 30*time.Second, "part of the backlog", func() bool { return rc.count() >= 20 })
 	s.Stop()
 	before := rc.count()
 	if before >= n {
@@ -466,7 +467,7 @@ func TestRestartMidBacklogLosesNothing(t *testing.T) {
 	}
 
 	s2 := start(t, env, application.Options{}, servicetest.Options{DatabaseURL: s.DatabaseURL, Broker: s.Broker})
-	eventually(t, 60*time.Second, "every event after the restart", func() bool {
+	testwait.Eventually(t, 60*time.Second, "every event after the restart", func() bool {
 		got := map[string]bool{}
 		for _, id := range rc.eventIDs() {
 			got[id] = true
@@ -479,7 +480,7 @@ func TestRestartMidBacklogLosesNothing(t *testing.T) {
 		}
 	}
 	c2 := client(t, s2, "acme")
-	eventually(t, 10*time.Second, "every delivery to read as succeeded", func() bool {
+	testwait.Eventually(t, 10*time.Second, "every delivery to read as succeeded", func() bool {
 		r := mustStatus(t, c2.Do("GET", "/v0/webhook_subscriptions/"+subID+"/deliveries?status=succeeded&limit=1", nil), 200)
 		return r["totalCount"] == float64(n)
 	})
@@ -509,10 +510,10 @@ func TestSlowReceiverDoesNotDelayOthers(t *testing.T) {
 		evts = append(evts, event(t, "acme", events.TypeFormSubmitted, fmt.Sprintf("form_%d", i)))
 	}
 	publish(t, s.Broker, evts...)
-	eventually(t, 20*time.Second, "the slow receiver to be busy", func() bool { return slow.count() >= 2 })
+	testwait.Eventually(t, 20*time.Second, "the slow receiver to be busy", func() bool { return slow.count() >= 2 })
 	sent := time.Now()
 	publish(t, s.Broker, event(t, "acme", events.TypeFormEnriched, "form_x"))
-	eventually(t, 20*time.Second, "the fast receiver", func() bool { return fast.count() == 1 })
+	testwait.Eventually(t, 20*time.Second, "the fast receiver", func() bool { return fast.count() == 1 })
 	if d := fast.all()[0].at.Sub(sent); d > 2*time.Second {
 		t.Fatalf("the fast receiver waited %s behind the slow one", d)
 	}
@@ -534,7 +535,7 @@ func TestSSRFGuardRefusesAtConnectTime(t *testing.T) {
 	names.set("rebind.example.com", "127.0.0.1")
 	publish(t, s.Broker, event(t, "acme", events.TypeFormSubmitted, "form_1"))
 	var d map[string]any
-	eventually(t, 20*time.Second, "the delivery to fail", func() bool {
+	testwait.Eventually(t, 20*time.Second, "the delivery to fail", func() bool {
 		ds := deliveries(t, c, subID)
 		if len(ds) == 0 {
 			return false
@@ -580,12 +581,12 @@ func TestMetrics(t *testing.T) {
 	})
 	subscribe(t, c, rc.URL, nil)
 	publish(t, s.Broker, event(t, "acme", events.TypeFormSubmitted, "form_1"))
-	eventually(t, 20*time.Second, "the delivery", func() bool {
+	testwait.Eventually(t, 20*time.Second, "the delivery", func() bool {
 		return strings.Contains(metrics(t, s), `webhook_deliveries_total{outcome="succeeded"} 1`)
 	})
 	// The outcome is counted when the attempt ends; the queue gauges are read from the
 	// database, where the writer records the result a moment later.
-	eventually(t, 5*time.Second, "the delivery's result recorded", func() bool {
+	testwait.Eventually(t, 5*time.Second, "the delivery's result recorded", func() bool {
 		return strings.Contains(metrics(t, s), "\nwebhook_queue_depth 0\n")
 	})
 	m := metrics(t, s)
@@ -613,7 +614,7 @@ func TestDeliveriesListNewestFirst(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		publish(t, s.Broker, event(t, "acme", events.TypeFormSubmitted, "form_1"))
 	}
-	eventually(t, 20*time.Second, "five deliveries", func() bool { return rc.count() == 5 })
+	testwait.Eventually(t, 20*time.Second, "five deliveries", func() bool { return rc.count() == 5 })
 	var seen []string
 	path := "/v0/webhook_subscriptions/" + subID + "/deliveries?limit=2"
 	for {
@@ -669,10 +670,10 @@ func TestSlowSubscriptionsDoNotExhaustTheReplica(t *testing.T) {
 		evts = append(evts, event(t, "acme", events.TypeFormSubmitted, fmt.Sprintf("form_%d", i)))
 	}
 	publish(t, s.Broker, evts...)
-	eventually(t, 20*time.Second, "the three slow receivers to be busy", func() bool { return slowHits.Load() >= 3 })
+	testwait.Eventually(t, 20*time.Second, "the three slow receivers to be busy", func() bool { return slowHits.Load() >= 3 })
 	sent := time.Now()
 	publish(t, s.Broker, event(t, "acme", events.TypeFormEnriched, "form_x"))
-	eventually(t, 20*time.Second, "the fast receiver", func() bool { return fast.count() == 1 })
+	testwait.Eventually(t, 20*time.Second, "the fast receiver", func() bool { return fast.count() == 1 })
 	if d := fast.all()[0].at.Sub(sent); d > 1500*time.Millisecond {
 		t.Fatalf("the fast receiver waited %s behind the slow ones", d)
 	}

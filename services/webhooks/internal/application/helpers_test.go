@@ -28,7 +28,6 @@ import (
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 	"github.com/customerapi/platform/libs/service/servicetest"
 	"github.com/customerapi/platform/libs/tenant"
-	"github.com/customerapi/platform/libs/testwait"
 	"github.com/customerapi/platform/libs/timestamp"
 	"github.com/customerapi/platform/services/webhooks/internal/application"
 )
@@ -79,12 +78,6 @@ func subscribe(t *testing.T, c *apitest.Client, url string, events any) (string,
 	t.Helper()
 	m := mustStatus(t, c.Do("POST", "/v0/webhook_subscriptions", map[string]any{"url": url, "events": events}), 201)
 	return m["subscriptionId"].(string), m["signingSecret"].(string)
-}
-
-// eventually fails the test, naming what, unless cond holds within timeout.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	testwait.For(t, timeout, what, func() (bool, string) { return cond(), "" })
 }
 
 // --- receivers

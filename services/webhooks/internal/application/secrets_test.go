@@ -11,6 +11,7 @@ import (
 	"github.com/customerapi/platform/libs/config"
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/service/servicetest"
+	"github.com/customerapi/platform/libs/testwait"
 	"github.com/customerapi/platform/services/webhooks/internal/application"
 )
 
@@ -63,7 +64,7 @@ func TestSecretsAreSealedAtRestAndFollowKeyRotation(t *testing.T) {
 
 	s = start(t, map[string]string{"WEBHOOK_SECRETS_KEYS": testKeyK2 + "," + testKeyK1}, application.Options{},
 		servicetest.Options{Broker: s.Broker, DatabaseURL: s.DatabaseURL})
-	eventually(t, 10*time.Second, "every row sealed under k2", func() bool {
+	testwait.Eventually(t, 10*time.Second, "every row sealed under k2", func() bool {
 		for _, cols := range storedSecrets(t, s.DatabaseURL) {
 			if !strings.HasPrefix(cols, "enc:v1:k2:") || strings.Contains(cols, "whsec_") {
 				return false
@@ -76,7 +77,7 @@ func TestSecretsAreSealedAtRestAndFollowKeyRotation(t *testing.T) {
 	s = start(t, map[string]string{"WEBHOOK_SECRETS_KEYS": testKeyK2}, application.Options{},
 		servicetest.Options{Broker: s.Broker, DatabaseURL: s.DatabaseURL})
 	publish(t, s.Broker, event(t, "acme", events.TypePageVersionCreated, "audience_1"))
-	eventually(t, 20*time.Second, "the delivery", func() bool { return rc.count() == 1 })
+	testwait.Eventually(t, 20*time.Second, "the delivery", func() bool { return rc.count() == 1 })
 	if got := rc.all()[0]; !verify256(secret, got.body, got.header.Get("X-Webhook-Signature-256")) {
 		t.Fatal("after the key rotation the delivery is not signed with the subscription's secret")
 	}

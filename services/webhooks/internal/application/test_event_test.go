@@ -12,6 +12,7 @@ import (
 
 	"github.com/customerapi/platform/api"
 	"github.com/customerapi/platform/libs/events"
+	"github.com/customerapi/platform/libs/testwait"
 	"github.com/customerapi/platform/services/webhooks/internal/application"
 )
 
@@ -55,7 +56,7 @@ func TestTestEventIsDeliveredSignedWithTheDocumentsExample(t *testing.T) {
 	if d["subscriptionId"] != subID || d["eventType"] != "page.version.published" || d["status"] != "pending" {
 		t.Fatalf("answer = %v", d)
 	}
-	eventually(t, 20*time.Second, "the test delivery", func() bool { return rc.count() == 1 })
+	testwait.Eventually(t, 20*time.Second, "the test delivery", func() bool { return rc.count() == 1 })
 	got := rc.all()[0]
 	if !verify256(secret, got.body, got.header.Get("X-Webhook-Signature-256")) || !verifyStandard(secret, got.header, got.body) {
 		t.Fatalf("the test event's signatures do not verify: %v", got.header)
@@ -73,7 +74,7 @@ func TestTestEventIsDeliveredSignedWithTheDocumentsExample(t *testing.T) {
 	if want := withFakeIDs(docExample(t, "PageVersionPublishedEventPayload")); !reflect.DeepEqual(body.Payload, want) {
 		t.Fatalf("payload %v\nwant the document's example with fake IDs %v", body.Payload, want)
 	}
-	eventually(t, 10*time.Second, "the listed test delivery to succeed", func() bool {
+	testwait.Eventually(t, 10*time.Second, "the listed test delivery to succeed", func() bool {
 		ds := deliveries(t, c, subID)
 		return len(ds) == 1 && ds[0]["deliveryId"] == d["deliveryId"] && ds[0]["status"] == "succeeded" &&
 			len(ds[0]["attempts"].([]any)) == 1
@@ -113,7 +114,7 @@ func TestTestDeliveriesAreMarkedAndRealOnesAreNot(t *testing.T) {
 	d := mustStatus(t, c.Do("POST", "/v0/webhook_subscriptions/"+subID+"/test", map[string]any{"eventType": "form.submitted"}), 202)
 	realEvt := event(t, "acme", events.TypeFormSubmitted, "formsub_1")
 	publish(t, s.Broker, realEvt)
-	eventually(t, 20*time.Second, "the test and the real delivery", func() bool { return rc.count() == 2 })
+	testwait.Eventually(t, 20*time.Second, "the test and the real delivery", func() bool { return rc.count() == 2 })
 	byEvent := map[string]received{}
 	for _, r := range rc.all() {
 		var b struct {
@@ -130,11 +131,11 @@ func TestTestDeliveriesAreMarkedAndRealOnesAreNot(t *testing.T) {
 	}
 
 	// The marker is the delivery's, not the first attempt's: a manual retry keeps it.
-	eventually(t, 10*time.Second, "the test delivery to succeed", func() bool {
+	testwait.Eventually(t, 10*time.Second, "the test delivery to succeed", func() bool {
 		return mustStatus(t, c.Do("GET", "/v0/webhook_subscriptions/"+subID+"/deliveries/"+d["deliveryId"].(string), nil), 200)["status"] == "succeeded"
 	})
 	mustStatus(t, c.Do("POST", "/v0/webhook_subscriptions/"+subID+"/deliveries/"+d["deliveryId"].(string)+"/retry", nil), 202)
-	eventually(t, 20*time.Second, "the retried test delivery", func() bool { return rc.count() == 3 })
+	testwait.Eventually(t, 20*time.Second, "the retried test delivery", func() bool { return rc.count() == 3 })
 	if h, f, _ := marker(rc.all()[2]); fmt.Sprint(h) != "[true]" || f != true {
 		t.Fatalf("retried test delivery: X-Webhook-Test %v, body test %v; want [true], true", h, f)
 	}

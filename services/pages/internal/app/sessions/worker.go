@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/customerapi/platform/libs/worker"
 	"github.com/customerapi/platform/services/pages/internal/domain/session"
 )
 
@@ -20,7 +21,7 @@ type Worker struct {
 	idle     time.Duration
 	log      *slog.Logger
 	counters *Metrics
-	wake     chan struct{}
+	wake     worker.Waker
 }
 
 // NewWorker returns a worker that computes sessions by metrics, looking for
@@ -28,16 +29,11 @@ type Worker struct {
 func NewWorker(store session.Queue, metrics session.Metrics, idle time.Duration, log *slog.Logger,
 	counters *Metrics) *Worker {
 	return &Worker{store: store, metrics: metrics, idle: idle, log: log, counters: counters,
-		wake: make(chan struct{}, 1)}
+		wake: worker.NewWaker()}
 }
 
 // Poke wakes the worker; it never blocks.
-func (w *Worker) Poke() {
-	select {
-	case w.wake <- struct{}{}:
-	default: // a wake-up is already pending; it covers this one
-	}
-}
+func (w *Worker) Poke() { w.wake.Wake() }
 
 // Run computes sessions until ctx ends: right away, when poked, and every idle period
 // (sessions recorded by another replica, or left pending by a crash). A failed run is
@@ -45,7 +41,7 @@ func (w *Worker) Poke() {
 func (w *Worker) Run(ctx context.Context) error {
 	t := time.NewTicker(w.idle)
 	defer t.Stop()
-	backoff := 200 * time.Millisecond
+	backoff := worker.Backoff{First: 200 * time.Millisecond, Max: 10 * time.Second}
 	for {
 		done, err := w.store.ComputePending(ctx, w.metrics, batch, time.Now().UTC())
 		w.counters.computed(done)
@@ -54,22 +50,19 @@ func (w *Worker) Run(ctx context.Context) error {
 			return nil
 		case err != nil:
 			w.counters.failed()
-			w.log.Warn("computing session metrics failed; retrying", slog.Any("error", err), slog.Duration("backoff", backoff))
-			select {
-			case <-ctx.Done():
+			w.log.Warn("computing session metrics failed; retrying", slog.Any("error", err), slog.Duration("backoff", backoff.Peek()))
+			if !backoff.Sleep(ctx) {
 				return nil
-			case <-time.After(backoff):
 			}
-			backoff = min(backoff*2, 10*time.Second)
 			continue
 		case done.Total() == batch:
 			continue // more may be waiting
 		}
-		backoff = 200 * time.Millisecond
+		backoff.Reset()
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-w.wake:
+		case <-w.wake.C():
 		case <-t.C:
 		}
 	}

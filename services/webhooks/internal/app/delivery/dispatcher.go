@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/customerapi/platform/libs/worker"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
 )
 
@@ -125,7 +126,7 @@ type Dispatcher struct {
 	log     *slog.Logger
 	metrics domain.EngineMetrics
 
-	wake    chan struct{}
+	wake    worker.Waker
 	results chan domain.Result
 	sends   sync.WaitGroup
 	sendCtx context.Context
@@ -209,7 +210,7 @@ func New(cfg Config, queue domain.Queue, sender domain.Sender, notes domain.Noti
 		cfg.TenantConcurrency = cfg.Workers
 	}
 	return &Dispatcher{cfg: cfg, queue: queue, sender: sender, notes: notes, log: log, metrics: m,
-		wake: make(chan struct{}, 1), results: make(chan domain.Result, 2*cfg.Workers),
+		wake: worker.NewWaker(), results: make(chan domain.Result, 2*cfg.Workers),
 		lanes: map[string]*lane{}, tenants: map[string]*tenant{}, announced: map[string]announcement{}, floors: newFloors()}
 }
 
@@ -268,12 +269,7 @@ func (l listener) Notified(tenantID string, due time.Time, known bool) {
 }
 
 // Poke makes the engine look for due deliveries now. It never blocks.
-func (d *Dispatcher) Poke() {
-	select {
-	case d.wake <- struct{}{}:
-	default:
-	}
-}
+func (d *Dispatcher) Poke() { d.wake.Wake() }
 
 // Run delivers until ctx ends, then releases what it holds: claimed deliveries not yet
 // attempted at once, attempts in flight after ShutdownGrace.
@@ -290,7 +286,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-		case <-d.wake:
+		case <-d.wake.C():
 		case <-timer.C:
 		}
 		if ctx.Err() != nil {
@@ -763,7 +759,7 @@ func (d *Dispatcher) writeResults(ctx context.Context) {
 // waiting to report hold their slots meanwhile, which pauses the engine). At shutdown it
 // gives up after a few tries: the leases run out and the deliveries are attempted again.
 func (d *Dispatcher) write(ctx context.Context, batch []domain.Result) {
-	backoff := 100 * time.Millisecond
+	var backoff worker.Backoff
 	for try := 1; ; try++ {
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		disabled, err := d.queue.Complete(wctx, batch, d.cfg.DisableAfter)
@@ -791,7 +787,6 @@ func (d *Dispatcher) write(ctx context.Context, batch []domain.Result) {
 			return
 		}
 		d.log.Warn("recording delivery results failed; retrying", slog.Int("results", len(batch)), slog.Any("error", err))
-		time.Sleep(backoff)
-		backoff = min(backoff*2, 5*time.Second)
+		backoff.Sleep(ctx) // ctx does not end: the results are recorded or given up above
 	}
 }
