@@ -5,6 +5,7 @@ package ports
 import (
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/libs/keyset"
 	"github.com/customerapi/platform/libs/pagination"
 	"github.com/customerapi/platform/libs/request"
@@ -37,40 +38,17 @@ func (h *Handlers) Register(r fiber.Router) {
 
 // --- shapes of the API
 
-type contentView struct {
-	Type    string `json:"type"`
-	Content string `json:"content"`
-}
+// The answers are the document's shapes, generated in api/apitypes.
 
-type entryView struct {
-	TopicEntryID string      `json:"topicEntryId"`
-	TopicID      string      `json:"topicId"`
-	SortOrder    int64       `json:"sortOrder"`
-	Content      contentView `json:"content"`
-	CreatedAt    string      `json:"createdAt"`
-	UpdatedAt    string      `json:"updatedAt"`
-}
-
-type topicView struct {
-	TopicID   string      `json:"topicId"`
-	Title     string      `json:"title"`
-	Purpose   *string     `json:"purpose"`
-	SortOrder int64       `json:"sortOrder"`
-	IsDefault bool        `json:"isDefault"`
-	CreatedAt string      `json:"createdAt"`
-	UpdatedAt string      `json:"updatedAt"`
-	Entries   []entryView `json:"entries"`
-}
-
-func viewEntry(e domain.Entry) entryView {
-	return entryView{TopicEntryID: e.ID, TopicID: e.TopicID, SortOrder: e.SortOrder,
-		Content:   contentView{Type: e.Content.Type, Content: e.Content.Text},
+func viewEntry(e domain.Entry) apitypes.TopicEntry {
+	return apitypes.TopicEntry{TopicEntryId: e.ID, TopicId: e.TopicID, SortOrder: int(e.SortOrder),
+		Content:   apitypes.TopicEntryContent{Type: apitypes.TopicEntryContentType(e.Content.Type), Content: e.Content.Text},
 		CreatedAt: timestamp.Format(e.CreatedAt), UpdatedAt: timestamp.Format(e.UpdatedAt)}
 }
 
-func viewTopic(t domain.Topic) topicView {
-	v := topicView{TopicID: t.ID, Title: t.Title, Purpose: t.Purpose, SortOrder: t.SortOrder, IsDefault: t.IsDefault,
-		CreatedAt: timestamp.Format(t.CreatedAt), UpdatedAt: timestamp.Format(t.UpdatedAt), Entries: []entryView{}}
+func viewTopic(t domain.Topic) apitypes.Topic {
+	v := apitypes.Topic{TopicId: t.ID, Title: t.Title, Purpose: t.Purpose, SortOrder: int(t.SortOrder), IsDefault: t.IsDefault,
+		CreatedAt: timestamp.Format(t.CreatedAt), UpdatedAt: timestamp.Format(t.UpdatedAt), Entries: []apitypes.TopicEntry{}}
 	for _, e := range t.Entries {
 		v.Entries = append(v.Entries, viewEntry(e))
 	}
@@ -95,13 +73,13 @@ type topicUpdate struct {
 }
 
 type entryCreate struct {
-	Content   contentView `json:"content"`
-	SortOrder *int64      `json:"sortOrder"`
+	Content   apitypes.TopicEntryContent `json:"content"`
+	SortOrder *int64                     `json:"sortOrder"`
 }
 
 type entryUpdate struct {
-	Content   *contentView `json:"content"`
-	SortOrder *int64       `json:"sortOrder"`
+	Content   *apitypes.TopicEntryContent `json:"content"`
+	SortOrder *int64                      `json:"sortOrder"`
 }
 
 // --- handlers
@@ -158,8 +136,8 @@ func (h *Handlers) page(c *fiber.Ctx, scope ...string) (pagination.Params, *keys
 	return p, after, q.Err()
 }
 
-func after(sortOrder int64, id string) []string {
-	return keyset.Position{Key: sortOrder, ID: id}.Keys()
+func after(sortOrder int, id string) []string {
+	return keyset.Position{Key: int64(sortOrder), ID: id}.Keys()
 }
 
 func (h *Handlers) listTopics(c *fiber.Ctx) error {
@@ -171,11 +149,11 @@ func (h *Handlers) listTopics(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	views := make([]topicView, len(topics))
+	views := make([]apitypes.Topic, len(topics))
 	for i, t := range topics {
 		views[i] = viewTopic(t)
 	}
-	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v topicView) []string { return after(v.SortOrder, v.TopicID) }))
+	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v apitypes.Topic) []string { return after(v.SortOrder, v.TopicId) }))
 }
 
 func (h *Handlers) createEntry(c *fiber.Ctx) error {
@@ -184,7 +162,7 @@ func (h *Handlers) createEntry(c *fiber.Ctx) error {
 		return err
 	}
 	e, err := h.App.AddEntry(c.UserContext(), tenant.From(c), c.Params("topic_id"), app.NewEntry{
-		Content: domain.Content{Type: in.Content.Type, Text: in.Content.Content}, SortOrder: request.Value(in.SortOrder)})
+		Content: domain.Content{Type: string(in.Content.Type), Text: in.Content.Content}, SortOrder: request.Value(in.SortOrder)})
 	if err != nil {
 		return err
 	}
@@ -206,7 +184,7 @@ func (h *Handlers) updateEntry(c *fiber.Ctx) error {
 	}
 	p := domain.EntryPatch{SortOrder: in.SortOrder}
 	if in.Content != nil {
-		p.Content = &domain.Content{Type: in.Content.Type, Text: in.Content.Content}
+		p.Content = &domain.Content{Type: string(in.Content.Type), Text: in.Content.Content}
 	}
 	e, err := h.App.UpdateEntry(c.UserContext(), tenant.From(c), c.Params("topic_id"), c.Params("topic_entry_id"), p)
 	if err != nil {
@@ -232,9 +210,9 @@ func (h *Handlers) listEntries(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	views := make([]entryView, len(entries))
+	views := make([]apitypes.TopicEntry, len(entries))
 	for i, e := range entries {
 		views[i] = viewEntry(e)
 	}
-	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v entryView) []string { return after(v.SortOrder, v.TopicEntryID) }))
+	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v apitypes.TopicEntry) []string { return after(v.SortOrder, v.TopicEntryId) }))
 }
