@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"syscall"
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
@@ -113,5 +115,15 @@ func TestFromMapsDomainErrorKinds(t *testing.T) {
 	v := From(errkind.Invalid.At("must be unique", "actions", 1, "actionId"))
 	if issues := v.Details.([]FieldIssues); issues[0].Field != FieldBody || fmt.Sprint(issues[0].Issues[0].Path) != "[actions 1 actionId]" {
 		t.Fatalf("validation details %+v", v.Details)
+	}
+}
+
+// A dependency that is down answers the same through From as through Internal (the
+// error switches the services had called Internal): 503 with Retry-After.
+func TestFromAnswersAnUnavailableDependencyAsInternalDoes(t *testing.T) {
+	err := fmt.Errorf("get topic: %w", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED})
+	got, want := From(err), Internal(err)
+	if got.Status != 503 || got.Headers["Retry-After"] != "1" || got.Detail != want.Detail {
+		t.Fatalf("From gave %d %q %v, want Internal's 503 %q with Retry-After", got.Status, got.Detail, got.Headers, want.Detail)
 	}
 }

@@ -1,7 +1,6 @@
 package apierror
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -79,7 +78,8 @@ func (r Renderer) Handler() fiber.ErrorHandler {
 
 // From maps any error to an *Error: an *Error as is, a domain error by its kind
 // (errkind: NotFound 404, Conflict 409, Invalid 400 about the body), Fiber's own errors by
-// status, a cancelled request as 503, anything else as 500.
+// status, anything else as Internal's answer (a dependency down or out of time, the
+// request's deadline included, is a 503 with Retry-After there).
 func From(err error) *Error {
 	if e := As(err); e != nil {
 		return e
@@ -93,11 +93,8 @@ func From(err error) *Error {
 	if errors.As(err, &fe) {
 		return fromFiber(fe)
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		e := Unavailable("the request could not be completed in time")
-		e.cause = err
-		return e
-	}
+	// A dependency down or timing out, the request's own deadline included (a
+	// context.DeadlineExceeded is a net.Error that timed out): 503 with Retry-After.
 	return Internal(err)
 }
 
