@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/customerapi/platform/libs/errkind"
 )
 
 // State is an asset's lifecycleState.
@@ -48,12 +50,12 @@ func Accepts(assetType, mediaType string) bool {
 	return slices.Contains(accepted[assetType], mediaType)
 }
 
-// Errors the application maps to API errors.
+// Errors of assets; those with a kind (libs/errkind) carry the answer's detail.
 var (
-	ErrNotFound      = errors.New("asset not found")
-	ErrNotActive     = errors.New("asset is not active")
-	ErrNotTrashed    = errors.New("asset is not in the trash")
-	ErrParentMissing = errors.New("parent asset does not exist")
+	ErrNotFound      = errkind.NotFound.New("asset not found")
+	ErrNotActive     = errkind.Conflict.New("only an active asset can be moved to the trash")
+	ErrNotTrashed    = errkind.Conflict.New("only an asset in the trash can be restored")
+	ErrParentMissing = errkind.Invalid.At("no asset with this ID exists (or it was deleted)", "parentAssetId")
 	ErrUploadExpired = errors.New("upload took longer than the cleanup grace period")
 )
 

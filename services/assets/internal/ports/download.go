@@ -22,11 +22,13 @@ const downloadCSP = "default-src 'none'; img-src 'self' data:; media-src 'self';
 func (h *Handlers) download(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	d, err := h.App.Resolve(ctx, c.Params("token"))
-	if errors.Is(err, domain.ErrNotFound) {
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
 		return apierror.NotFound("the asset of this link no longer exists")
-	}
-	if err != nil {
-		return h.mapError(err)
+	case errors.Is(err, domain.ErrLinkInvalid), errors.Is(err, domain.ErrLinkExpired):
+		return apierror.Forbidden(err.Error())
+	case err != nil:
+		return err
 	}
 	f := d.File
 	etag := `"` + f.SHA256 + `"`
@@ -67,7 +69,7 @@ func (h *Handlers) download(c *fiber.Ctx) error {
 		if errors.Is(err, domain.ErrObjectNotFound) {
 			return apierror.NotFound("the asset's bytes are gone")
 		}
-		return h.mapError(err)
+		return err
 	}
 	// A large file to a slow client may take longer than the usual write timeout.
 	_ = c.Context().SetWriteDeadline(time.Now().Add(h.TransferTimeout))

@@ -4,14 +4,13 @@
 package ports
 
 import (
-	"errors"
 	"log/slog"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/customerapi/platform/libs/apierror"
 	"github.com/customerapi/platform/libs/inflight"
+	"github.com/customerapi/platform/libs/keyset"
 	"github.com/customerapi/platform/libs/pagination"
 	"github.com/customerapi/platform/libs/request"
 	"github.com/customerapi/platform/libs/tenant"
@@ -59,7 +58,7 @@ func (h *Handlers) respond(c *fiber.Ctx, status int, a domain.Asset) error {
 func (h *Handlers) get(c *fiber.Ctx) error {
 	a, err := h.App.Get(c.UserContext(), tenant.From(c), c.Params("asset_id"))
 	if err != nil {
-		return h.mapError(err)
+		return err
 	}
 	return h.respond(c, fiber.StatusOK, a)
 }
@@ -68,7 +67,7 @@ func (h *Handlers) get(c *fiber.Ctx) error {
 func (h *Handlers) trash(c *fiber.Ctx) error {
 	a, err := h.App.Trash(c.UserContext(), tenant.From(c), c.Params("asset_id"))
 	if err != nil {
-		return h.mapError(err)
+		return err
 	}
 	return h.respond(c, fiber.StatusOK, a)
 }
@@ -76,14 +75,14 @@ func (h *Handlers) trash(c *fiber.Ctx) error {
 func (h *Handlers) restore(c *fiber.Ctx) error {
 	a, err := h.App.Restore(c.UserContext(), tenant.From(c), c.Params("asset_id"))
 	if err != nil {
-		return h.mapError(err)
+		return err
 	}
 	return h.respond(c, fiber.StatusOK, a)
 }
 
 func (h *Handlers) delete(c *fiber.Ctx) error {
 	if err := h.App.Delete(c.UserContext(), tenant.From(c), c.Params("asset_id")); err != nil {
-		return h.mapError(err)
+		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)
 }
@@ -95,20 +94,16 @@ func (h *Handlers) list(state domain.State, name string) fiber.Handler {
 		f := domain.Filter{Type: q.String("assetType"), Query: q.String("query")}
 		tenantID := tenant.From(c)
 		p := h.Cursors.Parse(q, pagination.Scope(tenantID, name, f.Type, f.Query))
-		after := ""
-		if p.After != nil {
-			if len(p.After) != 1 || p.After[0] == "" {
-				q.Fail("cursor", "invalid_cursor", "Invalid cursor: malformed position")
-			} else {
-				after = p.After[0]
-			}
+		after, err := keyset.ParseID(p.After)
+		if err != nil {
+			q.Fail("cursor", "invalid_cursor", "Invalid cursor: "+err.Error())
 		}
 		if err := q.Err(); err != nil {
 			return err
 		}
 		assets, total, err := h.App.List(c.UserContext(), tenantID, state, f, after, p.Limit+1)
 		if err != nil {
-			return h.mapError(err)
+			return err
 		}
 		views := make([]assetView, len(assets))
 		for i, a := range assets {
@@ -116,34 +111,4 @@ func (h *Handlers) list(state domain.State, name string) fiber.Handler {
 		}
 		return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v assetView) []string { return []string{v.AssetID} }))
 	}
-}
-
-func (h *Handlers) mapError(err error) error {
-	var media *app.MediaError
-	var undecodable *app.UndecodableError
-	switch {
-	case errors.Is(err, domain.ErrNotFound):
-		return apierror.NotFound("asset not found")
-	case errors.Is(err, domain.ErrNotActive):
-		return apierror.Conflict("only an active asset can be moved to the trash")
-	case errors.Is(err, domain.ErrNotTrashed):
-		return apierror.Conflict("only an asset in the trash can be restored")
-	case errors.Is(err, domain.ErrParentMissing):
-		return fieldIssue("parentAssetId", "custom", "no asset with this ID exists (or it was deleted)")
-	case errors.As(err, &media):
-		return fieldIssue("file", "invalid_type", media.Error())
-	case errors.As(err, &undecodable):
-		return fieldIssue("file", "invalid_type", undecodable.Error())
-	case errors.Is(err, app.ErrTooLarge):
-		return fieldIssue("file", "too_big", "the file exceeds the upload limit of "+formatBytes(h.App.MaxUploadBytes))
-	case errors.Is(err, domain.ErrUploadExpired):
-		return apierror.Unavailable("the upload took too long to complete; retry")
-	case errors.Is(err, domain.ErrLinkInvalid), errors.Is(err, domain.ErrLinkExpired):
-		return apierror.Forbidden(err.Error())
-	}
-	return apierror.Internal(err)
-}
-
-func fieldIssue(field, code, message string) *apierror.Error {
-	return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: code, Message: message, Path: []any{field}})
 }

@@ -122,7 +122,7 @@ func (h *Handlers) upload(c *fiber.Ctx) (err error) {
 		}
 	}()
 	if cl := c.Request().Header.ContentLength(); cl > 0 && int64(cl) > limit {
-		return fieldIssue("file", "too_big", "the file exceeds the upload limit of "+formatBytes(h.App.MaxUploadBytes))
+		return h.tooLarge()
 	}
 
 	form := &uploadForm{values: map[string][]string{}}
@@ -162,7 +162,7 @@ func (h *Handlers) upload(c *fiber.Ctx) (err error) {
 			case errors.Is(serr, app.ErrEmpty):
 				form.fail("too_small", "The file must not be empty", "file")
 			case errors.Is(serr, app.ErrTooLarge):
-				return h.mapError(serr)
+				return h.tooLarge()
 			case src.err != nil:
 				return readFailure(src.err)
 			default:
@@ -207,13 +207,22 @@ func (h *Handlers) upload(c *fiber.Ctx) (err error) {
 		return apierror.Validation(apierror.FieldBody, form.issues...)
 	}
 	if staged == nil {
-		return fieldIssue("file", "invalid_type", "Required") // the document requires it
+		return fileIssue("invalid_type", "Required") // the document requires it
 	}
 	st := staged
 	staged = nil // Create removes it on failure
 	a, cerr := h.App.Create(ctx, in, st)
-	if cerr != nil {
-		return h.mapError(cerr)
+	var media *app.MediaError
+	var undecodable *app.UndecodableError
+	switch {
+	case errors.As(cerr, &media):
+		return fileIssue("invalid_type", media.Error())
+	case errors.As(cerr, &undecodable):
+		return fileIssue("invalid_type", undecodable.Error())
+	case errors.Is(cerr, domain.ErrUploadExpired):
+		return apierror.Unavailable("the upload took too long to complete; retry")
+	case cerr != nil:
+		return cerr
 	}
 	return h.respond(c, fiber.StatusCreated, a)
 }
@@ -333,6 +342,16 @@ func failedAt(issues []apierror.Issue, path []any) bool {
 		}
 	}
 	return false
+}
+
+// fileIssue is a 400 about the file part.
+func fileIssue(code, message string) *apierror.Error {
+	return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: code, Message: message, Path: []any{"file"}})
+}
+
+// tooLarge is the answer to a file past the upload limit.
+func (h *Handlers) tooLarge() *apierror.Error {
+	return fileIssue("too_big", "the file exceeds the upload limit of "+formatBytes(h.App.MaxUploadBytes))
 }
 
 func formatBytes(n int64) string {

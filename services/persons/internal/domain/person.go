@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/customerapi/platform/libs/errkind"
 )
 
 // Limits of the persons context (the spec leaves them open; docs/api.md records them).
@@ -31,13 +33,13 @@ const (
 	CountCap = 10000
 )
 
-// Errors the application maps to API errors.
+// Errors of the persons context; those with a kind (libs/errkind) carry the answer's detail.
 var (
-	ErrPersonNotFound   = errors.New("person not found")
-	ErrAccountNotFound  = errors.New("account not found")
-	ErrLogNotFound      = errors.New("log entry not found")
-	ErrDomainTaken      = errors.New("an account with this domain exists")
-	ErrIdempotencyReuse = errors.New("idempotency key reused with a different body")
+	ErrPersonNotFound   = errkind.NotFound.New("person not found")
+	ErrAccountNotFound  = errkind.NotFound.New("account not found")
+	ErrLogNotFound      = errkind.NotFound.New("log entry not found")
+	ErrDomainTaken      = errkind.Conflict.New("an account with this domain already exists")
+	ErrIdempotencyReuse = errkind.Conflict.New("the idempotency key was already used with a different body")
 	ErrSlugsExhausted   = errors.New("no free slug found")
 	ErrInvalidPayload   = errors.New("the payload cannot be stored as JSON")
 	ErrPayloadTooBig    = fmt.Errorf("payload must be at most %d bytes of JSON as sent", MaxPayloadBytes)

@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/customerapi/platform/libs/apierror"
+	"github.com/customerapi/platform/libs/keyset"
 	"github.com/customerapi/platform/libs/pagination"
 	"github.com/customerapi/platform/libs/request"
 	"github.com/customerapi/platform/libs/tenant"
@@ -172,7 +173,7 @@ func (h *Handlers) createPerson(c *fiber.Ctx) error {
 	p, err := h.App.CreatePerson(c.UserContext(), tenant.From(c), app.NewPerson{Name: in.Name, Email: in.Email.Ptr(),
 		Domain: dom, PhoneNumber: in.PhoneNumber.Ptr(), Linkedin: in.LinkedinProfileURL.Ptr()})
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.Status(fiber.StatusCreated).JSON(viewPerson(p))
 }
@@ -181,7 +182,7 @@ func (h *Handlers) getPerson(c *fiber.Ctx) error {
 	id := c.Params("person_id")
 	p, err := h.App.GetPerson(c.UserContext(), tenant.From(c), id)
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.JSON(viewPerson(p))
 }
@@ -201,7 +202,7 @@ func (h *Handlers) updatePerson(c *fiber.Ctx) error {
 		SetPhone: in.PhoneNumber.Set, PhoneNumber: in.PhoneNumber.Ptr(),
 		SetLinkedin: in.LinkedinProfileURL.Set, Linkedin: in.LinkedinProfileURL.Ptr()})
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.JSON(viewPerson(p))
 }
@@ -209,7 +210,7 @@ func (h *Handlers) updatePerson(c *fiber.Ctx) error {
 func (h *Handlers) deletePerson(c *fiber.Ctx) error {
 	id := c.Params("person_id")
 	if err := h.App.DeletePerson(c.UserContext(), tenant.From(c), id); err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)
 }
@@ -217,14 +218,11 @@ func (h *Handlers) deletePerson(c *fiber.Ctx) error {
 // page parses limit and cursor for a list of the given scope; the cursor holds one ID.
 func (h *Handlers) page(c *fiber.Ctx, q *request.Query, scope ...string) (pagination.Params, string) {
 	p := h.Cursors.Parse(q, pagination.Scope(append([]string{tenant.From(c)}, scope...)...))
-	if p.After == nil {
-		return p, ""
+	after, err := keyset.ParseID(p.After)
+	if err != nil {
+		q.Fail("cursor", "invalid_cursor", "Invalid cursor: "+err.Error())
 	}
-	if len(p.After) != 1 || p.After[0] == "" {
-		q.Fail("cursor", "invalid_cursor", "Invalid cursor: malformed position")
-		return p, ""
-	}
-	return p, p.After[0]
+	return p, after
 }
 
 func (h *Handlers) searchPersons(c *fiber.Ctx) error {
@@ -236,7 +234,7 @@ func (h *Handlers) searchPersons(c *fiber.Ctx) error {
 	}
 	persons, total, err := h.App.SearchPersons(c.UserContext(), tenant.From(c), query, after, p.Limit+1)
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	views := make([]personView, len(persons))
 	for i, x := range persons {
@@ -258,7 +256,7 @@ func (h *Handlers) createAccount(c *fiber.Ctx) error {
 	}
 	a, err := h.App.CreateAccount(c.UserContext(), tenant.From(c), *dom, in.Name)
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.Status(fiber.StatusCreated).JSON(viewAccount(a))
 }
@@ -267,7 +265,7 @@ func (h *Handlers) getAccount(c *fiber.Ctx) error {
 	id := c.Params("account_id") // its format: the document's pattern
 	a, err := h.App.GetAccount(c.UserContext(), tenant.From(c), id)
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.JSON(viewAccount(a))
 }
@@ -281,7 +279,7 @@ func (h *Handlers) listAccounts(c *fiber.Ctx) error {
 	}
 	accounts, total, err := h.App.ListAccounts(c.UserContext(), tenant.From(c), emptyOnly, after, p.Limit+1)
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	views := make([]accountListItem, len(accounts))
 	for i, a := range accounts {
@@ -327,8 +325,11 @@ func (h *Handlers) createLog(k domain.LogOwner, param string) fiber.Handler {
 		}
 		l, created, err := h.App.CreateLog(c.UserContext(), k, tenant.From(c), ownerID, app.NewLog{Source: in.Source,
 			Type: in.Type, Payload: payload, IdempotencyKey: in.IdempotencyKey.Ptr()})
-		if err != nil {
-			return mapError(err)
+		switch {
+		case errors.Is(err, domain.ErrInvalidPayload):
+			return invalidPayload("a value is beyond what the database stores (e.g. a number out of range)")
+		case err != nil:
+			return err
 		}
 		status := fiber.StatusOK
 		if created {
@@ -344,7 +345,7 @@ func (h *Handlers) getLog(k domain.LogOwner, param string) fiber.Handler {
 		id := c.Params("log_id")
 		l, err := h.App.GetLog(c.UserContext(), k, tenant.From(c), ownerID, id)
 		if err != nil {
-			return mapError(err)
+			return err
 		}
 		return c.JSON(viewLog(k, l))
 	}
@@ -355,7 +356,7 @@ func (h *Handlers) deleteLog(k domain.LogOwner, param string) fiber.Handler {
 		ownerID := owner(c, param)
 		id := c.Params("log_id")
 		if err := h.App.DeleteLog(c.UserContext(), k, tenant.From(c), ownerID, id); err != nil {
-			return mapError(err)
+			return err
 		}
 		return c.SendStatus(fiber.StatusNoContent)
 	}
@@ -372,7 +373,7 @@ func (h *Handlers) listLogs(k domain.LogOwner, param string) fiber.Handler {
 		}
 		logs, total, err := h.App.ListLogs(c.UserContext(), k, tenant.From(c), ownerID, includeDeleted, before, p.Limit+1)
 		if err != nil {
-			return mapError(err)
+			return err
 		}
 		views := make([]map[string]any, len(logs))
 		for i, l := range logs {
@@ -390,22 +391,4 @@ func (h *Handlers) listLogs(k domain.LogOwner, param string) fiber.Handler {
 func invalidPayload(msg string) error {
 	return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "invalid_type",
 		Message: "Invalid payload: " + msg, Path: []any{"payload"}})
-}
-
-func mapError(err error) error {
-	switch {
-	case errors.Is(err, domain.ErrInvalidPayload):
-		return invalidPayload("a value is beyond what the database stores (e.g. a number out of range)")
-	case errors.Is(err, domain.ErrPersonNotFound):
-		return apierror.NotFound("person not found")
-	case errors.Is(err, domain.ErrAccountNotFound):
-		return apierror.NotFound("account not found")
-	case errors.Is(err, domain.ErrLogNotFound):
-		return apierror.NotFound("log entry not found")
-	case errors.Is(err, domain.ErrDomainTaken):
-		return apierror.Conflict("an account with this domain already exists")
-	case errors.Is(err, domain.ErrIdempotencyReuse):
-		return apierror.Conflict("the idempotency key was already used with a different body")
-	}
-	return apierror.Internal(err)
 }
