@@ -2,9 +2,12 @@ package domain
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/customerapi/platform/libs/errkind"
 )
 
 func ptr(s string) *string { return &s }
@@ -77,10 +80,9 @@ func TestPageStatus(t *testing.T) {
 		t.Fatalf("unknown header action = %v", err)
 	}
 	dup := []Action{{ActionID: "a"}, {ActionID: "b"}, {ActionID: "a"}}
-	var de *DuplicateActionError
-	if err := p.Apply(PagePatch{Actions: &dup, SetHeaderAction: true}, now); !errors.As(err, &de) ||
-		de.Index != 2 || de.First != 0 || de.ActionID != "a" {
-		t.Fatalf("duplicate action IDs = %v", err)
+	if e := errkind.Of(p.Apply(PagePatch{Actions: &dup, SetHeaderAction: true}, now)); e == nil || e.Kind() != errkind.Invalid ||
+		fmt.Sprint(e.Path) != "[actions 2 actionId]" || !strings.Contains(e.Error(), `actions[2] has the actionId "a" of actions[0]`) {
+		t.Fatalf("duplicate action IDs = %v", e)
 	}
 	distinct := []Action{{ActionID: "a"}, {ActionID: "A"}}
 	if err := p.Apply(PagePatch{Actions: &distinct, SetHeaderAction: true, HeaderActionID: ptr("A")}, now); err != nil {

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/customerapi/platform/libs/errkind"
 )
 
 // Page statuses.
@@ -22,20 +24,22 @@ var PageTypes = []string{"inbound", "outbound", "call_followup", "sales_deck", "
 // FlagHomePage is the only page and audience flag.
 const FlagHomePage = "home_page"
 
-// Errors the application maps to API errors.
+// Errors of the pages, audiences and versions: those of a kind (libs/errkind) carry
+// their answer's detail; the plain ones are the processing worker's and reach no client.
 var (
-	ErrPageNotFound      = errors.New("page not found")
-	ErrAudienceNotFound  = errors.New("audience not found")
-	ErrVersionNotFound   = errors.New("version not found")
-	ErrNotRestorable     = errors.New("only an archived or deleted page can be restored")
-	ErrPageArchived      = errors.New("the page is archived")
-	ErrAudienceArchived  = errors.New("the audience is archived")
-	ErrTooManyMessages   = errors.New("the audience has the maximum number of messages")
-	ErrUnknownHeaderAct  = errors.New("headerActionId names no action of the page")
-	ErrLeaseLost         = errors.New("the version's processing lease was taken over")
-	ErrNothingToProcess  = errors.New("no version is ready for processing")
-	ErrGaveUp            = errors.New("the version used up its processing attempts and was cancelled")
-	ErrOperationKeyTaken = errors.New("the operation key was used for another audience")
+	ErrPageNotFound     = errkind.NotFound.New("page not found")
+	ErrAudienceNotFound = errkind.NotFound.New("audience not found")
+	ErrVersionNotFound  = errkind.NotFound.New("version not found")
+	ErrNotRestorable    = errkind.Conflict.New("only an archived or deleted page can be restored")
+	ErrPageArchived     = errkind.Conflict.New("the page is archived; restore it first")
+	ErrAudienceArchived = errkind.Conflict.New("the audience is archived")
+	ErrTooManyMessages  = errkind.Conflict.New(fmt.Sprintf("the audience already has the maximum of %d messages",
+		MaxMessagesPerAudience))
+	ErrUnknownHeaderAct = errkind.Invalid.At("headerActionId must be the actionId of one of the page's actions",
+		"headerActionId")
+	ErrLeaseLost        = errors.New("the version's processing lease was taken over")
+	ErrNothingToProcess = errors.New("no version is ready for processing")
+	ErrGaveUp           = errors.New("the version used up its processing attempts and was cancelled")
 )
 
 // Metadata is the spec's metadata object; nil fields are absent.
@@ -193,27 +197,15 @@ type Page struct {
 	DeletedAt         *time.Time
 }
 
-// DuplicateActionError reports an action whose actionId an earlier action of the page
-// has: actionIds are unique within a page (a rule across the items of a list, which the
-// OpenAPI document states in words only).
-type DuplicateActionError struct {
-	Index, First int // positions in the page's actions
-	ActionID     string
-}
-
-func (e *DuplicateActionError) Error() string {
-	return fmt.Sprintf("actions[%d] has the actionId %q of actions[%d]: actionIds are unique within a page",
-		e.Index, e.ActionID, e.First)
-}
-
-// Check applies the page's rules across fields: actionIds are unique
-// (*DuplicateActionError) and headerActionId, when set, names one of the actions
-// (ErrUnknownHeaderAct).
+// Check applies the page's rules across fields: actionIds are unique (a rule across the
+// items of a list, which the OpenAPI document states in words only) and headerActionId,
+// when set, names one of the actions (ErrUnknownHeaderAct).
 func (p *Page) Check() error {
 	seen := make(map[string]int, len(p.Actions))
 	for i, a := range p.Actions {
 		if first, ok := seen[a.ActionID]; ok {
-			return &DuplicateActionError{Index: i, First: first, ActionID: a.ActionID}
+			return errkind.Invalid.At(fmt.Sprintf("actionId must be unique within the page: actions[%d] has the actionId %q "+
+				"of actions[%d]: actionIds are unique within a page", i, a.ActionID, first), "actions", i, "actionId")
 		}
 		seen[a.ActionID] = i
 	}

@@ -5,8 +5,6 @@ package ports
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -58,7 +56,7 @@ func (h *Handlers) createPage(c *fiber.Ctx) error {
 	p.TenantID = tenant.From(c)
 	p, err := h.App.CreatePage(c.UserContext(), p)
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.Status(fiber.StatusCreated).JSON(viewPage(p))
 }
@@ -66,7 +64,7 @@ func (h *Handlers) createPage(c *fiber.Ctx) error {
 func (h *Handlers) getPage(c *fiber.Ctx) error {
 	p, err := h.App.GetPage(c.UserContext(), tenant.From(c), c.Params("page_id"))
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.JSON(viewPage(p))
 }
@@ -78,14 +76,14 @@ func (h *Handlers) updatePage(c *fiber.Ctx) error {
 	}
 	p, err := h.App.UpdatePage(c.UserContext(), tenant.From(c), c.Params("page_id"), in.domain())
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.JSON(viewPage(p))
 }
 
 func (h *Handlers) deletePage(c *fiber.Ctx) error {
 	if err := h.App.DeletePage(c.UserContext(), tenant.From(c), c.Params("page_id")); err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)
 }
@@ -95,7 +93,7 @@ func (h *Handlers) action(op func(ctx context.Context, tenantID, id string) (dom
 	return func(c *fiber.Ctx) error {
 		p, err := op(c.UserContext(), tenant.From(c), c.Params("page_id"))
 		if err != nil {
-			return mapError(err)
+			return err
 		}
 		return c.JSON(viewPage(p))
 	}
@@ -123,7 +121,7 @@ func (h *Handlers) listPages(c *fiber.Ctx) error {
 	}
 	pages, total, err := h.App.ListPages(c.UserContext(), tenant.From(c), after, p.Limit+1)
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	views := make([]pageView, len(pages))
 	for i, pg := range pages {
@@ -148,7 +146,7 @@ func (h *Handlers) createAudience(c *fiber.Ctx) error {
 	}
 	a, err := h.App.CreateAudience(c.UserContext(), a)
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.Status(fiber.StatusCreated).JSON(viewAudience(a))
 }
@@ -156,7 +154,7 @@ func (h *Handlers) createAudience(c *fiber.Ctx) error {
 func (h *Handlers) getAudience(c *fiber.Ctx) error {
 	a, err := h.App.GetAudience(c.UserContext(), tenant.From(c), c.Params("page_id"), c.Params("audience_id"))
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.JSON(viewAudience(a))
 }
@@ -168,7 +166,7 @@ func (h *Handlers) updateAudience(c *fiber.Ctx) error {
 	}
 	a, err := h.App.UpdateAudience(c.UserContext(), tenant.From(c), c.Params("page_id"), c.Params("audience_id"), in.domain())
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.JSON(viewAudience(a))
 }
@@ -176,7 +174,7 @@ func (h *Handlers) updateAudience(c *fiber.Ctx) error {
 func (h *Handlers) archiveAudience(c *fiber.Ctx) error {
 	a, err := h.App.ArchiveAudience(c.UserContext(), tenant.From(c), c.Params("page_id"), c.Params("audience_id"))
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.JSON(viewAudience(a))
 }
@@ -189,7 +187,7 @@ func (h *Handlers) listAudiences(c *fiber.Ctx) error {
 	}
 	list, total, err := h.App.ListAudiences(c.UserContext(), tenant.From(c), pageID, after, p.Limit+1)
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	views := make([]audienceView, len(list))
 	for i, a := range list {
@@ -207,7 +205,7 @@ func (h *Handlers) createVersion(c *fiber.Ctx) error {
 	}
 	v, created, err := h.App.CreateVersion(c.UserContext(), tenant.From(c), c.Params("page_id"), c.Params("audience_id"), in.OperationKey)
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	status := fiber.StatusOK
 	if created {
@@ -239,7 +237,7 @@ func (h *Handlers) listVersions(c *fiber.Ctx) error {
 	}
 	list, total, err := h.App.ListVersions(c.UserContext(), tenant.From(c), pageID, audienceID, below, p.Limit+1)
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	views := make([]versionView, len(list))
 	for i := range list {
@@ -255,7 +253,7 @@ func (h *Handlers) listVersions(c *fiber.Ctx) error {
 func (h *Handlers) getMessages(c *fiber.Ctx) error {
 	m, err := h.App.Messages(c.UserContext(), tenant.From(c), c.Params("page_id"), c.Params("audience_id"))
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.JSON(viewMessages(m))
 }
@@ -278,35 +276,7 @@ func (h *Handlers) addMessage(c *fiber.Ctx) error {
 	}
 	m, err := h.App.AddMessage(c.UserContext(), tenant.From(c), c.Params("page_id"), c.Params("audience_id"), in.Content, changes)
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.Status(fiber.StatusCreated).JSON(viewMessage(m))
-}
-
-func mapError(err error) error {
-	switch {
-	case errors.Is(err, domain.ErrPageNotFound):
-		return apierror.NotFound("page not found")
-	case errors.Is(err, domain.ErrAudienceNotFound):
-		return apierror.NotFound("audience not found")
-	case errors.Is(err, domain.ErrVersionNotFound):
-		return apierror.NotFound("version not found")
-	case errors.Is(err, domain.ErrNotRestorable):
-		return apierror.Conflict("only an archived or deleted page can be restored")
-	case errors.Is(err, domain.ErrPageArchived):
-		return apierror.Conflict("the page is archived; restore it first")
-	case errors.Is(err, domain.ErrAudienceArchived):
-		return apierror.Conflict("the audience is archived")
-	case errors.Is(err, domain.ErrTooManyMessages):
-		return apierror.Conflict(fmt.Sprintf("the audience already has the maximum of %d messages", domain.MaxMessagesPerAudience))
-	case errors.Is(err, domain.ErrUnknownHeaderAct):
-		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "custom",
-			Message: "headerActionId must be the actionId of one of the page's actions", Path: []any{"headerActionId"}})
-	}
-	var dup *domain.DuplicateActionError
-	if errors.As(err, &dup) {
-		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "custom",
-			Message: "actionId must be unique within the page: " + dup.Error(), Path: []any{"actions", dup.Index, "actionId"}})
-	}
-	return apierror.Internal(err)
 }

@@ -11,18 +11,13 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/customerapi/platform/libs/errkind"
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/ids"
 	"github.com/customerapi/platform/libs/timestamp"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
 	"github.com/customerapi/platform/services/webhooks/internal/domain/signing"
 )
-
-// RefusedURLError reports a subscription URL the SSRF policy refuses.
-type RefusedURLError struct{ Reason string }
-
-// Error implements error.
-func (e *RefusedURLError) Error() string { return e.Reason }
 
 // Service runs the webhooks use cases.
 type Service struct {
@@ -40,12 +35,13 @@ type Service struct {
 // lookupTimeout bounds the DNS lookup of a URL check.
 const lookupTimeout = 3 * time.Second
 
-// checkURL refuses a URL whose host is, or resolves to, a forbidden address. A name
-// that does not resolve (yet) is accepted: every delivery checks again when it dials.
+// checkURL refuses a URL whose host is, or resolves to, a forbidden address (an
+// errkind.Invalid about the body's url). A name that does not resolve (yet) is accepted:
+// every delivery checks again when it dials.
 func (s *Service) checkURL(ctx context.Context, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return &RefusedURLError{Reason: "not a URL"}
+		return errkind.Invalid.At("not a URL", "url")
 	}
 	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
 	defer cancel()
@@ -56,7 +52,7 @@ func (s *Service) checkURL(ctx context.Context, raw string) error {
 			s.Log.InfoContext(ctx, "webhook subscription URL refused", slog.String("host", u.Hostname()),
 				slog.String("detail", refused.Detail()))
 		}
-		return &RefusedURLError{Reason: refused.Error() + "; deliveries only go to public addresses"}
+		return errkind.Invalid.At(refused.Error()+"; deliveries only go to public addresses", "url")
 	}
 	return nil
 }

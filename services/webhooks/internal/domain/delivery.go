@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/customerapi/platform/libs/errkind"
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/timestamp"
 )
@@ -46,7 +47,8 @@ const ListedAttempts = 20
 const RetryAttemptsLimit = 50
 
 // ErrRetryLimit reports a manual retry of a delivery that has made RetryAttemptsLimit attempts.
-var ErrRetryLimit = errors.New("the delivery has made the most attempts a manual retry allows")
+var ErrRetryLimit = errkind.Conflict.New(fmt.Sprintf(
+	"this delivery has made %d attempts, the most that allows a manual retry; it takes no more retries", RetryAttemptsLimit))
 
 // CheckRetry refuses a manual retry of a delivery that has made RetryAttemptsLimit attempts.
 func (d Delivery) CheckRetry() error {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/customerapi/platform/libs/errkind"
 )
 
 // ErrEventNotFound is returned for an event the tenant does not have (or no longer has).
-var ErrEventNotFound = errors.New("event not found")
+var ErrEventNotFound = errkind.NotFound.New("event not found (events are kept for EVENT_RETENTION, 30 days by default)")
 
 // Event is an event as the events API shows it: Body is the JSON a delivery sends.
 type Event struct {

@@ -3,9 +3,10 @@
 package domain
 
 import (
-	"errors"
 	"slices"
 	"time"
+
+	"github.com/customerapi/platform/libs/errkind"
 )
 
 // Limits and fixed rules of the webhooks context (docs/api.md records them).
@@ -16,13 +17,15 @@ const (
 	MaxSubscriptionsPerTenant = 100
 )
 
-// Errors the application maps to API errors.
+// Errors of the subscriptions and deliveries, each of its kind (libs/errkind), whose
+// message is the answer's detail.
 var (
-	ErrSubscriptionNotFound = errors.New("webhook subscription not found")
-	ErrDeliveryNotFound     = errors.New("delivery not found")
-	ErrSubscriptionInactive = errors.New("webhook subscription is not active")
-	ErrAttemptInProgress    = errors.New("an attempt of the delivery is in progress")
-	ErrTooManySubscriptions = errors.New("the tenant has the maximum number of webhook subscriptions")
+	ErrSubscriptionNotFound = errkind.NotFound.New("webhook subscription not found")
+	ErrDeliveryNotFound     = errkind.NotFound.New("delivery not found")
+	ErrSubscriptionInactive = errkind.Conflict.New(
+		"the subscription is not active; activate it before retrying its deliveries")
+	ErrAttemptInProgress    = errkind.Conflict.New("an attempt of this delivery is in progress; retry after it ends")
+	ErrTooManySubscriptions = errkind.Conflict.New("the tenant already has the maximum of 100 webhook subscriptions")
 )
 
 // Subscription registers a URL for deliveries of some event types of one tenant.

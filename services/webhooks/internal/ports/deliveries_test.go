@@ -14,7 +14,7 @@ import (
 
 // A retry the attempts limit refuses is the spec's 409 CONFLICT, and its message says why.
 func TestRetryPastTheAttemptsLimitIsAConflict(t *testing.T) {
-	e := apierror.As(mapError(fmt.Errorf("retry delivery: %w", domain.ErrRetryLimit)))
+	e := apierror.From(fmt.Errorf("retry delivery: %w", domain.ErrRetryLimit))
 	if e == nil || e.Status != http.StatusConflict || e.Code != apierror.CodeConflict {
 		t.Fatalf("a retry past the attempts limit maps to %v, want 409 CONFLICT", e)
 	}

@@ -70,7 +70,7 @@ func (h *Handlers) listEvents(c *fiber.Ctx) error {
 	f.Before = before
 	es, err := h.App.ListEvents(c.UserContext(), tenant.From(c), f, p.Limit+1)
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	views := make([]eventView, len(es))
 	for i, e := range es {
@@ -102,8 +102,12 @@ func (h *Handlers) replay(c *fiber.Ctx) error {
 	}
 	res, err := h.App.ReplayEvents(c.UserContext(), tenant.From(c), c.Params("subscription_id"),
 		domain.Replay{Since: b.Since, Until: b.Until, Types: b.EventTypes})
-	if err != nil {
-		return mapError(err)
+	switch {
+	case errors.Is(err, domain.ErrReplayTooSoon): // a 429 with Retry-After, no domain kind
+		return apierror.TooManyAtOnce(fmt.Sprintf("this subscription was replayed less than %s ago; retry after it", domain.ReplayInterval),
+			fmt.Sprint(int(domain.ReplayInterval.Seconds())))
+	case err != nil:
+		return err
 	}
 	return c.Status(fiber.StatusAccepted).JSON(replayView{Queued: res.Queued, AlreadyPending: res.AlreadyPending,
 		HasMore: res.NextSince != nil, NextSince: timestamp.FormatPtr(res.NextSince)})
@@ -112,7 +116,7 @@ func (h *Handlers) replay(c *fiber.Ctx) error {
 func (h *Handlers) getEvent(c *fiber.Ctx) error {
 	e, err := h.App.GetEvent(c.UserContext(), tenant.From(c), c.Params("event_id"))
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.JSON(viewEvent(e))
 }
@@ -233,7 +237,7 @@ func (h *Handlers) createSubscription(c *fiber.Ctx) error {
 	s, err := h.App.CreateSubscription(c.UserContext(), tenant.From(c), app.NewSubscription{
 		URL: in.URL, Events: eventsOf(in.Events), Active: active})
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.Status(fiber.StatusCreated).JSON(viewWithSecret(s))
 }
@@ -253,7 +257,7 @@ func checkURL(raw *string) error {
 func (h *Handlers) getSubscription(c *fiber.Ctx) error {
 	s, err := h.App.GetSubscription(c.UserContext(), tenant.From(c), c.Params("subscription_id"))
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.JSON(viewSubscription(s))
 }
@@ -269,14 +273,14 @@ func (h *Handlers) updateSubscription(c *fiber.Ctx) error {
 	s, err := h.App.UpdateSubscription(c.UserContext(), tenant.From(c), c.Params("subscription_id"), domain.Patch{
 		URL: in.URL, SetEvents: in.Events.Set, Events: eventsOf(in.Events), Active: in.Active})
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.JSON(viewSubscription(s))
 }
 
 func (h *Handlers) deleteSubscription(c *fiber.Ctx) error {
 	if err := h.App.DeleteSubscription(c.UserContext(), tenant.From(c), c.Params("subscription_id")); err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)
 }
@@ -285,7 +289,7 @@ func (h *Handlers) deleteSubscription(c *fiber.Ctx) error {
 func (h *Handlers) rotateSecret(c *fiber.Ctx) error {
 	s, err := h.App.RotateSecret(c.UserContext(), tenant.From(c), c.Params("subscription_id"))
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.JSON(viewWithSecret(s))
 }
@@ -299,7 +303,7 @@ func (h *Handlers) listSubscriptions(c *fiber.Ctx) error {
 	}
 	subs, total, err := h.App.ListSubscriptions(c.UserContext(), tenant.From(c), after, p.Limit+1)
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	views := make([]subscriptionView, len(subs))
 	for i, s := range subs {
@@ -334,7 +338,7 @@ func (h *Handlers) listDeliveries(c *fiber.Ctx) error {
 	ds, total, err := h.App.ListDeliveries(c.UserContext(), tenant.From(c), subID,
 		domain.DeliveryFilter{Status: status, Before: before}, p.Limit+1)
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	views := make([]deliveryView, len(ds))
 	for i, d := range ds {
@@ -346,7 +350,7 @@ func (h *Handlers) listDeliveries(c *fiber.Ctx) error {
 func (h *Handlers) getDelivery(c *fiber.Ctx) error {
 	d, err := h.App.GetDelivery(c.UserContext(), tenant.From(c), c.Params("subscription_id"), c.Params("delivery_id"))
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.JSON(viewDelivery(d))
 }
@@ -354,34 +358,7 @@ func (h *Handlers) getDelivery(c *fiber.Ctx) error {
 func (h *Handlers) retryDelivery(c *fiber.Ctx) error {
 	d, err := h.App.RetryDelivery(c.UserContext(), tenant.From(c), c.Params("subscription_id"), c.Params("delivery_id"))
 	if err != nil {
-		return mapError(err)
+		return err
 	}
 	return c.Status(fiber.StatusAccepted).JSON(viewDelivery(d))
-}
-
-func mapError(err error) error {
-	var refused *app.RefusedURLError
-	switch {
-	case errors.As(err, &refused):
-		return apierror.Validation(apierror.FieldBody, apierror.Issue{Code: "custom", Message: refused.Reason, Path: []any{"url"}})
-	case errors.Is(err, domain.ErrSubscriptionNotFound):
-		return apierror.NotFound("webhook subscription not found")
-	case errors.Is(err, domain.ErrDeliveryNotFound):
-		return apierror.NotFound("delivery not found")
-	case errors.Is(err, domain.ErrReplayTooSoon):
-		return apierror.TooManyAtOnce(fmt.Sprintf("this subscription was replayed less than %s ago; retry after it", domain.ReplayInterval),
-			fmt.Sprint(int(domain.ReplayInterval.Seconds())))
-	case errors.Is(err, domain.ErrEventNotFound):
-		return apierror.NotFound("event not found (events are kept for EVENT_RETENTION, 30 days by default)")
-	case errors.Is(err, domain.ErrSubscriptionInactive):
-		return apierror.Conflict("the subscription is not active; activate it before retrying its deliveries")
-	case errors.Is(err, domain.ErrTooManySubscriptions):
-		return apierror.Conflict("the tenant already has the maximum of 100 webhook subscriptions")
-	case errors.Is(err, domain.ErrAttemptInProgress):
-		return apierror.Conflict("an attempt of this delivery is in progress; retry after it ends")
-	case errors.Is(err, domain.ErrRetryLimit):
-		return apierror.Conflict(fmt.Sprintf("this delivery has made %d attempts, the most that allows a manual retry; it takes no more retries",
-			domain.RetryAttemptsLimit))
-	}
-	return apierror.Internal(err)
 }

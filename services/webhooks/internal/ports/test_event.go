@@ -28,7 +28,7 @@ func (h *Handlers) sendTestEvent(c *fiber.Ctx) error {
 	case errors.Is(err, domain.ErrSubscriptionInactive):
 		return apierror.Conflict("the subscription is not active; activate it before sending it a test event")
 	case err != nil:
-		return mapError(err)
+		return err
 	}
 	return c.Status(fiber.StatusAccepted).JSON(viewDelivery(d))
 }

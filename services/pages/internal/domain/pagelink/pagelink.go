@@ -7,6 +7,8 @@ import (
 	"errors"
 	"strings"
 	"time"
+
+	"github.com/customerapi/platform/libs/errkind"
 )
 
 // Target types of a page link.
@@ -16,11 +18,12 @@ const (
 	TargetPageRouting = "page_routing"
 )
 
-// Errors of the page links (a missing target is domain.ErrPageNotFound or
-// domain.ErrAudienceNotFound, as everywhere in the service).
+// Errors of the page links, of a kind (libs/errkind) with their answer's detail (a
+// missing target is domain.ErrPageNotFound or domain.ErrAudienceNotFound, as everywhere
+// in the service).
 var (
-	ErrNotFound  = errors.New("page link not found")
-	ErrPathTaken = errors.New("path already linked on this domain")
+	ErrNotFound  = errkind.NotFound.New("page link not found")
+	ErrPathTaken = errkind.Conflict.New("this path is already linked on this domain")
 )
 
 // Link maps a path on a tenant domain to a target.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/customerapi/platform/libs/errkind"
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/timestamp"
 	"github.com/customerapi/platform/services/pages/internal/domain"
@@ -20,11 +21,13 @@ const (
 	ComputationFailed    = "failed"
 )
 
-// Errors of the audience sessions (a missing page or audience is domain.ErrPageNotFound
-// or domain.ErrAudienceNotFound, as everywhere in the service).
+// Errors of the audience sessions, those of a kind (libs/errkind) with their answer's
+// detail (a missing page or audience is domain.ErrPageNotFound or
+// domain.ErrAudienceNotFound, as everywhere in the service).
 var (
-	ErrNotFound       = errors.New("audience session not found")
-	ErrReplayConflict = errors.New("analyticsSessionId already recorded with a different body")
+	ErrNotFound       = errkind.NotFound.New("audience session not found")
+	ErrReplayConflict = errkind.Conflict.New(
+		"this page already has a session with this analyticsSessionId, recorded with a different body")
 	ErrEndBeforeStart = errors.New("endDate must not be before startDate")
 )
 

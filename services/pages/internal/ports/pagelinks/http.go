@@ -43,9 +43,15 @@ func (h *Handlers) create(c *fiber.Ctx) error {
 	if in.Target.PageID != nil {
 		l.PageID = *in.Target.PageID
 	}
+	// A missing page or audience here is the link's target, and its answer says so.
 	out, err := h.App.Create(c.UserContext(), l)
-	if err != nil {
-		return mapPageLinkError(err)
+	switch {
+	case errors.Is(err, domain.ErrPageNotFound):
+		return apierror.NotFound("target page not found")
+	case errors.Is(err, domain.ErrAudienceNotFound):
+		return apierror.NotFound("target audience not found")
+	case err != nil:
+		return err
 	}
 	return c.Status(fiber.StatusCreated).JSON(viewPageLink(out))
 }
@@ -53,14 +59,14 @@ func (h *Handlers) create(c *fiber.Ctx) error {
 func (h *Handlers) get(c *fiber.Ctx) error {
 	l, err := h.App.Get(c.UserContext(), tenant.From(c), c.Params("page_link_id"))
 	if err != nil {
-		return mapPageLinkError(err)
+		return err
 	}
 	return c.JSON(viewPageLink(l))
 }
 
 func (h *Handlers) delete(c *fiber.Ctx) error {
 	if err := h.App.Delete(c.UserContext(), tenant.From(c), c.Params("page_link_id")); err != nil {
-		return mapPageLinkError(err)
+		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)
 }
@@ -83,7 +89,7 @@ func (h *Handlers) search(c *fiber.Ctx) error {
 	}
 	links, total, err := h.App.Search(c.UserContext(), tenant.From(c), s, after, p.Limit+1)
 	if err != nil {
-		return mapPageLinkError(err)
+		return err
 	}
 	views := make([]linkView, len(links))
 	for i, l := range links {
@@ -92,18 +98,4 @@ func (h *Handlers) search(c *fiber.Ctx) error {
 	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v linkView) []string {
 		return pagelink.After{PathKey: pagelink.PathKey(v.Path), ID: v.PageLinkID}.Keys()
 	}))
-}
-
-func mapPageLinkError(err error) error {
-	switch {
-	case errors.Is(err, pagelink.ErrNotFound):
-		return apierror.NotFound("page link not found")
-	case errors.Is(err, domain.ErrPageNotFound):
-		return apierror.NotFound("target page not found")
-	case errors.Is(err, domain.ErrAudienceNotFound):
-		return apierror.NotFound("target audience not found")
-	case errors.Is(err, pagelink.ErrPathTaken):
-		return apierror.Conflict("this path is already linked on this domain")
-	}
-	return apierror.Internal(err)
 }

@@ -46,8 +46,11 @@ func (h *Handlers) record(c *fiber.Ctx) error {
 		return apierror.Validation(apierror.FieldBody, issues...)
 	}
 	out, replayed, err := h.App.Record(c.UserContext(), s)
-	if err != nil {
-		return mapSessionError(err)
+	switch {
+	case errors.Is(err, domain.ErrAudienceNotFound): // the one named in the body
+		return apierror.NotFound("audience not found under this page")
+	case err != nil:
+		return err
 	}
 	if replayed {
 		return c.JSON(viewSession(out))
@@ -58,7 +61,7 @@ func (h *Handlers) record(c *fiber.Ctx) error {
 func (h *Handlers) get(c *fiber.Ctx) error {
 	s, err := h.App.Get(c.UserContext(), tenant.From(c), c.Params("page_id"), c.Params("audience_session_id"))
 	if err != nil {
-		return mapSessionError(err)
+		return err
 	}
 	return c.JSON(viewSession(s))
 }
@@ -83,7 +86,7 @@ func (h *Handlers) list(c *fiber.Ctx) error {
 	}
 	sessions, total, err := h.App.List(c.UserContext(), tenant.From(c), pageID, f, after, p.Limit+1)
 	if err != nil {
-		return mapSessionError(err)
+		return err
 	}
 	byID := make(map[string]session.Session, len(sessions))
 	views := make([]sessionView, len(sessions))
@@ -102,18 +105,4 @@ func fmtTime(t *time.Time) string {
 		return ""
 	}
 	return t.UTC().Format(time.RFC3339Nano)
-}
-
-func mapSessionError(err error) error {
-	switch {
-	case errors.Is(err, domain.ErrPageNotFound):
-		return apierror.NotFound("page not found")
-	case errors.Is(err, domain.ErrAudienceNotFound):
-		return apierror.NotFound("audience not found under this page")
-	case errors.Is(err, session.ErrNotFound):
-		return apierror.NotFound("audience session not found")
-	case errors.Is(err, session.ErrReplayConflict):
-		return apierror.Conflict("this page already has a session with this analyticsSessionId, recorded with a different body")
-	}
-	return apierror.Internal(err)
 }
