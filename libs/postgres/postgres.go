@@ -87,6 +87,20 @@ func InTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) err
 	return pgx.BeginFunc(ctx, pool, fn)
 }
 
+// Conn is what a statement needs, met by a pool and by a transaction alike, so that one
+// function serves both.
+type Conn interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+var (
+	_ Conn = (*pgxpool.Pool)(nil)
+	_ Conn = pgx.Tx(nil)
+)
+
 // SQLSTATE codes the repositories map to API errors.
 const (
 	UniqueViolation     = "23505"
