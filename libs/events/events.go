@@ -89,6 +89,13 @@ type Announcement struct {
 	Payload any
 }
 
+// Change is the one shape of a repository's read-modify-write update in every service:
+// it changes the loaded record in place and returns the event that announces the change
+// (the zero Announcement: none), whether anything changed (when not, nothing is stored or
+// announced) and an error that aborts the update. The repository locks the row, calls it,
+// and stores the row and the event in one transaction.
+type Change[T any] func(cur *T) (Announcement, bool, error)
+
 // New builds an envelope with a fresh ID and the current time.
 func New(tenantID, typ, subject string, payload any) (Envelope, error) {
 	b, err := json.Marshal(payload)

@@ -28,9 +28,8 @@ type AssetEvent struct {
 // Event is what a change announces (the platform's events.Announcement).
 type Event = events.Announcement
 
-// Change changes a loaded record in place and returns the event that announces it and
-// whether anything changed (if not, nothing is stored or announced); an error aborts.
-type Change[T any] func(cur *T) (Event, bool, error)
+// Change is the update callback of every service (events.Change).
+type Change[T any] = events.Change[T]
 
 // Announce returns the event of type typ about a; reason is "" unless a was deleted.
 func Announce(typ string, a Asset, reason string) Event {

@@ -41,10 +41,8 @@ type VersionPublished struct {
 // events are about its audience, so an audience's events stay in order.
 type Event = events.Announcement
 
-// Change changes a loaded record in place (a repository's read-modify-write update) and
-// returns the event that announces the change (the zero Event: none), whether anything
-// changed (when not, nothing is stored or announced) and an error that aborts the update.
-type Change[T any] func(cur *T) (Event, bool, error)
+// Change is the update callback of every service (events.Change).
+type Change[T any] = events.Change[T]
 
 // VersionCreatedEvent announces a new version (page.version.created).
 func VersionCreatedEvent(v *Version) Event {

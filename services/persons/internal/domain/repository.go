@@ -3,6 +3,8 @@ package domain
 import (
 	"context"
 	"time"
+
+	"github.com/customerapi/platform/libs/events"
 )
 
 // Repository is what the use cases need from storage.
@@ -21,10 +23,8 @@ type Repository interface {
 	DeleteLog(ctx context.Context, k LogOwner, tenantID, ownerID, id string, now time.Time) error
 }
 
-// Change changes a loaded record in place and returns the event that announces it (the
-// zero Event for none) and whether anything changed (if not, nothing is stored); an
-// error aborts.
-type Change[T any] func(cur *T) (Event, bool, error)
+// Change is the update callback of every service (events.Change).
+type Change[T any] = events.Change[T]
 
 // Enrichments are the form enrichment's steps in storage, all inside the transaction of
 // the consumed event, to which an implementation is bound.

@@ -42,9 +42,8 @@ func NewEntryEvent(e Entry) EntryEvent {
 // Event is what a change announces (the platform's events.Announcement).
 type Event = events.Announcement
 
-// Change changes a loaded record in place and returns the event that announces it and
-// whether anything changed (if not, nothing is stored or announced); an error aborts.
-type Change[T any] func(cur *T) (Event, bool, error)
+// Change is the update callback of every service (events.Change).
+type Change[T any] = events.Change[T]
 
 // TopicCreated announces a new topic.
 func TopicCreated(t Topic) Event {
