@@ -10,7 +10,6 @@ import (
 
 	apidoc "github.com/customerapi/platform/api"
 	"github.com/customerapi/platform/api/apitest"
-	"github.com/customerapi/platform/api/apitypes"
 )
 
 // Against the whole system: a read-only key (scopes ["*:read"]) gets 403 on every write
@@ -31,7 +30,7 @@ func TestReadOnlyAndExpiredKeys(t *testing.T) {
 			}
 			n++
 			r := c.Do(method, param.ReplaceAllString(path, "x"), apitest.Raw(`{}`))
-			if d := forbiddenDetails(r); r.Status != 403 || d["missingScope"] != op.Tags[0]+":write" {
+			if d := apitest.ErrorDetails(r); r.Status != 403 || d["missingScope"] != op.Tags[0]+":write" {
 				t.Errorf("%s %s with a read-only key: want 403 missing %s:write, got %s", method, path, op.Tags[0], r)
 			}
 		}
@@ -47,15 +46,4 @@ func TestReadOnlyAndExpiredKeys(t *testing.T) {
 	if r := expiring.Do("GET", "/v0/topics", nil); r.Status != 401 {
 		t.Fatalf("an expired key: want 401, got %s", r)
 	}
-}
-
-// forbiddenDetails returns the details of a 403's envelope (missingScope), empty when
-// the answer has none.
-func forbiddenDetails(r *apitest.Response) map[string]string {
-	env, err := apitest.DecodeBody[apitypes.ErrorEnvelope](r)
-	if err != nil || env.Details == nil {
-		return nil
-	}
-	d, _ := env.Details.AsErrorEnvelopeDetails3()
-	return d
 }

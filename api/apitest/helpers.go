@@ -46,6 +46,19 @@ func IssueCodes(r *Response) []string {
 	return out
 }
 
+// ErrorDetails returns the object details of an error answer (RATE_LIMITED's state,
+// UNAUTHORIZED's reason, FORBIDDEN's missingScope, a CONFLICT's reason), or nil when the
+// answer has none or they are not an object.
+func ErrorDetails(r *Response) map[string]any {
+	var env struct {
+		Details map[string]any `json:"details"`
+	}
+	if json.Unmarshal(r.Body, &env) != nil {
+		return nil
+	}
+	return env.Details
+}
+
 // ErrorEnvelope is the spec's error envelope, as a test decodes it.
 type ErrorEnvelope struct {
 	Code      string          `json:"code"`

@@ -224,7 +224,7 @@ func TestAuthentication(t *testing.T) {
 				return
 			}
 			m := resp.Map()
-			details, _ := m["details"].(map[string]any)
+			details := apitest.ErrorDetails(resp)
 			if m["detail"] != "authentication is required" {
 				t.Errorf("detail = %v, want the spec's \"authentication is required\"", m["detail"])
 			}

@@ -65,7 +65,7 @@ func TestIdempotencyKey(t *testing.T) {
 			}
 			first = r
 		case 409:
-			if d, _ := r.Map()["details"].(map[string]any); d["reason"] != "idempotency_key_in_flight" || r.Header.Get("Retry-After") == "" {
+			if d := apitest.ErrorDetails(r); d["reason"] != "idempotency_key_in_flight" || r.Header.Get("Retry-After") == "" {
 				t.Errorf("a retry in flight: want 409 idempotency_key_in_flight with Retry-After, got %s", r)
 			}
 		default:
@@ -85,7 +85,7 @@ func TestIdempotencyKey(t *testing.T) {
 		t.Fatal("the first answer is not a replay")
 	}
 	r = post(key, "key-1", `{"title":"Other"}`)
-	if d, _ := r.Map()["details"].(map[string]any); r.Status != 409 || d["reason"] != "idempotency_key_reused" || runs.Load() != 1 {
+	if d := apitest.ErrorDetails(r); r.Status != 409 || d["reason"] != "idempotency_key_reused" || runs.Load() != 1 {
 		t.Fatalf("the key with another body: want 409 idempotency_key_reused, got %s", r)
 	}
 	if r := post(other, "key-1", `{"title":"Pricing"}`); r.Status != 201 || r.Header.Get("Idempotent-Replayed") != "" || runs.Load() != 2 {

@@ -60,7 +60,7 @@ func TestKeyScopesFromTheDocument(t *testing.T) {
 			writes++
 			r := c.With("Content-Type", "application/json").Do(method, param.ReplaceAllString(path, "x"), apitest.Raw(`{}`))
 			want := op.Tags[0] + ":write"
-			if d, _ := r.Map()["details"].(map[string]any); r.Status != 403 || code(t, r) != "FORBIDDEN" || d["missingScope"] != want {
+			if d := apitest.ErrorDetails(r); r.Status != 403 || code(t, r) != "FORBIDDEN" || d["missingScope"] != want {
 				t.Errorf("%s %s with a read-only key: want 403 missing %s, got %s", method, path, want, r)
 			}
 		}
