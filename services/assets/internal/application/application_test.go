@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/services/assets/internal/adapters/preview/previewtest"
 	"github.com/customerapi/platform/services/assets/internal/adapters/signing"
 	"github.com/customerapi/platform/services/assets/internal/domain"
@@ -26,32 +27,32 @@ func TestUploadReadAndDownload(t *testing.T) {
 	e := start(t, nil)
 	c := e.client(t, "acme")
 	img := pngImage(800, 400)
-	a := mustStatus(t, upload(c, file("hero.png", img), field("name", "Hero"), field("purpose", "landing page header"),
-		field("type", "image"), field("tags", "Brand"), field("tags", "summer-2026"), field("hidden", "true")), 201)
+	a := apitest.Decode[apitypes.Asset](t, upload(c, file("hero.png", img), field("name", "Hero"), field("purpose", "landing page header"),
+		field("type", "image"), field("tags", "Brand"), field("tags", "summer-2026"), field("hidden", "true")), 201, "an upload answers 201 with the asset")
 
-	id := a["assetId"].(string)
-	data := a["data"].(map[string]any)
+	id := a.AssetId
+	data := a.Data
 	switch {
-	case !strings.HasPrefix(id, "asset_") || a["tenantId"] != "acme" || a["name"] != "Hero" || a["purpose"] != "landing page header":
-		t.Fatalf("asset = %v", a)
-	case fmt.Sprint(a["tags"]) != "[Brand summer-2026]" || a["hidden"] != true || a["aiDescription"] != nil || a["parentAssetId"] != nil:
-		t.Fatalf("asset = %v", a)
-	case data["type"] != "image" || data["contentType"] != "image/png" || data["sizeBytes"] != float64(len(img)) || data["sha256"] != sha(img):
-		t.Fatalf("data = %v", data)
-	case !strings.HasPrefix(data["fileId"].(string), "file_"):
-		t.Fatalf("fileId = %v", data["fileId"])
-	case a["lifecycleState"] != "active" || a["trashedAt"] != nil || a["deletedAt"] != nil || a["createdAt"] != a["updatedAt"]:
-		t.Fatalf("lifecycle = %v", a)
-	case !strings.HasPrefix(a["downloadUrl"].(string), "http://127.0.0.1:25001/v0/asset_files/"):
-		t.Fatalf("downloadUrl = %v", a["downloadUrl"])
+	case !strings.HasPrefix(id, "asset_") || a.TenantId != "acme" || a.Name != "Hero" || a.Purpose != "landing page header":
+		t.Fatalf("asset = %+v", a)
+	case fmt.Sprint(a.Tags) != "[Brand summer-2026]" || !a.Hidden || a.AiDescription != nil || a.ParentAssetId != nil:
+		t.Fatalf("asset = %+v", a)
+	case data.Type != "image" || data.ContentType != "image/png" || data.SizeBytes != len(img) || data.Sha256 != sha(img):
+		t.Fatalf("data = %+v", data)
+	case !strings.HasPrefix(data.FileId, "file_"):
+		t.Fatalf("fileId = %v", data.FileId)
+	case a.LifecycleState != "active" || a.TrashedAt != nil || a.DeletedAt != nil || a.CreatedAt != a.UpdatedAt:
+		t.Fatalf("lifecycle = %+v", a)
+	case a.DownloadUrl == nil || !strings.HasPrefix(*a.DownloadUrl, "http://127.0.0.1:25001/v0/asset_files/"):
+		t.Fatalf("downloadUrl = %v", a.DownloadUrl)
 	}
-	got := mustStatus(t, c.Do("GET", "/v0/assets/"+id, nil), 200)
-	if got["name"] != "Hero" || got["data"].(map[string]any)["sha256"] != sha(img) || got["previewDownloadUrl"] == nil {
-		t.Fatalf("get = %v", got)
+	got := apitest.Decode[apitypes.Asset](t, c.Do("GET", "/v0/assets/"+id, nil), 200, "a stored asset is read back")
+	if got.Name != "Hero" || got.Data.Sha256 != sha(img) || got.PreviewDownloadUrl == nil {
+		t.Fatalf("get = %+v", got)
 	}
 
 	// The original: whole, then ranges, then conditional.
-	link := a["downloadUrl"].(string)
+	link := *a.DownloadUrl
 	full := e.fetch(t, "GET", link)
 	etag := `"` + sha(img) + `"`
 	if full.status != 200 || !bytes.Equal(full.body, img) || full.header.Get("Content-Type") != "image/png" ||
@@ -83,7 +84,10 @@ func TestUploadReadAndDownload(t *testing.T) {
 	}
 
 	// The preview: a JPEG of at most 512 pixels on the longer side.
-	pv := e.fetch(t, "GET", a["previewDownloadUrl"].(string))
+	if a.PreviewDownloadUrl == nil {
+		t.Fatal("an image's upload must answer a previewDownloadUrl")
+	}
+	pv := e.fetch(t, "GET", *a.PreviewDownloadUrl)
 	cfg, format, err := image.DecodeConfig(bytes.NewReader(pv.body))
 	if pv.status != 200 || err != nil || format != "jpeg" || cfg.Width != 512 || cfg.Height != 256 ||
 		pv.header.Get("Content-Type") != "image/jpeg" {
@@ -129,12 +133,12 @@ func TestMediaRulesPerType(t *testing.T) {
 			}
 			continue
 		}
-		m := r.Map()
-		if ct := m["data"].(map[string]any)["contentType"]; ct != tc.contentType || (m["previewDownloadUrl"] != nil) != tc.preview {
-			t.Errorf("%s: contentType %v, preview %v", tc.name, ct, m["previewDownloadUrl"])
+		m := apitest.Decode[apitypes.Asset](t, r, 201, tc.name+": an accepted upload answers the asset")
+		if ct := m.Data.ContentType; ct != tc.contentType || (m.PreviewDownloadUrl != nil) != tc.preview {
+			t.Errorf("%s: contentType %v, preview %v", tc.name, ct, m.PreviewDownloadUrl)
 		}
-		if m["name"] != tc.file.filename {
-			t.Errorf("%s: name %v, want the file name", tc.name, m["name"])
+		if m.Name != tc.file.filename {
+			t.Errorf("%s: name %v, want the file name", tc.name, m.Name)
 		}
 	}
 	// Refused uploads left nothing behind.
@@ -163,11 +167,11 @@ func TestImagesOverThePreviewBudgetAreStoredWithoutPreview(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	r := upload(c, file("deep.png", deep), field("type", "image"))
 	runtime.ReadMemStats(&after)
-	a := mustStatus(t, r, 201)
+	a := apitest.Decode[apitypes.Asset](t, r, 201, "an image over the preview budget is stored")
 	alloc := after.TotalAlloc - before.TotalAlloc
 	t.Logf("upload of a %d KiB 16-bit PNG of 8000x2000: %.1f MiB allocated in the process", len(deep)>>10, float64(alloc)/(1<<20))
-	if a["previewDownloadUrl"] != nil || a["data"].(map[string]any)["sha256"] != sha(deep) {
-		t.Errorf("an image over the preview decode budget must be stored whole, without a preview: %v", a)
+	if a.PreviewDownloadUrl != nil || a.Data.Sha256 != sha(deep) {
+		t.Errorf("an image over the preview decode budget must be stored whole, without a preview: %+v", a)
 	}
 	if alloc > 24<<20 {
 		t.Errorf("the upload allocated %.1f MiB: an image over the preview budget must not be decoded", float64(alloc)/(1<<20))
@@ -356,8 +360,8 @@ func TestLifecycle(t *testing.T) {
 	}
 	ids := func(path string) []string {
 		var out []string
-		for _, it := range mustStatus(t, c.Do("GET", path, nil), 200)["items"].([]any) {
-			out = append(out, it.(map[string]any)["assetId"].(string))
+		for _, it := range apitest.Decode[apitypes.AssetPage](t, c.Do("GET", path, nil), 200, "a list answers a page of assets").Items {
+			out = append(out, it.AssetId)
 		}
 		return out
 	}
@@ -470,20 +474,23 @@ func TestListsPaginateAndValidate(t *testing.T) {
 		if cursor != "" {
 			path += "&cursor=" + url.QueryEscape(cursor)
 		}
-		body := mustStatus(t, c.Do("GET", path, nil), 200)
-		if wantTotal := map[bool]float64{true: 7, false: 8}[page == 0]; body["totalCount"] != wantTotal {
-			t.Fatalf("totalCount = %v", body["totalCount"])
+		body := apitest.Decode[apitypes.AssetPage](t, c.Do("GET", path, nil), 200, "a list answers a page of assets")
+		if wantTotal := map[bool]int{true: 7, false: 8}[page == 0]; body.TotalCount != wantTotal {
+			t.Fatalf("totalCount = %v", body.TotalCount)
 		}
-		for _, it := range body["items"].([]any) {
-			seen = append(seen, it.(map[string]any)["assetId"].(string))
+		for _, it := range body.Items {
+			seen = append(seen, it.AssetId)
 		}
 		if page == 0 { // a new asset mid-walk sorts before the position: not repeated, not skipping
 			mustStatus(t, upload(c, file("late.png", pngImage(4, 4)), field("type", "image")), 201)
 		}
-		if body["hasMore"] == false {
+		if !body.HasMore {
 			break
 		}
-		cursor = body["nextCursor"].(string)
+		if body.NextCursor == nil {
+			t.Fatal("a page with more must answer a nextCursor")
+		}
+		cursor = *body.NextCursor
 	}
 	if fmt.Sprint(seen) != fmt.Sprint(want) {
 		t.Fatalf("walk = %v\nwant %v", seen, want)
@@ -542,8 +549,11 @@ func TestTenantIsolation(t *testing.T) {
 func TestSignedLinks(t *testing.T) {
 	e := start(t, nil)
 	c := e.client(t, "acme")
-	a := mustStatus(t, upload(c, file("s.svg", []byte(svgImage)), field("type", "icon")), 201)
-	link := a["downloadUrl"].(string)
+	a := apitest.Decode[apitypes.Asset](t, upload(c, file("s.svg", []byte(svgImage)), field("type", "icon")), 201, "an upload answers 201 with the asset")
+	if a.DownloadUrl == nil {
+		t.Fatal("an asset must answer its downloadUrl")
+	}
+	link := *a.DownloadUrl
 	if r := e.fetch(t, "GET", link); r.status != 200 || string(r.body) != svgImage ||
 		!strings.Contains(r.header.Get("Content-Security-Policy"), "sandbox") {
 		t.Fatalf("svg download: %d %v", r.status, r.header)
@@ -551,7 +561,7 @@ func TestSignedLinks(t *testing.T) {
 	u, _ := url.Parse(link)
 	token := strings.TrimPrefix(u.Path, "/v0/asset_files/")
 	body, sig, _ := strings.Cut(token, ".")
-	claims, _ := json.Marshal(map[string]any{"t": "globex", "a": a["assetId"], "f": a["data"].(map[string]any)["fileId"], "v": "original", "e": time.Now().Add(time.Hour).Unix()})
+	claims, _ := json.Marshal(map[string]any{"t": "globex", "a": a.AssetId, "f": a.Data.FileId, "v": "original", "e": time.Now().Add(time.Hour).Unix()})
 	forged := strings.TrimRight(strings.NewReplacer("+", "-", "/", "_").Replace(b64(claims)), "=") + "." + sig
 	for name, bad := range map[string]string{
 		"tampered signature": body + "." + strings.Repeat("A", len(sig)),
@@ -568,16 +578,16 @@ func TestSignedLinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expired := signer.Sign(domain.Grant{TenantID: "acme", AssetID: a["assetId"].(string), FileID: a["data"].(map[string]any)["fileId"].(string),
+	expired := signer.Sign(domain.Grant{TenantID: "acme", AssetID: a.AssetId, FileID: a.Data.FileId,
 		Variant: domain.VariantOriginal, Expires: time.Now().Add(-time.Second)})
 	if r := e.fetch(t, "GET", "http://x/v0/asset_files/"+expired); r.status != 403 || !strings.Contains(string(r.body), "expired") {
 		t.Fatalf("expired link: %d %s", r.status, r.body)
 	}
 	// A valid signature over a preview the asset does not have, or another file, is 404.
 	for _, cl := range []domain.Grant{
-		{TenantID: "acme", AssetID: a["assetId"].(string), FileID: a["data"].(map[string]any)["fileId"].(string), Variant: domain.VariantPreview},
-		{TenantID: "acme", AssetID: a["assetId"].(string), FileID: "file_other", Variant: domain.VariantOriginal},
-		{TenantID: "globex", AssetID: a["assetId"].(string), FileID: a["data"].(map[string]any)["fileId"].(string), Variant: domain.VariantOriginal},
+		{TenantID: "acme", AssetID: a.AssetId, FileID: a.Data.FileId, Variant: domain.VariantPreview},
+		{TenantID: "acme", AssetID: a.AssetId, FileID: "file_other", Variant: domain.VariantOriginal},
+		{TenantID: "globex", AssetID: a.AssetId, FileID: a.Data.FileId, Variant: domain.VariantOriginal},
 	} {
 		cl.Expires = time.Now().Add(time.Hour)
 		if r := e.fetch(t, "GET", "http://x/v0/asset_files/"+signer.Sign(cl)); r.status != 404 {

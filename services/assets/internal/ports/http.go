@@ -9,6 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/libs/inflight"
 	"github.com/customerapi/platform/libs/keyset"
 	"github.com/customerapi/platform/libs/pagination"
@@ -105,10 +106,10 @@ func (h *Handlers) list(state domain.State, name string) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		views := make([]assetView, len(assets))
+		views := make([]apitypes.Asset, len(assets))
 		for i, a := range assets {
 			views[i] = view(a, h.App.Links(a))
 		}
-		return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v assetView) []string { return []string{v.AssetID} }))
+		return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v apitypes.Asset) []string { return []string{v.AssetId} }))
 	}
 }

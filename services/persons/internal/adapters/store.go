@@ -55,14 +55,9 @@ func collectPersons(rows pgx.Rows, err error) ([]domain.Person, error) {
 
 // --- persons
 
-// execer runs statements: the pool or a transaction.
-type execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
-
 // insertPerson stores p under the first free slug from its name: the base, then the base
 // with a random suffix. It sets p.Slug.
-func insertPerson(ctx context.Context, tx execer, p *domain.Person) error {
+func insertPerson(ctx context.Context, tx postgres.Conn, p *domain.Person) error {
 	base := domain.SlugBase(p.Name)
 	email, phone, linkedin := p.Keys()
 	for attempt := 0; attempt < 8; attempt++ {

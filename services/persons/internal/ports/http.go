@@ -8,6 +8,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/libs/apierror"
 	"github.com/customerapi/platform/libs/keyset"
 	"github.com/customerapi/platform/libs/pagination"
@@ -44,71 +45,52 @@ func (h *Handlers) Register(r fiber.Router) {
 	r.Delete("/accounts/:account_id/logs/:log_id", h.deleteLog(domain.AccountLogs, "account_id"))
 }
 
-// --- shapes of the API
+// --- shapes of the API: the document's, generated in api/apitypes
 
-type personView struct {
-	PersonID           string  `json:"personId"`
-	Name               string  `json:"name"`
-	Email              *string `json:"email"`
-	Domain             *string `json:"domain"`
-	Slug               string  `json:"slug"`
-	PhoneNumber        *string `json:"phoneNumber"`
-	LinkedinProfileURL *string `json:"linkedinProfileUrl"`
-	CreatedAt          string  `json:"createdAt"`
-	UpdatedAt          string  `json:"updatedAt"`
-}
-
-func viewPerson(p domain.Person) personView {
-	return personView{PersonID: p.ID, Name: p.Name, Email: p.Email, Domain: p.Domain, Slug: p.Slug,
-		PhoneNumber: p.PhoneNumber, LinkedinProfileURL: p.LinkedinProfileURL,
+func viewPerson(p domain.Person) apitypes.Person {
+	return apitypes.Person{PersonId: p.ID, Name: p.Name, Email: p.Email, Domain: p.Domain, Slug: p.Slug,
+		PhoneNumber: p.PhoneNumber, LinkedinProfileUrl: p.LinkedinProfileURL,
 		CreatedAt: timestamp.Format(p.CreatedAt), UpdatedAt: timestamp.Format(p.UpdatedAt)}
 }
 
-type accountView struct {
-	AccountID        string       `json:"accountId"`
-	Domain           string       `json:"domain"`
-	Name             *string      `json:"name"`
-	CreatedAt        string       `json:"createdAt"`
-	UpdatedAt        string       `json:"updatedAt"`
-	LatestActivityAt *string      `json:"latestActivityAt"`
-	LinkedPersons    []personView `json:"linkedPersons"`
-}
-
-type accountListItem struct {
-	AccountID          string  `json:"accountId"`
-	Domain             string  `json:"domain"`
-	Name               *string `json:"name"`
-	CreatedAt          string  `json:"createdAt"`
-	UpdatedAt          string  `json:"updatedAt"`
-	LatestActivityAt   *string `json:"latestActivityAt"`
-	LinkedPersonsCount int64   `json:"linkedPersonsCount"`
-}
-
-func viewAccount(a domain.Account) accountView {
-	v := accountView{AccountID: a.ID, Domain: a.Domain, Name: a.Name, CreatedAt: timestamp.Format(a.CreatedAt),
+func viewAccount(a domain.Account) apitypes.Account {
+	v := apitypes.Account{AccountId: a.ID, Domain: a.Domain, Name: a.Name, CreatedAt: timestamp.Format(a.CreatedAt),
 		UpdatedAt: timestamp.Format(a.UpdatedAt), LatestActivityAt: timestamp.FormatPtr(a.LatestActivityAt),
-		LinkedPersons: make([]personView, len(a.LinkedPersons))}
+		LinkedPersons: make([]apitypes.Person, len(a.LinkedPersons))}
 	for i, p := range a.LinkedPersons {
 		v.LinkedPersons[i] = viewPerson(p)
 	}
 	return v
 }
 
-func viewAccountItem(a domain.Account) accountListItem {
-	return accountListItem{AccountID: a.ID, Domain: a.Domain, Name: a.Name, CreatedAt: timestamp.Format(a.CreatedAt),
+func viewAccountItem(a domain.Account) apitypes.AccountListItem {
+	return apitypes.AccountListItem{AccountId: a.ID, Domain: a.Domain, Name: a.Name, CreatedAt: timestamp.Format(a.CreatedAt),
 		UpdatedAt: timestamp.Format(a.UpdatedAt), LatestActivityAt: timestamp.FormatPtr(a.LatestActivityAt),
-		LinkedPersonsCount: a.LinkedPersonsCount}
+		LinkedPersonsCount: int(a.LinkedPersonsCount)}
 }
 
-// viewLog renders an entry with the owner's ID field named for its kind.
-func viewLog(k domain.LogOwner, l domain.Log) map[string]any {
-	owner, id := "personId", "personLogId"
+// viewPersonLog and viewAccountLog render an entry of each owner; its payload is the
+// stored object, numbers as stored (domain.DecodePayload).
+func viewPersonLog(l domain.Log) apitypes.PersonLog {
+	payload, _ := domain.DecodePayload(l.Payload) // stored as jsonb: an object
+	return apitypes.PersonLog{PersonId: l.OwnerID, PersonLogId: l.ID, Source: l.Source, Type: l.Type, Payload: payload,
+		IdempotencyKey: l.IdempotencyKey, CreatedAt: timestamp.Format(l.CreatedAt),
+		UpdatedAt: timestamp.FormatPtr(l.UpdatedAt), DeletedAt: timestamp.FormatPtr(l.DeletedAt)}
+}
+
+func viewAccountLog(l domain.Log) apitypes.AccountLog {
+	payload, _ := domain.DecodePayload(l.Payload) // stored as jsonb: an object
+	return apitypes.AccountLog{AccountId: l.OwnerID, AccountLogId: l.ID, Source: l.Source, Type: l.Type, Payload: payload,
+		IdempotencyKey: l.IdempotencyKey, CreatedAt: timestamp.Format(l.CreatedAt),
+		UpdatedAt: timestamp.FormatPtr(l.UpdatedAt), DeletedAt: timestamp.FormatPtr(l.DeletedAt)}
+}
+
+// viewLog renders an entry as the document's shape of its owner's kind.
+func viewLog(k domain.LogOwner, l domain.Log) any {
 	if k == domain.AccountLogs {
-		owner, id = "accountId", "accountLogId"
+		return viewAccountLog(l)
 	}
-	return map[string]any{owner: l.OwnerID, id: l.ID, "source": l.Source, "type": l.Type,
-		"payload": json.RawMessage(l.Payload), "idempotencyKey": l.IdempotencyKey, "createdAt": timestamp.Format(l.CreatedAt),
-		"updatedAt": timestamp.FormatPtr(l.UpdatedAt), "deletedAt": timestamp.FormatPtr(l.DeletedAt)}
+	return viewPersonLog(l)
 }
 
 // Request bodies. The document (api/openapi.yaml) states their rules and has judged the
@@ -131,11 +113,6 @@ type personUpdate struct {
 	Domain             request.Nullable[string] `json:"domain"`
 	PhoneNumber        request.Nullable[string] `json:"phoneNumber"`
 	LinkedinProfileURL request.Nullable[string] `json:"linkedinProfileUrl"`
-}
-
-type accountCreate struct {
-	Domain string  `json:"domain"`
-	Name   *string `json:"name"`
 }
 
 type logCreate struct {
@@ -236,17 +213,13 @@ func (h *Handlers) searchPersons(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	views := make([]personView, len(persons))
-	for i, x := range persons {
-		views[i] = viewPerson(x)
-	}
-	return c.JSON(pagination.Build(h.Cursors, p, views, total, func(v personView) []string { return []string{v.PersonID} }))
+	return c.JSON(pagination.Build(h.Cursors, p, views(persons, viewPerson), total, func(v apitypes.Person) []string { return []string{v.PersonId} }))
 }
 
 // --- accounts
 
 func (h *Handlers) createAccount(c *fiber.Ctx) error {
-	var in accountCreate
+	var in apitypes.AccountCreate
 	if err := request.Decode(c, &in); err != nil {
 		return err
 	}
@@ -281,11 +254,8 @@ func (h *Handlers) listAccounts(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	views := make([]accountListItem, len(accounts))
-	for i, a := range accounts {
-		views[i] = viewAccountItem(a)
-	}
-	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v accountListItem) []string { return []string{v.AccountID} }))
+	return c.JSON(pagination.Build(h.Cursors, p, views(accounts, viewAccountItem), &total,
+		func(v apitypes.AccountListItem) []string { return []string{v.AccountId} }))
 }
 
 // flag reads a boolean query parameter whose values the document enumerates ("true",
@@ -375,16 +345,22 @@ func (h *Handlers) listLogs(k domain.LogOwner, param string) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		views := make([]map[string]any, len(logs))
-		for i, l := range logs {
-			views[i] = viewLog(k, l)
-		}
-		idKey := "personLogId"
 		if k == domain.AccountLogs {
-			idKey = "accountLogId"
+			return c.JSON(pagination.Build(h.Cursors, p, views(logs, viewAccountLog), &total,
+				func(v apitypes.AccountLog) []string { return []string{v.AccountLogId} }))
 		}
-		return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v map[string]any) []string { return []string{v[idKey].(string)} }))
+		return c.JSON(pagination.Build(h.Cursors, p, views(logs, viewPersonLog), &total,
+			func(v apitypes.PersonLog) []string { return []string{v.PersonLogId} }))
 	}
+}
+
+// views renders the rows of a page with view.
+func views[D, V any](rows []D, view func(D) V) []V {
+	out := make([]V, len(rows))
+	for i, r := range rows {
+		out[i] = view(r)
+	}
+	return out
 }
 
 // invalidPayload is the 400 of a payload PostgreSQL cannot store as jsonb.

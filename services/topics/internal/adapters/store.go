@@ -154,15 +154,9 @@ func (s *Store) DeleteTopic(ctx context.Context, tenantID, id string, evt domain
 	})
 }
 
-// querier is what reads need: a pool or a transaction.
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
 // entriesOf returns the entries of the given topics in list order. With one topic, the
 // result is that topic's entries.
-func entriesOf(ctx context.Context, q querier, tenantID string, topicIDs []string) ([]domain.Entry, error) {
+func entriesOf(ctx context.Context, q postgres.Conn, tenantID string, topicIDs []string) ([]domain.Entry, error) {
 	rows, err := q.Query(ctx, "SELECT "+entryCols+` FROM topic_entries
 		WHERE tenant_id = $1 AND topic_id = ANY($2) ORDER BY topic_id, sort_order, topic_entry_id`, tenantID, topicIDs)
 	if err != nil {
@@ -382,7 +376,7 @@ func (s *Store) lockAndMeasure(ctx context.Context, tx pgx.Tx, tenantID, topicID
 }
 
 // missing tells which of topic and entry does not exist.
-func (s *Store) missing(ctx context.Context, q querier, tenantID, topicID string) error {
+func (s *Store) missing(ctx context.Context, q postgres.Conn, tenantID, topicID string) error {
 	var exists bool
 	if err := q.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM topics WHERE tenant_id = $1 AND topic_id = $2)", tenantID, topicID).Scan(&exists); err != nil {
 		return fmt.Errorf("look up topic: %w", err)
