@@ -362,7 +362,7 @@ type AccountLog struct {
 	Type         PersonsLogSource `json:"type"`
 
 	// Payload The JSON object as written (numbers kept exactly).
-	Payload map[string]interface{} `json:"payload"`
+	Payload json.RawMessage `json:"payload"`
 
 	// IdempotencyKey The key the entry was written with; null when none.
 	IdempotencyKey *string `json:"idempotencyKey"`
@@ -606,7 +606,7 @@ type AudienceMessage struct {
 	Content   string `json:"content"`
 
 	// Timestamp Unix time in milliseconds.
-	Timestamp float32 `json:"timestamp"`
+	Timestamp float64 `json:"timestamp"`
 
 	// HasSnapshot True once a version applied the message's changes.
 	HasSnapshot bool `json:"hasSnapshot"`
@@ -724,7 +724,7 @@ type AudienceVersion struct {
 	SupplementaryContext *string `json:"supplementaryContext"`
 
 	// QueueDurationMs From queuedAt until a worker first took the version.
-	QueueDurationMs *float32 `json:"queueDurationMs"`
+	QueueDurationMs *float64 `json:"queueDurationMs"`
 
 	// CreatedAt UTC RFC 3339 with millisecond precision and a trailing Z.
 	CreatedAt     Timestamp          `json:"createdAt"`
@@ -1013,7 +1013,7 @@ type PageAction struct {
 	ActionId string `json:"actionId"`
 
 	// ActionIndex Position of the action (defaults to its index in `actions`).
-	ActionIndex float32 `json:"actionIndex"`
+	ActionIndex float64 `json:"actionIndex"`
 
 	// Purpose What the action is for ("" when not given).
 	Purpose     string `json:"purpose"`
@@ -1066,7 +1066,7 @@ type PageActionIn struct {
 	ActionId string `json:"actionId"`
 
 	// ActionIndex Position of the action; defaults to its index in `actions`.
-	ActionIndex *float32 `json:"actionIndex,omitempty"`
+	ActionIndex *float64 `json:"actionIndex,omitempty"`
 
 	// Purpose Defaults to "".
 	Purpose     *string `json:"purpose,omitempty"`
@@ -1504,7 +1504,7 @@ type PersonLog struct {
 	Type        PersonsLogSource `json:"type"`
 
 	// Payload The JSON object as written (numbers kept exactly).
-	Payload map[string]interface{} `json:"payload"`
+	Payload json.RawMessage `json:"payload"`
 
 	// IdempotencyKey The key the entry was written with; null when none.
 	IdempotencyKey *string `json:"idempotencyKey"`
@@ -1628,7 +1628,7 @@ type Session struct {
 	IsBounce bool `json:"isBounce"`
 
 	// MaxScrollDepthPercentage How far down the page the visitor scrolled, 0 to 100, as reported by the client.
-	MaxScrollDepthPercentage *float32 `json:"maxScrollDepthPercentage"`
+	MaxScrollDepthPercentage *float64 `json:"maxScrollDepthPercentage"`
 
 	// QuestionsAskedCount As reported by the client.
 	QuestionsAskedCount int `json:"questionsAskedCount"`
@@ -1637,7 +1637,7 @@ type Session struct {
 	TotalClicksCount int `json:"totalClicksCount"`
 
 	// TimeSpentSeconds From sessionStartedAt to sessionEndedAt; null while pending, without an end, or when failed.
-	TimeSpentSeconds *float32 `json:"timeSpentSeconds"`
+	TimeSpentSeconds *float64 `json:"timeSpentSeconds"`
 
 	// SessionStartedAt UTC RFC 3339 with millisecond precision and a trailing Z.
 	SessionStartedAt Timestamp          `json:"sessionStartedAt"`
@@ -1677,7 +1677,7 @@ type SessionCreate struct {
 	HasConversion *bool `json:"hasConversion,omitempty"`
 
 	// MaxScrollDepthPercentage How far down the page the visitor scrolled, 0 to 100.
-	MaxScrollDepthPercentage *float32 `json:"maxScrollDepthPercentage"`
+	MaxScrollDepthPercentage *float64 `json:"maxScrollDepthPercentage"`
 	QuestionsAskedCount      *int     `json:"questionsAskedCount,omitempty"`
 	TotalClicksCount         *int     `json:"totalClicksCount,omitempty"`
 	UtmCampaign              *string  `json:"utmCampaign"`

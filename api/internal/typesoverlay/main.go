@@ -2,8 +2,10 @@
 // oapi-codegen applies to openapi.yaml before it generates the API's Go types
 // (apitypes/types.gen.go): every property gets x-order, its place in the document, so that
 // the types encode their fields in the document's order (oapi-codegen sorts them by name
-// otherwise), and timestamps are strings, which the services format to the millisecond
-// (libs/timestamp) as the document requires. `make clients` runs it.
+// otherwise); timestamps are strings, which the services format to the millisecond
+// (libs/timestamp) as the document requires; a number without a format is a float64
+// (oapi-codegen would make it a float32, which rounds Unix milliseconds); and the JSON
+// objects the API stores as written stay raw bytes. `make clients` runs it.
 package main
 
 import (
@@ -33,6 +35,10 @@ func main() {
 // stringSchemas are the component schemas generated as plain strings.
 var stringSchemas = []string{"Timestamp", "NullableTimestamp"}
 
+// rawProperties are the properties generated as json.RawMessage: objects the API answers
+// as they were written (their keys' order and their numbers kept), by schema and name.
+var rawProperties = map[string][]string{"PersonLog": {"payload"}, "AccountLog": {"payload"}}
+
 // overlay renders the overlay of the document src.
 func overlay(src []byte) ([]byte, error) {
 	var doc yaml.Node
@@ -50,16 +56,24 @@ func overlay(src []byte) ([]byte, error) {
 		fmt.Fprintf(&b, "  - {target: \"$.components.schemas['%s']\", update: {x-go-type: string}}\n", name)
 	}
 	for i := 0; i+1 < len(schemas.Content); i += 2 {
-		order(&b, "$.components.schemas['"+schemas.Content[i].Value+"']", schemas.Content[i+1])
+		name := schemas.Content[i].Value
+		order(&b, "$.components.schemas['"+name+"']", schemas.Content[i+1])
+		for _, p := range rawProperties[name] {
+			fmt.Fprintf(&b, "  - {target: \"$.components.schemas['%s'].properties['%s']\", update: {x-go-type: json.RawMessage}}\n", name, p)
+		}
 	}
 	return []byte(b.String()), nil
 }
 
 // order writes the x-order actions of the properties of the schema at path, and of the
-// object schemas inside them (inline objects and the items of inline arrays).
+// object schemas inside them (inline objects and the items of inline arrays), and makes
+// each number without a format among them a double.
 func order(b *strings.Builder, path string, schema *yaml.Node) {
 	if schema == nil || schema.Kind != yaml.MappingNode {
 		return
+	}
+	if t := lookup(schema, "type"); t != nil && t.Value == "number" && lookup(schema, "format") == nil {
+		fmt.Fprintf(b, "  - {target: %s, update: {format: double}}\n", strconv.Quote(path))
 	}
 	if props := lookup(schema, "properties"); props != nil {
 		for i := 0; i+1 < len(props.Content); i += 2 {

@@ -360,7 +360,7 @@ func CheckPayload(raw []byte) ([]byte, error) {
 	if len(raw) > MaxPayloadBytes {
 		return nil, ErrPayloadTooBig
 	}
-	v, err := DecodePayload(raw)
+	v, err := decodePayload(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -397,16 +397,16 @@ func hugeNumber(v any) string {
 // it: numbers stay exactly as sent, while invalid UTF-8 and unpaired surrogate escapes
 // (which jsonb refuses) become U+FFFD, as everywhere else in a request body.
 func CanonicalPayload(raw []byte) ([]byte, error) {
-	v, err := DecodePayload(raw)
+	v, err := decodePayload(raw)
 	if err != nil {
 		return nil, err
 	}
 	return encodePayload(v)
 }
 
-// DecodePayload decodes a log payload (a JSON object) with its numbers as written
+// decodePayload decodes a log payload (a JSON object) with its numbers as written
 // (json.Number).
-func DecodePayload(raw []byte) (map[string]any, error) {
+func decodePayload(raw []byte) (map[string]any, error) {
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
 	var v map[string]any

@@ -70,17 +70,15 @@ func viewAccountItem(a domain.Account) apitypes.AccountListItem {
 }
 
 // viewPersonLog and viewAccountLog render an entry of each owner; its payload is the
-// stored object, numbers as stored (domain.DecodePayload).
+// stored object as PostgreSQL gives it back.
 func viewPersonLog(l domain.Log) apitypes.PersonLog {
-	payload, _ := domain.DecodePayload(l.Payload) // stored as jsonb: an object
-	return apitypes.PersonLog{PersonId: l.OwnerID, PersonLogId: l.ID, Source: l.Source, Type: l.Type, Payload: payload,
+	return apitypes.PersonLog{PersonId: l.OwnerID, PersonLogId: l.ID, Source: l.Source, Type: l.Type, Payload: l.Payload,
 		IdempotencyKey: l.IdempotencyKey, CreatedAt: timestamp.Format(l.CreatedAt),
 		UpdatedAt: timestamp.FormatPtr(l.UpdatedAt), DeletedAt: timestamp.FormatPtr(l.DeletedAt)}
 }
 
 func viewAccountLog(l domain.Log) apitypes.AccountLog {
-	payload, _ := domain.DecodePayload(l.Payload) // stored as jsonb: an object
-	return apitypes.AccountLog{AccountId: l.OwnerID, AccountLogId: l.ID, Source: l.Source, Type: l.Type, Payload: payload,
+	return apitypes.AccountLog{AccountId: l.OwnerID, AccountLogId: l.ID, Source: l.Source, Type: l.Type, Payload: l.Payload,
 		IdempotencyKey: l.IdempotencyKey, CreatedAt: timestamp.Format(l.CreatedAt),
 		UpdatedAt: timestamp.FormatPtr(l.UpdatedAt), DeletedAt: timestamp.FormatPtr(l.DeletedAt)}
 }
