@@ -73,7 +73,7 @@ func collectVersions(rows pgx.Rows) ([]domain.Version, error) {
 }
 
 // attachVersions fills LatestVersion and PublishedVersion of the audiences.
-func attachVersions(ctx context.Context, q Querier, tenantID string, rows []audienceRow) ([]domain.Audience, error) {
+func attachVersions(ctx context.Context, q postgres.Conn, tenantID string, rows []audienceRow) ([]domain.Audience, error) {
 	var want []string
 	for _, a := range rows {
 		if a.latestID != nil {
@@ -206,7 +206,7 @@ func (s *Store) GetAudience(ctx context.Context, tenantID, pageID, id string) (d
 	return s.getAudience(ctx, s.pool, tenantID, pageID, id, "")
 }
 
-func (s *Store) getAudience(ctx context.Context, q Querier, tenantID, pageID, id, lock string) (domain.Audience, error) {
+func (s *Store) getAudience(ctx context.Context, q postgres.Conn, tenantID, pageID, id, lock string) (domain.Audience, error) {
 	a, err := scanAudience(q.QueryRow(ctx, "SELECT "+audienceCols+audienceFrom+
 		" WHERE a.tenant_id = $1 AND a.page_id = $2 AND a.id = $3"+lock, tenantID, pageID, id))
 	if postgres.IsNoRows(err) {
@@ -223,7 +223,7 @@ func (s *Store) getAudience(ctx context.Context, q Querier, tenantID, pageID, id
 }
 
 // missingAudience tells which of page and audience does not exist.
-func (s *Store) missingAudience(ctx context.Context, q Querier, tenantID, pageID string) error {
+func (s *Store) missingAudience(ctx context.Context, q postgres.Conn, tenantID, pageID string) error {
 	if err := CheckPage(ctx, q, tenantID, pageID); err != nil {
 		return err
 	}
@@ -233,7 +233,7 @@ func (s *Store) missingAudience(ctx context.Context, q Querier, tenantID, pageID
 // CheckPage reports domain.ErrPageNotFound unless the tenant has the page and it is not
 // deleted. It is the one page existence check of the service: the sessions and page
 // links features use it too.
-func CheckPage(ctx context.Context, q Querier, tenantID, pageID string) error {
+func CheckPage(ctx context.Context, q postgres.Conn, tenantID, pageID string) error {
 	var ok bool
 	err := q.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pages WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL)",
 		tenantID, pageID).Scan(&ok)
@@ -250,7 +250,7 @@ func CheckPage(ctx context.Context, q Querier, tenantID, pageID string) error {
 // deleted; domain.ErrAudienceNotFound when there is none, or when wantPage is set and
 // the audience belongs to another page. It is the one audience existence check of the
 // service.
-func PageOfAudience(ctx context.Context, q Querier, tenantID, audienceID, wantPage string) (string, error) {
+func PageOfAudience(ctx context.Context, q postgres.Conn, tenantID, audienceID, wantPage string) (string, error) {
 	var pageID string
 	err := q.QueryRow(ctx, `SELECT a.page_id FROM audiences a
 		JOIN pages p ON p.tenant_id = a.tenant_id AND p.id = a.page_id AND p.deleted_at IS NULL

@@ -416,7 +416,7 @@ func TestExistenceChecksWorkInsideATransaction(t *testing.T) {
 		return err
 	})
 	if err != nil {
-		t.Errorf("the existence checks must accept a transaction as Querier and find what it sees: %v", err)
+		t.Errorf("the existence checks must accept a transaction as a postgres.Conn and find what it sees: %v", err)
 	}
 }
 

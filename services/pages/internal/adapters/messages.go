@@ -29,13 +29,13 @@ func collectChanges(rows pgx.Rows, err error) ([]domain.ContextChange, error) {
 	return out, nil
 }
 
-func pendingChanges(ctx context.Context, q Querier, tenantID, audienceID string) ([]domain.ContextChange, error) {
+func pendingChanges(ctx context.Context, q postgres.Conn, tenantID, audienceID string) ([]domain.ContextChange, error) {
 	return collectChanges(q.Query(ctx, "SELECT "+changeCols+` FROM audience_changes
 		WHERE tenant_id = $1 AND audience_id = $2 AND applied_version_id IS NULL ORDER BY id`, tenantID, audienceID))
 }
 
 // pageContextOf reads the context text of a page.
-func pageContextOf(ctx context.Context, q Querier, tenantID, pageID string) (string, error) {
+func pageContextOf(ctx context.Context, q postgres.Conn, tenantID, pageID string) (string, error) {
 	var c string
 	err := q.QueryRow(ctx, "SELECT page_context FROM pages WHERE tenant_id = $1 AND id = $2", tenantID, pageID).Scan(&c)
 	return c, wrapErr(err, "load page context")

@@ -27,12 +27,6 @@ type Store struct {
 // NewStore returns a Store on pool that writes its events through out.
 func NewStore(pool *pgxpool.Pool, out outbox.Writer) *Store { return &Store{pool: pool, out: out} }
 
-// Querier is what reads need: a pool or a transaction.
-type Querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
 // AddEvents writes the tenant's events to the outbox within tx, in order; a zero event
 // announces nothing. Every event of the service goes to the pages topic.
 func AddEvents(ctx context.Context, out outbox.Writer, tx pgx.Tx, tenantID string, evts ...domain.Event) error {

@@ -6,6 +6,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/api/apitypes"
+	"github.com/customerapi/platform/libs/request"
 	"github.com/customerapi/platform/libs/service/servicetest"
 )
 
@@ -17,27 +20,27 @@ func TestAudienceToPublishedVersionAndSupersede(t *testing.T) {
 
 	a := createAudience(t, c, pageID, map[string]any{"customName": "CFOs", "supplementaryContext": "finance people",
 		"metadataOverride": map[string]any{"title": "For CFOs"}, "actionUrlOverride": "https://x.test/cfo"})
-	aid := a["audienceId"].(string)
-	if !strings.HasPrefix(aid, "audience_") || a["status"] != "queued" || a["effectiveName"] != "CFOs" ||
-		a["computedName"] != "Audience 1" || a["publishBehavior"] != "publish" || a["publishedVersion"] != nil {
-		t.Fatalf("created = %v", a)
+	aid := a.AudienceId
+	if !strings.HasPrefix(aid, "audience_") || a.Status != "queued" || a.EffectiveName != "CFOs" ||
+		a.ComputedName != "Audience 1" || a.PublishBehavior != "publish" || a.PublishedVersion != nil {
+		t.Fatalf("created = %+v", a)
 	}
-	if m := obj(a["effectiveMetadata"]); m["title"] != "For CFOs" || m["description"] != "Page description" {
-		t.Fatalf("effectiveMetadata = %v", m)
+	if m := a.EffectiveMetadata; m == nil || request.Value(m.Title) != "For CFOs" || request.Value(m.Description) != "Page description" {
+		t.Fatalf("effectiveMetadata = %+v", m)
 	}
-	v1 := obj(a["latestVersion"])
-	if v1["versionNumber"] != 1.0 || v1["status"] != "queued" || v1["queuedAt"] == nil {
-		t.Fatalf("first version = %v", v1)
+	v1 := a.LatestVersion
+	if v1 == nil || v1.VersionNumber != 1 || v1.Status != "queued" || v1.QueuedAt == nil {
+		t.Fatalf("first version = %+v", v1)
 	}
 	if n := mustStatus(t, c.Do("GET", "/v0/pages/"+pageID, nil), 200)["audiencesCount"]; n != 1.0 {
 		t.Fatalf("audiencesCount = %v", n)
 	}
 
 	a = waitAudience(t, c, pageID, aid, status("published"))
-	pv := obj(a["publishedVersion"])
-	if pv["versionId"] != v1["versionId"] || pv["publishedAt"] == nil || pv["queueDurationMs"] == nil ||
-		obj(a["latestVersion"])["versionId"] != v1["versionId"] {
-		t.Fatalf("published audience = %v", a)
+	pv := a.PublishedVersion
+	if versionID(pv) != v1.VersionId || pv.PublishedAt == nil || pv.QueueDurationMs == nil ||
+		versionID(a.LatestVersion) != v1.VersionId {
+		t.Fatalf("published audience = %+v", a)
 	}
 
 	// A second version supersedes the first.
@@ -45,28 +48,29 @@ func TestAudienceToPublishedVersionAndSupersede(t *testing.T) {
 	if v2["versionNumber"] != 2.0 || v2["status"] != "queued" {
 		t.Fatalf("v2 = %v", v2)
 	}
-	a = waitAudience(t, c, pageID, aid, func(a map[string]any) bool {
-		return a["status"] == "published" && obj(a["publishedVersion"])["versionId"] == v2["versionId"]
+	a = waitAudience(t, c, pageID, aid, func(a apitypes.Audience) bool {
+		return a.Status == "published" && v2["versionId"] == versionID(a.PublishedVersion)
 	})
-	if obj(a["latestVersion"])["versionId"] != v2["versionId"] || obj(a["publishedVersion"])["publishedAt"] == nil {
-		t.Fatalf("audience after the second version = %v", a)
+	if v2["versionId"] != versionID(a.LatestVersion) || a.PublishedVersion.PublishedAt == nil {
+		t.Fatalf("audience after the second version = %+v", a)
 	}
-	list := mustStatus(t, c.Do("GET", fmt.Sprintf("/v0/pages/%s/audiences/%s/versions?include=snapshot", pageID, aid), nil), 200)
-	items := list["items"].([]any)
-	if list["totalCount"] != 2.0 || len(items) != 2 {
-		t.Fatalf("versions = %v", list)
+	list := apitest.Decode[apitypes.AudienceVersionPage](t, c.Do("GET", fmt.Sprintf("/v0/pages/%s/audiences/%s/versions?include=snapshot",
+		pageID, aid), nil), 200, "versions list with their snapshots")
+	if list.TotalCount != 2 || len(list.Items) != 2 {
+		t.Fatalf("versions = %+v", list)
 	}
-	newest, oldest := obj(items[0]), obj(items[1])
-	if newest["versionId"] != v2["versionId"] || newest["status"] != "published" || newest["obsoleteAt"] != nil {
-		t.Fatalf("newest = %v", newest)
+	newest, oldest := list.Items[0], list.Items[1]
+	if v2["versionId"] != newest.VersionId || newest.Status != "published" || newest.ObsoleteAt != nil {
+		t.Fatalf("newest = %+v", newest)
 	}
-	if oldest["obsoleteAt"] == nil || oldest["status"] != "archived" || oldest["publishedAt"] == nil {
-		t.Fatalf("superseded = %v", oldest)
+	if oldest.ObsoleteAt == nil || oldest.Status != "archived" || oldest.PublishedAt == nil {
+		t.Fatalf("superseded = %+v", oldest)
 	}
-	if snap := obj(newest["snapshot"]); snap["effectiveName"] != "CFOs" || snap["pageTitle"] != "T" {
-		t.Fatalf("snapshot = %v", snap)
+	if snap := newest.Snapshot; snap == nil || snap.EffectiveName != "CFOs" || snap.PageTitle != "T" {
+		t.Fatalf("snapshot = %+v", snap)
 	}
-	if _, ok := obj(mustStatus(t, c.Do("GET", fmt.Sprintf("/v0/pages/%s/audiences/%s/versions", pageID, aid), nil), 200)["items"].([]any)[0])["snapshot"]; ok {
+	if l := apitest.Decode[apitypes.AudienceVersionPage](t, c.Do("GET", fmt.Sprintf("/v0/pages/%s/audiences/%s/versions", pageID, aid), nil),
+		200, "versions list"); l.Items[0].Snapshot != nil {
 		t.Fatal("snapshot shown without include")
 	}
 
@@ -96,10 +100,10 @@ func TestDraftBehaviour(t *testing.T) {
 	s := start(t, servicetest.Options{})
 	c := client(t, s, "acme")
 	pageID := createPage(t, c, nil)["pageId"].(string)
-	aid := createAudience(t, c, pageID, map[string]any{"publishBehavior": "draft"})["audienceId"].(string)
+	aid := createAudience(t, c, pageID, map[string]any{"publishBehavior": "draft"}).AudienceId
 	a := waitAudience(t, c, pageID, aid, status("draft"))
-	if a["publishedVersion"] != nil || obj(a["latestVersion"])["becameDraftAt"] == nil || obj(a["latestVersion"])["publishedAt"] != nil {
-		t.Fatalf("draft audience = %v", a)
+	if a.PublishedVersion != nil || a.LatestVersion == nil || a.LatestVersion.BecameDraftAt == nil || a.LatestVersion.PublishedAt != nil {
+		t.Fatalf("draft audience = %+v", a)
 	}
 }
 
@@ -107,7 +111,7 @@ func TestOperationKeyConcurrent(t *testing.T) {
 	s := start(t, servicetest.Options{})
 	c := client(t, s, "acme")
 	pageID := createPage(t, c, nil)["pageId"].(string)
-	aid := createAudience(t, c, pageID, nil)["audienceId"].(string)
+	aid := createAudience(t, c, pageID, nil).AudienceId
 	path := fmt.Sprintf("/v0/pages/%s/audiences/%s/versions", pageID, aid)
 
 	const n = 12
@@ -145,7 +149,7 @@ func TestOperationKeyConcurrent(t *testing.T) {
 		t.Fatalf("versions = %v", list)
 	}
 	// The key is per audience.
-	other := createAudience(t, c, pageID, nil)["audienceId"].(string)
+	other := createAudience(t, c, pageID, nil).AudienceId
 	v := mustStatus(t, c.Do("POST", fmt.Sprintf("/v0/pages/%s/audiences/%s/versions", pageID, other), map[string]any{"operationKey": "op-1"}), 201)
 	if v["versionId"] == got[0] {
 		t.Fatal("operation key leaked across audiences")
@@ -157,42 +161,43 @@ func TestMessagesApplyWithNextVersion(t *testing.T) {
 	c := client(t, s, "acme")
 	pageID := createPage(t, c, map[string]any{"name": "p", "title": "T", "pageType": "inbound", "pageContext": "ctx",
 		"metadata": map[string]any{"title": "Old title", "keywords": []string{"x", "y"}}})["pageId"].(string)
-	aid := createAudience(t, c, pageID, nil)["audienceId"].(string)
+	aid := createAudience(t, c, pageID, nil).AudienceId
 	waitAudience(t, c, pageID, aid, status("published"))
 	base := fmt.Sprintf("/v0/pages/%s/audiences/%s", pageID, aid)
 
-	empty := mustStatus(t, c.Do("GET", base+"/messages", nil), 200)
-	ctx := obj(empty["context"])
-	if empty["conversation"] != nil || len(empty["messages"].([]any)) != 0 || ctx["currentMetaTitle"] != "Old title" ||
-		ctx["currentMetaKeywords"] != "x, y" || ctx["pageContext"] != "ctx" || ctx["pageId"] != pageID {
-		t.Fatalf("empty messages = %v", empty)
+	messages := func(rule string) apitypes.AudienceMessages {
+		return apitest.Decode[apitypes.AudienceMessages](t, c.Do("GET", base+"/messages", nil), 200, rule)
 	}
-	m := mustStatus(t, c.Do("POST", base+"/messages", map[string]any{"content": "make it punchier", "changes": []any{
+	empty := messages("messages before the first")
+	ctx := empty.Context
+	if empty.Conversation != nil || len(empty.Messages) != 0 || ctx.CurrentMetaTitle != "Old title" ||
+		ctx.CurrentMetaKeywords != "x, y" || ctx.PageContext != "ctx" || ctx.PageId != pageID {
+		t.Fatalf("empty messages = %+v", empty)
+	}
+	m := apitest.Decode[apitypes.AudienceMessage](t, c.Do("POST", base+"/messages", map[string]any{"content": "make it punchier", "changes": []any{
 		map[string]any{"field": "currentMetaTitle", "newValue": "New title"},
 		map[string]any{"field": "currentSupplementaryContext", "newValue": "CFOs in retail"},
-	}}), 201)
-	ch := m["changes"].([]any)
-	if len(ch) != 2 || obj(ch[0])["previousValue"] != "Old title" || obj(ch[0])["newValue"] != "New title" || m["hasSnapshot"] != false {
-		t.Fatalf("message = %v", m)
+	}}), 201, "a message is added")
+	ch := m.Changes
+	if len(ch) != 2 || ch[0].PreviousValue != "Old title" || ch[0].NewValue != "New title" || m.HasSnapshot {
+		t.Fatalf("message = %+v", m)
 	}
-	pending := mustStatus(t, c.Do("GET", base+"/messages", nil), 200)
-	if len(pending["pendingChanges"].([]any)) != 2 || obj(pending["context"])["currentMetaTitle"] != "Old title" || pending["conversation"] == nil {
-		t.Fatalf("pending = %v", pending)
+	pending := messages("messages with pending changes")
+	if len(pending.PendingChanges) != 2 || pending.Context.CurrentMetaTitle != "Old title" || pending.Conversation == nil {
+		t.Fatalf("pending = %+v", pending)
 	}
 	v := mustStatus(t, c.Do("POST", base+"/versions", nil), 201)
-	waitAudience(t, c, pageID, aid, func(a map[string]any) bool {
-		return obj(a["publishedVersion"])["versionId"] == v["versionId"]
-	})
-	after := mustStatus(t, c.Do("GET", base+"/messages", nil), 200)
-	actx := obj(after["context"])
-	if len(after["pendingChanges"].([]any)) != 0 || actx["currentMetaTitle"] != "New title" ||
-		actx["currentSupplementaryContext"] != "CFOs in retail" || obj(after["messages"].([]any)[0])["hasSnapshot"] != true ||
-		obj(after["conversation"])["publishedMessageId"] != m["messageId"] {
-		t.Fatalf("after = %v", after)
+	waitAudience(t, c, pageID, aid, func(a apitypes.Audience) bool { return v["versionId"] == versionID(a.PublishedVersion) })
+	after := messages("messages after a version applied them")
+	actx := after.Context
+	if len(after.PendingChanges) != 0 || actx.CurrentMetaTitle != "New title" ||
+		actx.CurrentSupplementaryContext != "CFOs in retail" || len(after.Messages) == 0 || !after.Messages[0].HasSnapshot ||
+		after.Conversation == nil || request.Value(after.Conversation.PublishedMessageId) != m.MessageId {
+		t.Fatalf("after = %+v", after)
 	}
-	a := mustStatus(t, c.Do("GET", base, nil), 200)
-	if a["supplementaryContext"] != "CFOs in retail" || obj(a["effectiveMetadata"])["title"] != "New title" {
-		t.Fatalf("audience after changes = %v", a)
+	a := getAudience(t, c, pageID, aid)
+	if request.Value(a.SupplementaryContext) != "CFOs in retail" || a.EffectiveMetadata == nil || request.Value(a.EffectiveMetadata.Title) != "New title" {
+		t.Fatalf("audience after changes = %+v", a)
 	}
 }
 
@@ -202,7 +207,7 @@ func TestArchivedPageTakesNoNewVersion(t *testing.T) {
 	s := start(t, servicetest.Options{})
 	c := client(t, s, "acme")
 	pageID := createPage(t, c, nil)["pageId"].(string)
-	aid := createAudience(t, c, pageID, nil)["audienceId"].(string)
+	aid := createAudience(t, c, pageID, nil).AudienceId
 	versions := fmt.Sprintf("/v0/pages/%s/audiences/%s/versions", pageID, aid)
 	first := mustStatus(t, c.Do("POST", versions, map[string]any{"operationKey": "k1"}), 201)
 	mustStatus(t, c.Do("POST", "/v0/pages/"+pageID+"/archive", nil), 200)
@@ -230,7 +235,7 @@ func TestLargestChangesStayWithinContract(t *testing.T) {
 	s := start(t, servicetest.Options{})
 	c := client(t, s, "acme")
 	pageID := createPage(t, c, nil)["pageId"].(string)
-	aid := createAudience(t, c, pageID, nil)["audienceId"].(string)
+	aid := createAudience(t, c, pageID, nil).AudienceId
 	base := fmt.Sprintf("/v0/pages/%s/audiences/%s", pageID, aid)
 	keywords := strings.TrimSuffix(strings.Repeat(strings.Repeat("k", 200)+",", 50), ",")
 	mustStatus(t, c.Do("POST", base+"/messages", map[string]any{"content": "max", "changes": []any{
@@ -240,14 +245,12 @@ func TestLargestChangesStayWithinContract(t *testing.T) {
 		map[string]any{"field": "currentSupplementaryContext", "newValue": strings.Repeat("s", 20000)},
 	}}), 201)
 	v := mustStatus(t, c.Do("POST", base+"/versions", nil), 201)
-	a := waitAudience(t, c, pageID, aid, func(a map[string]any) bool {
-		return obj(a["publishedVersion"])["versionId"] == v["versionId"]
-	})
-	if kw := obj(a["metadataOverride"])["keywords"].([]any); len(kw) != 50 {
-		t.Fatalf("keywords = %d", len(kw))
+	a := waitAudience(t, c, pageID, aid, func(a apitypes.Audience) bool { return v["versionId"] == versionID(a.PublishedVersion) })
+	if a.MetadataOverride == nil || len(request.Value(a.MetadataOverride.Keywords)) != 50 {
+		t.Fatalf("metadataOverride = %+v", a.MetadataOverride)
 	}
 	mustStatus(t, c.Do("GET", base+"/versions?include=snapshot", nil), 200)
 	mustStatus(t, c.Do("GET", base+"/messages", nil), 200)
-	mustStatus(t, c.Do("PATCH", base, map[string]any{"metadataOverride": a["metadataOverride"],
-		"supplementaryContext": a["supplementaryContext"]}), 200)
+	mustStatus(t, c.Do("PATCH", base, map[string]any{"metadataOverride": a.MetadataOverride,
+		"supplementaryContext": a.SupplementaryContext}), 200)
 }

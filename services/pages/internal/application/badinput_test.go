@@ -17,7 +17,7 @@ func TestBadInputIs400(t *testing.T) {
 	c := client(t, s, "acme")
 	pageID := createPage(t, c, map[string]any{"name": "p", "title": "T", "pageType": "inbound",
 		"actions": []any{map[string]any{"actionId": "a", "buttonTitle": "Go"}}})["pageId"].(string)
-	aid := createAudience(t, c, pageID, nil)["audienceId"].(string)
+	aid := createAudience(t, c, pageID, nil).AudienceId
 	page := "/v0/pages/" + pageID
 	aud := fmt.Sprintf("%s/audiences/%s", page, aid)
 	long := strings.Repeat("x", 129)

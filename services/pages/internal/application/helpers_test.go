@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/libs/ids"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
 	"github.com/customerapi/platform/libs/service/servicetest"
@@ -47,37 +48,47 @@ func createPage(t testing.TB, c *apitest.Client, body map[string]any) map[string
 	return mustStatus(t, c.Do("POST", "/v0/pages", body), 201)
 }
 
-func createAudience(t testing.TB, c *apitest.Client, pageID string, body map[string]any) map[string]any {
+func createAudience(t testing.TB, c *apitest.Client, pageID string, body map[string]any) apitypes.Audience {
 	t.Helper()
 	if body == nil {
 		body = map[string]any{}
 	}
-	return mustStatus(t, c.Do("POST", "/v0/pages/"+pageID+"/audiences", body), 201)
+	return apitest.Decode[apitypes.Audience](t, c.Do("POST", "/v0/pages/"+pageID+"/audiences", body), 201, "an audience is created")
+}
+
+// getAudience reads an audience.
+func getAudience(t testing.TB, c *apitest.Client, pageID, audienceID string) apitypes.Audience {
+	t.Helper()
+	return apitest.Decode[apitypes.Audience](t, c.Do("GET", fmt.Sprintf("/v0/pages/%s/audiences/%s", pageID, audienceID), nil), 200,
+		"an audience reads")
+}
+
+// versionID is the ID of v, "" when v is null.
+func versionID(v *apitypes.AudienceVersion) string {
+	if v == nil {
+		return ""
+	}
+	return v.VersionId
 }
 
 // waitAudience polls an audience until cond holds (10 s at most).
-func waitAudience(t testing.TB, c *apitest.Client, pageID, audienceID string, cond func(a map[string]any) bool) map[string]any {
+func waitAudience(t testing.TB, c *apitest.Client, pageID, audienceID string, cond func(a apitypes.Audience) bool) apitypes.Audience {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		a := mustStatus(t, c.Do("GET", fmt.Sprintf("/v0/pages/%s/audiences/%s", pageID, audienceID), nil), 200)
+		a := getAudience(t, c, pageID, audienceID)
 		if cond(a) {
 			return a
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("audience never reached the expected state: %v", a)
+			t.Fatalf("audience never reached the expected state: %+v", a)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
-func status(want string) func(map[string]any) bool {
-	return func(a map[string]any) bool { return a["status"] == want }
-}
-
-func obj(v any) map[string]any {
-	m, _ := v.(map[string]any)
-	return m
+func status(want apitypes.AudienceStatus) func(apitypes.Audience) bool {
+	return func(a apitypes.Audience) bool { return a.Status == want }
 }
 
 // seedPage inserts a draft page and n audiences of it straight into the pages tables

@@ -10,6 +10,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/customerapi/platform/api"
+	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/service/servicetest"
 )
@@ -20,7 +22,7 @@ func TestAnotherTenantGets404Everywhere(t *testing.T) {
 	s := start(t, servicetest.Options{})
 	acme, globex := client(t, s, "acme"), client(t, s, "globex")
 	pageID := createPage(t, acme, nil)["pageId"].(string)
-	aid := createAudience(t, acme, pageID, nil)["audienceId"].(string)
+	aid := createAudience(t, acme, pageID, nil).AudienceId
 	waitAudience(t, acme, pageID, aid, status("published"))
 	mustStatus(t, acme.Do("POST", fmt.Sprintf("/v0/pages/%s/audiences/%s/messages", pageID, aid),
 		map[string]any{"content": "hi", "changes": []any{map[string]any{"field": "currentMetaTitle", "newValue": "T"}}}), 201)
@@ -64,9 +66,9 @@ func TestAnotherTenantGets404Everywhere(t *testing.T) {
 	p := mustStatus(t, acme.Do("GET", page, nil), 200)
 	a := mustStatus(t, acme.Do("GET", aud, nil), 200)
 	vs := mustStatus(t, acme.Do("GET", aud+"/versions", nil), 200)
-	m := mustStatus(t, acme.Do("GET", aud+"/messages", nil), 200)
+	m := apitest.Decode[apitypes.AudienceMessages](t, acme.Do("GET", aud+"/messages", nil), 200, "acme's messages")
 	if p["title"] != "Welcome" || p["status"] != "draft" || p["audiencesCount"] != 1.0 || a["customName"] != nil ||
-		a["status"] != "published" || vs["totalCount"] != 1.0 || len(m["messages"].([]any)) != 1 {
+		a["status"] != "published" || vs["totalCount"] != 1.0 || len(m.Messages) != 1 {
 		t.Fatalf("acme's data changed: page %v audience %v versions %v messages %v", p, a, vs, m)
 	}
 }

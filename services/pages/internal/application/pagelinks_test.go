@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/api/apitypes"
+	"github.com/customerapi/platform/libs/request"
 	"github.com/customerapi/platform/libs/service/servicetest"
 )
 
@@ -22,13 +24,14 @@ func TestPageLinkLifecycle(t *testing.T) {
 	c := client(t, s, "acme")
 	pageID, audiences := seedPage(t, s.Runtime.Pool, "acme", 1)
 
-	created := mustStatus(t, c.Do("POST", "/v0/page_links", map[string]any{"path": "/Spring-Offer/", "target": audienceTarget(audiences[0])}), 201)
-	id := created["pageLinkId"].(string)
-	target := created["target"].(map[string]any)
-	if !strings.HasPrefix(id, "pagelink_") || created["path"] != "/Spring-Offer" || created["tenantDomainId"] != nil ||
-		target["targetType"] != "audience" || target["audienceId"] != audiences[0] || target["pageId"] != pageID ||
-		created["deletedAt"] != nil || created["createdAt"] != created["updatedAt"] {
-		t.Fatalf("created = %v", created)
+	created := apitest.Decode[apitypes.PageLink](t, c.Do("POST", "/v0/page_links", map[string]any{"path": "/Spring-Offer/",
+		"target": audienceTarget(audiences[0])}), 201, "a link is created")
+	id := created.PageLinkId
+	target, err := created.Target.AsPageLinkAudienceTarget()
+	if err != nil || !strings.HasPrefix(id, "pagelink_") || created.Path != "/Spring-Offer" || created.TenantDomainId != nil ||
+		target.TargetType != "audience" || target.AudienceId != audiences[0] || target.PageId != pageID ||
+		created.DeletedAt != nil || created.CreatedAt != created.UpdatedAt {
+		t.Fatalf("created = %+v, target %+v (%v)", created, target, err)
 	}
 	if got := mustStatus(t, c.Do("GET", "/v0/page_links/"+id, nil), 200); got["path"] != "/Spring-Offer" {
 		t.Fatalf("got = %v", got)
@@ -37,10 +40,11 @@ func TestPageLinkLifecycle(t *testing.T) {
 	// The same path (any case, with or without a trailing slash) on the same domain: 409.
 	mustStatus(t, c.Do("POST", "/v0/page_links", map[string]any{"path": "/spring-offer", "target": map[string]any{"targetType": "page", "pageId": pageID}}), 409)
 	// Another domain, or another tenant, may use it.
-	onDomain := mustStatus(t, c.Do("POST", "/v0/page_links", map[string]any{"path": "/spring-offer", "tenantDomainId": "dom_1",
-		"target": map[string]any{"targetType": "page_routing", "pageId": pageID}}), 201)
-	if onDomain["tenantDomainId"] != "dom_1" || onDomain["target"].(map[string]any)["audienceId"] != nil {
-		t.Fatalf("on domain = %v", onDomain)
+	onDomain := apitest.Decode[apitypes.PageLink](t, c.Do("POST", "/v0/page_links", map[string]any{"path": "/spring-offer",
+		"tenantDomainId": "dom_1", "target": map[string]any{"targetType": "page_routing", "pageId": pageID}}), 201, "another domain may use the path")
+	// A page target has no audienceId: read as an audience target, it has none.
+	if at, err := onDomain.Target.AsPageLinkAudienceTarget(); err != nil || request.Value(onDomain.TenantDomainId) != "dom_1" || at.AudienceId != "" {
+		t.Fatalf("on domain = %+v (%v)", onDomain, err)
 	}
 	otherPage, _ := seedPage(t, s.Runtime.Pool, "globex", 0)
 	mustStatus(t, client(t, s, "globex").Do("POST", "/v0/page_links", map[string]any{"path": "/spring-offer",
@@ -118,13 +122,13 @@ func TestPageLinkSearch(t *testing.T) {
 	custom := link("/offers/winter", "dom_x", audienceTarget(audA[0]))
 
 	search := func(query string) []string {
-		m := mustStatus(t, c.Do("GET", "/v0/page_links/search"+query, nil), 200)
+		m := apitest.Decode[apitypes.PageLinkPage](t, c.Do("GET", "/v0/page_links/search"+query, nil), 200, "search answers")
 		var out []string
-		for _, it := range m["items"].([]any) {
-			out = append(out, it.(map[string]any)["pageLinkId"].(string))
+		for _, it := range m.Items {
+			out = append(out, it.PageLinkId)
 		}
-		if m["totalCount"] != float64(len(out)) && m["hasMore"] == false {
-			t.Errorf("%s: totalCount %v for %d items", query, m["totalCount"], len(out))
+		if m.TotalCount != len(out) && !m.HasMore {
+			t.Errorf("%s: totalCount %v for %d items", query, m.TotalCount, len(out))
 		}
 		return out
 	}
@@ -155,14 +159,14 @@ func TestPageLinkSearch(t *testing.T) {
 	var walked []string
 	path := "/v0/page_links/search?limit=2"
 	for {
-		m := mustStatus(t, c.Do("GET", path, nil), 200)
-		for _, it := range m["items"].([]any) {
-			walked = append(walked, it.(map[string]any)["pageLinkId"].(string))
+		m := apitest.Decode[apitypes.PageLinkPage](t, c.Do("GET", path, nil), 200, "a walk's page answers")
+		for _, it := range m.Items {
+			walked = append(walked, it.PageLinkId)
 		}
-		if m["nextCursor"] == nil {
+		if m.NextCursor == nil {
 			break
 		}
-		path = "/v0/page_links/search?limit=2&cursor=" + url.QueryEscape(m["nextCursor"].(string))
+		path = "/v0/page_links/search?limit=2&cursor=" + url.QueryEscape(*m.NextCursor)
 	}
 	if fmt.Sprint(walked) != fmt.Sprint([]string{home, pct, route, summer, winter}) {
 		t.Fatalf("walk = %v", walked)

@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/api/apitypes"
+	"github.com/customerapi/platform/libs/request"
 	"github.com/customerapi/platform/libs/service/servicetest"
 )
 
@@ -11,7 +14,7 @@ func TestPageLifecycle(t *testing.T) {
 	s := start(t, servicetest.Options{})
 	c := client(t, s, "acme")
 
-	p := createPage(t, c, map[string]any{
+	p := apitest.Decode[apitypes.Page](t, c.Do("POST", "/v0/pages", map[string]any{
 		"name": "home", "title": "Welcome", "pageType": "inbound", "pageContext": "We sell widgets.",
 		"flags":             []string{"home_page"},
 		"actions":           []any{map[string]any{"actionId": "book", "buttonTitle": "Book a demo", "url": "https://x.test/book"}},
@@ -21,18 +24,17 @@ func TestPageLifecycle(t *testing.T) {
 		"navLinks":          []any{map[string]any{"id": "n1", "text": "Pricing", "url": "/pricing"}},
 		"scripts":           []any{map[string]any{"name": "analytics", "content": "console.log(1)"}},
 		"metadata":          map[string]any{"title": "Widgets", "keywords": []string{"a", "b"}},
-	})
-	id := p["pageId"].(string)
-	if !strings.HasPrefix(id, "page_") || p["status"] != "draft" || p["audiencesCount"] != 0.0 || p["deletedAt"] != nil ||
-		p["archivedAt"] != nil || p["headerActionId"] != "book" || obj(p["metadata"])["title"] != "Widgets" {
-		t.Fatalf("created = %v", p)
+	}), 201, "a page is created")
+	id := p.PageId
+	if !strings.HasPrefix(id, "page_") || p.Status != "draft" || p.AudiencesCount != 0 || p.DeletedAt != nil ||
+		p.ArchivedAt != nil || request.Value(p.HeaderActionId) != "book" || p.Metadata == nil || request.Value(p.Metadata.Title) != "Widgets" {
+		t.Fatalf("created = %+v", p)
 	}
-	action := p["actions"].([]any)[0].(map[string]any)
-	if action["actionIndex"] != 0.0 || action["purpose"] != "" {
-		t.Fatalf("action defaults = %v", action)
+	if action := p.Actions[0]; action.ActionIndex != 0 || action.Purpose != "" {
+		t.Fatalf("action defaults = %+v", action)
 	}
-	if s := p["scripts"].([]any)[0].(map[string]any); s["enabled"] != true {
-		t.Fatalf("script default = %v", s)
+	if s := p.Scripts[0]; s.Enabled == nil || !*s.Enabled {
+		t.Fatalf("script default = %+v", s)
 	}
 
 	got := mustStatus(t, c.Do("GET", "/v0/pages/"+id, nil), 200)
@@ -94,21 +96,21 @@ func TestListPagesWalk(t *testing.T) {
 	seen := map[string]bool{}
 	path := "/v0/pages?limit=2"
 	for pages := 0; ; pages++ {
-		r := mustStatus(t, c.Do("GET", path, nil), 200)
-		if r["totalCount"] != 5.0 {
-			t.Fatalf("totalCount = %v", r["totalCount"])
+		r := apitest.Decode[apitypes.PageList](t, c.Do("GET", path, nil), 200, "a walk's page answers")
+		if r.TotalCount != 5 {
+			t.Fatalf("totalCount = %v", r.TotalCount)
 		}
-		for _, it := range r["items"].([]any) {
-			id := obj(it)["pageId"].(string)
+		for _, it := range r.Items {
+			id := it.PageId
 			if seen[id] {
 				t.Fatalf("%s seen twice", id)
 			}
 			seen[id] = true
 		}
-		if r["nextCursor"] == nil {
+		if r.NextCursor == nil {
 			break
 		}
-		path = "/v0/pages?limit=2&cursor=" + r["nextCursor"].(string)
+		path = "/v0/pages?limit=2&cursor=" + *r.NextCursor
 	}
 	if len(seen) != len(want) {
 		t.Fatalf("walk saw %d of %d", len(seen), len(want))

@@ -12,6 +12,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/events/kafkatest"
 	"github.com/customerapi/platform/libs/service/servicetest"
@@ -82,15 +84,15 @@ func TestVersionEventsInOrderPerAudience(t *testing.T) {
 	const audiences, versions = 3, 3
 	var aids []string
 	for i := 0; i < audiences; i++ {
-		aid := createAudience(t, c, pageID, nil)["audienceId"].(string)
+		aid := createAudience(t, c, pageID, nil).AudienceId
 		aids = append(aids, aid)
 		for j := 1; j < versions; j++ {
 			mustStatus(t, c.Do("POST", fmt.Sprintf("/v0/pages/%s/audiences/%s/versions", pageID, aid), nil), 201)
 		}
 	}
 	for _, aid := range aids {
-		waitAudience(t, c, pageID, aid, func(a map[string]any) bool {
-			return obj(a["publishedVersion"])["versionNumber"] == float64(versions)
+		waitAudience(t, c, pageID, aid, func(a apitypes.Audience) bool {
+			return a.PublishedVersion != nil && a.PublishedVersion.VersionNumber == versions
 		})
 	}
 	got := readPages(t, s.Broker, audiences*versions*3, events.TypePageVersionCreated, events.TypePageVersionProcessed,
@@ -172,15 +174,15 @@ func TestWorkerRestartMidProcessing(t *testing.T) {
 	c := client(t, first, "acme")
 	pageID := createPage(t, c, nil)["pageId"].(string)
 	a := createAudience(t, c, pageID, nil)
-	aid, vid := a["audienceId"].(string), obj(a["latestVersion"])["versionId"].(string)
+	aid, vid := a.AudienceId, versionID(a.LatestVersion)
 	store := adapters.NewStore(first.Runtime.Pool, first.Runtime.Outbox)
 	ctx := context.Background()
 	dead, err := store.Claim(ctx, time.Now(), 700*time.Millisecond)
 	if err != nil || dead.VersionID != vid {
 		t.Fatalf("claim = %+v, %v", dead, err)
 	}
-	if got := mustStatus(t, c.Do("GET", fmt.Sprintf("/v0/pages/%s/audiences/%s", pageID, aid), nil), 200); got["status"] != "processing" {
-		t.Fatalf("audience while claimed = %v", got)
+	if got := getAudience(t, c, pageID, aid); got.Status != "processing" {
+		t.Fatalf("audience while claimed = %+v", got)
 	}
 	// While the lease runs, nobody else takes the version.
 	if _, err := store.Claim(ctx, time.Now(), time.Second); !errors.Is(err, domain.ErrNothingToProcess) {
@@ -193,9 +195,8 @@ func TestWorkerRestartMidProcessing(t *testing.T) {
 		Env: map[string]string{"PAGES_VERSION_LEASE": "5s"}})
 	c2 := client(t, second, "acme")
 	done := waitAudience(t, c2, pageID, aid, status("published"))
-	pv := obj(done["publishedVersion"])
-	if pv["versionId"] != vid || pv["queueDurationMs"] == nil {
-		t.Fatalf("published = %v", done)
+	if pv := done.PublishedVersion; versionID(pv) != vid || pv.QueueDurationMs == nil {
+		t.Fatalf("published = %+v", done)
 	}
 	var attempts int
 	if err := second.Runtime.Pool.QueryRow(ctx, "SELECT attempts FROM audience_versions WHERE id = $1", vid).Scan(&attempts); err != nil {
@@ -233,7 +234,7 @@ func TestTwoReplicasProcessEachVersionOnce(t *testing.T) {
 		if i%2 == 1 {
 			c = cb
 		}
-		aids = append(aids, createAudience(t, c, pageID, nil)["audienceId"].(string))
+		aids = append(aids, createAudience(t, c, pageID, nil).AudienceId)
 	}
 	for _, aid := range aids {
 		waitAudience(t, ca, pageID, aid, status("published"))
@@ -257,7 +258,7 @@ func TestFailingVersionIsCancelled(t *testing.T) {
 	s := start(t, servicetest.Options{Env: map[string]string{"PAGES_WORKERS": "0"}})
 	c := client(t, s, "acme")
 	pageID := createPage(t, c, nil)["pageId"].(string)
-	aid := createAudience(t, c, pageID, nil)["audienceId"].(string)
+	aid := createAudience(t, c, pageID, nil).AudienceId
 	w := &app.Worker{Store: adapters.NewStore(s.Runtime.Pool, s.Runtime.Outbox), Log: s.Runtime.Log, Lease: time.Millisecond,
 		Wakeups: adapters.Listener{Pool: s.Runtime.Pool, Poll: time.Second, Log: s.Runtime.Log},
 		Process: func(context.Context, domain.Claim) error { return errors.New("generation failed") }}
@@ -270,10 +271,9 @@ func TestFailingVersionIsCancelled(t *testing.T) {
 	if done, err := w.Step(context.Background()); !done || err != nil {
 		t.Fatalf("giving up: %v, %v", done, err)
 	}
-	a := mustStatus(t, c.Do("GET", fmt.Sprintf("/v0/pages/%s/audiences/%s", pageID, aid), nil), 200)
-	v := obj(a["latestVersion"])
-	if a["status"] != "cancelled" || v["status"] != "cancelled" || v["cancelledAt"] == nil {
-		t.Fatalf("audience = %v", a)
+	a := getAudience(t, c, pageID, aid)
+	if v := a.LatestVersion; a.Status != "cancelled" || v == nil || v.Status != "cancelled" || v.CancelledAt == nil {
+		t.Fatalf("audience = %+v", a)
 	}
 	got := readPages(t, s.Broker, 1, events.TypePageVersionProcessed)
 	checkEventPayload(t, got[0].Type, got[0].Payload)
@@ -289,7 +289,7 @@ func TestStepUnderShutdownFinishesWhatItClaims(t *testing.T) {
 	s := start(t, servicetest.Options{Env: map[string]string{"PAGES_WORKERS": "0"}})
 	c := client(t, s, "acme")
 	pageID := createPage(t, c, nil)["pageId"].(string)
-	aid := createAudience(t, c, pageID, nil)["audienceId"].(string)
+	aid := createAudience(t, c, pageID, nil).AudienceId
 	w := &app.Worker{Store: adapters.NewStore(s.Runtime.Pool, s.Runtime.Outbox), Log: s.Runtime.Log, Lease: time.Hour,
 		Wakeups: adapters.Listener{Pool: s.Runtime.Pool, Poll: time.Second, Log: s.Runtime.Log}}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -312,16 +312,17 @@ func TestArchiveCancelsVersions(t *testing.T) {
 	ctx := context.Background()
 	pageID := createPage(t, c, nil)["pageId"].(string)
 
-	queued := createAudience(t, c, pageID, nil)["audienceId"].(string)
-	a := mustStatus(t, c.Do("POST", fmt.Sprintf("/v0/pages/%s/audiences/%s/archive", pageID, queued), map[string]any{}), 200)
-	if v := obj(a["latestVersion"]); a["status"] != "archived" || v["status"] != "cancelled" || v["cancelledAt"] == nil {
-		t.Fatalf("archived with a queued version = %v", a)
+	queued := createAudience(t, c, pageID, nil).AudienceId
+	a := apitest.Decode[apitypes.Audience](t, c.Do("POST", fmt.Sprintf("/v0/pages/%s/audiences/%s/archive", pageID, queued), map[string]any{}),
+		200, "an audience with a queued version archives")
+	if v := a.LatestVersion; a.Status != "archived" || v == nil || v.Status != "cancelled" || v.CancelledAt == nil {
+		t.Fatalf("archived with a queued version = %+v", a)
 	}
 	if _, err := store.Claim(ctx, time.Now(), time.Minute); !errors.Is(err, domain.ErrNothingToProcess) {
 		t.Fatalf("a cancelled version was claimed: %v", err)
 	}
 
-	busy := createAudience(t, c, pageID, nil)["audienceId"].(string)
+	busy := createAudience(t, c, pageID, nil).AudienceId
 	claim, err := store.Claim(ctx, time.Now(), time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -331,9 +332,9 @@ func TestArchiveCancelsVersions(t *testing.T) {
 	if err != nil || v.Status != domain.StatusCancelled || v.CancelledAt == nil {
 		t.Fatalf("finish after archive = %+v, %v", v, err)
 	}
-	a = mustStatus(t, c.Do("GET", fmt.Sprintf("/v0/pages/%s/audiences/%s", pageID, busy), nil), 200)
-	if a["status"] != "archived" || a["publishedVersion"] != nil || obj(a["latestVersion"])["status"] != "cancelled" {
-		t.Fatalf("audience = %v", a)
+	a = getAudience(t, c, pageID, busy)
+	if a.Status != "archived" || a.PublishedVersion != nil || a.LatestVersion == nil || a.LatestVersion.Status != "cancelled" {
+		t.Fatalf("audience = %+v", a)
 	}
 	// Both versions reach a final event: processed with status cancelled, one each.
 	got := readPages(t, s.Broker, 2, events.TypePageVersionProcessed)
@@ -391,7 +392,7 @@ func TestANewVersionWakesOneWorkerGoroutine(t *testing.T) {
 	const versions = 6
 	for i := range versions {
 		before := q.claims.Load()
-		aid := createAudience(t, c, pageID, nil)["audienceId"].(string)
+		aid := createAudience(t, c, pageID, nil).AudienceId
 		waitAudience(t, c, pageID, aid, status("published"))
 		time.Sleep(50 * time.Millisecond) // let every woken goroutine finish its claims
 		if got := q.claims.Load() - before; got != 2 {
@@ -408,7 +409,7 @@ func TestABacklogWakesTheOtherWorkerGoroutines(t *testing.T) {
 	pageID := createPage(t, c, nil)["pageId"].(string)
 	var aids []string
 	for range 8 {
-		aids = append(aids, createAudience(t, c, pageID, nil)["audienceId"].(string))
+		aids = append(aids, createAudience(t, c, pageID, nil).AudienceId)
 	}
 	var running, most atomic.Int64
 	w := &app.Worker{Store: adapters.NewStore(s.Runtime.Pool, s.Runtime.Outbox), Goroutines: 3, Log: s.Runtime.Log,

@@ -13,6 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/events/kafkatest"
 	"github.com/customerapi/platform/libs/service/servicetest"
@@ -70,12 +71,13 @@ func TestSessionRecordWithFormSubmission(t *testing.T) {
 		t.Fatalf("event = %+v", e)
 	}
 	checkEventPayload(t, e.Type, e.Payload)
-	var p map[string]any
-	_ = json.Unmarshal(e.Payload, &p)
-	if p["type"] != "form.submitted" || p["audienceSessionId"] != id || p["formSubmissionId"] != created["formSubmissionId"] ||
-		p["identifier"] != "ann@example.com" || p["identifierType"] != "email" || p["pageId"] != pageID ||
-		p["fields"].(map[string]any)["company"] != "Acme" || p["linkedinProfileUrl"] != nil {
-		t.Fatalf("payload = %s", e.Payload)
+	dec := json.NewDecoder(strings.NewReader(string(e.Payload)))
+	dec.DisallowUnknownFields()
+	var p apitypes.FormSubmittedEventPayload
+	if err := dec.Decode(&p); err != nil || p.Type != "form.submitted" || p.AudienceSessionId != id ||
+		created["formSubmissionId"] != p.FormSubmissionId || p.Identifier != "ann@example.com" || p.IdentifierType != "email" ||
+		p.PageId != pageID || p.Fields == nil || (*p.Fields)["company"] != "Acme" || p.LinkedinProfileUrl != nil {
+		t.Fatalf("payload = %s (%v)", e.Payload, err)
 	}
 	if !strings.HasPrefix(string(e.Payload), `{"type":"form.submitted"`) {
 		t.Fatalf("payload must start with type: %s", e.Payload)
@@ -168,20 +170,18 @@ func TestSessionListFiltersAndPagination(t *testing.T) {
 	mustStatus(t, c.Do("POST", "/v0/pages/"+otherPage+"/audience_sessions", map[string]any{
 		"analyticsSessionId": "elsewhere", "sessionStartedAt": timestamp.Format(base)}), 201)
 
-	walk := func(query string) ([]string, float64) {
+	walk := func(query string) ([]string, int) {
 		var seen []string
-		var total float64
 		path := "/v0/pages/" + pageID + "/audience_sessions?limit=2" + query
 		for {
-			page := mustStatus(t, c.Do("GET", path, nil), 200)
-			total = page["totalCount"].(float64)
-			for _, it := range page["items"].([]any) {
-				seen = append(seen, it.(map[string]any)["audienceSessionId"].(string))
+			page := apitest.Decode[apitypes.SessionPage](t, c.Do("GET", path, nil), 200, "a walk's page answers")
+			for _, it := range page.Items {
+				seen = append(seen, it.AudienceSessionId)
 			}
-			if page["nextCursor"] == nil {
-				return seen, total
+			if page.NextCursor == nil {
+				return seen, page.TotalCount
 			}
-			path = "/v0/pages/" + pageID + "/audience_sessions?limit=2" + query + "&cursor=" + url.QueryEscape(page["nextCursor"].(string))
+			path = "/v0/pages/" + pageID + "/audience_sessions?limit=2" + query + "&cursor=" + url.QueryEscape(*page.NextCursor)
 		}
 	}
 	// Newest start first; ties on sessionStartedAt: the later ID first (IDs are creation-ordered).

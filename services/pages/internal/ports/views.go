@@ -1,6 +1,7 @@
 package ports
 
 import (
+	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/libs/request"
 	"github.com/customerapi/platform/libs/timestamp"
 	"github.com/customerapi/platform/services/pages/internal/domain"
@@ -215,6 +216,10 @@ type messageCreate struct {
 }
 
 // --- response shapes
+//
+// A change is the document's AudienceChange. The others stay hand-written while api/apitypes
+// types the document's `type: number` fields (actionIndex, queueDurationMs, a message's
+// timestamp) as float32, which would round the values these answers carry.
 
 type pageView struct {
 	PageID            string                    `json:"pageId"`
@@ -332,28 +337,22 @@ func viewAudience(a domain.Audience) audienceView {
 		CreatedAt: timestamp.Format(a.CreatedAt), ArchivedAt: timestamp.FormatPtr(a.ArchivedAt)}
 }
 
-type changeView struct {
-	ChangeID      string `json:"changeId"`
-	Field         string `json:"field"`
-	PreviousValue string `json:"previousValue"`
-	NewValue      string `json:"newValue"`
-}
-
-func viewChanges(cs []domain.ContextChange) []changeView {
-	out := make([]changeView, len(cs))
+func viewChanges(cs []domain.ContextChange) []apitypes.AudienceChange {
+	out := make([]apitypes.AudienceChange, len(cs))
 	for i, c := range cs {
-		out[i] = changeView{ChangeID: c.ID, Field: c.Field, PreviousValue: c.PreviousValue, NewValue: c.NewValue}
+		out[i] = apitypes.AudienceChange{ChangeId: c.ID, Field: apitypes.AudienceChangeField(c.Field), PreviousValue: c.PreviousValue,
+			NewValue: c.NewValue}
 	}
 	return out
 }
 
 type messageView struct {
-	MessageID     string       `json:"messageId"`
-	Content       string       `json:"content"`
-	Timestamp     int64        `json:"timestamp"`
-	HasSnapshot   bool         `json:"hasSnapshot"`
-	IsInterrupted bool         `json:"isInterrupted"`
-	Changes       []changeView `json:"changes"`
+	MessageID     string                    `json:"messageId"`
+	Content       string                    `json:"content"`
+	Timestamp     int64                     `json:"timestamp"`
+	HasSnapshot   bool                      `json:"hasSnapshot"`
+	IsInterrupted bool                      `json:"isInterrupted"`
+	Changes       []apitypes.AudienceChange `json:"changes"`
 }
 
 func viewMessage(m domain.Message) messageView {
@@ -380,11 +379,11 @@ type contextView struct {
 }
 
 type messagesView struct {
-	Conversation   *conversationView `json:"conversation"`
-	Messages       []messageView     `json:"messages"`
-	Omitted        int               `json:"messagesOmitted"`
-	Context        contextView       `json:"context"`
-	PendingChanges []changeView      `json:"pendingChanges"`
+	Conversation   *conversationView         `json:"conversation"`
+	Messages       []messageView             `json:"messages"`
+	Omitted        int                       `json:"messagesOmitted"`
+	Context        contextView               `json:"context"`
+	PendingChanges []apitypes.AudienceChange `json:"pendingChanges"`
 }
 
 func viewMessages(m domain.Messages) messagesView {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/libs/apierror"
 	"github.com/customerapi/platform/libs/pagination"
 	"github.com/customerapi/platform/libs/request"
@@ -91,11 +92,11 @@ func (h *Handlers) search(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	views := make([]linkView, len(links))
+	views := make([]apitypes.PageLink, len(links))
 	for i, l := range links {
 		views[i] = viewPageLink(l)
 	}
-	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v linkView) []string {
-		return pagelink.After{PathKey: pagelink.PathKey(v.Path), ID: v.PageLinkID}.Keys()
+	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v apitypes.PageLink) []string {
+		return pagelink.After{PathKey: pagelink.PathKey(v.Path), ID: v.PageLinkId}.Keys()
 	}))
 }

@@ -1,6 +1,7 @@
 package pagelinks
 
 import (
+	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/libs/apierror"
 	"github.com/customerapi/platform/libs/request"
 	"github.com/customerapi/platform/libs/timestamp"
@@ -37,25 +38,19 @@ func (in *linkCreate) check() (string, []apierror.Issue) {
 	return p, out
 }
 
-type targetView struct {
-	TargetType string  `json:"targetType"`
-	AudienceID *string `json:"audienceId,omitempty"`
-	PageID     string  `json:"pageId"`
-}
-
-type linkView struct {
-	PageLinkID     string     `json:"pageLinkId"`
-	TenantDomainID *string    `json:"tenantDomainId"`
-	Path           string     `json:"path"`
-	Target         targetView `json:"target"`
-	CreatedAt      string     `json:"createdAt"`
-	UpdatedAt      string     `json:"updatedAt"`
-	DeletedAt      *string    `json:"deletedAt"`
-}
-
-func viewPageLink(l pagelink.Link) linkView {
-	return linkView{PageLinkID: l.ID, TenantDomainID: l.DomainID, Path: l.Path,
-		Target:    targetView{TargetType: l.TargetType, AudienceID: l.AudienceID, PageID: l.PageID},
+// viewPageLink is the document's PageLink; its target is the audience target when the
+// link names an audience, else the page target.
+func viewPageLink(l pagelink.Link) apitypes.PageLink {
+	v := apitypes.PageLink{PageLinkId: l.ID, TenantDomainId: l.DomainID, Path: l.Path,
 		CreatedAt: timestamp.Format(l.CreatedAt), UpdatedAt: timestamp.Format(l.UpdatedAt),
 		DeletedAt: timestamp.FormatPtr(l.DeletedAt)}
+	// Either target is strings alone, which always marshal.
+	if l.AudienceID != nil {
+		_ = v.Target.FromPageLinkAudienceTarget(apitypes.PageLinkAudienceTarget{
+			TargetType: apitypes.PageLinkAudienceTargetTargetType(l.TargetType), AudienceId: *l.AudienceID, PageId: l.PageID})
+	} else {
+		_ = v.Target.FromPageLinkPageTarget(apitypes.PageLinkPageTarget{
+			TargetType: apitypes.PageLinkPageTargetTargetType(l.TargetType), PageId: l.PageID})
+	}
+	return v
 }

@@ -75,6 +75,8 @@ func (in *sessionCreate) domain(tenantID, pageID string) (session.Session, error
 	return s, nil
 }
 
+// sessionView stays hand-written while api/apitypes.Session types maxScrollDepthPercentage
+// and timeSpentSeconds as float32, which would round them.
 type sessionView struct {
 	AnalyticsSessionID           string   `json:"analyticsSessionId"`
 	AudienceID                   *string  `json:"audienceId"`
