@@ -291,7 +291,7 @@ func claimArgs(req domain.ClaimRequest) []any {
 		req.After, max(req.Tenants, 1), roomTenants, rooms, req.DefaultRoom, floorTenants, floors}
 }
 
-func claim(ctx context.Context, q querier, req domain.ClaimRequest) (domain.Claimed, error) {
+func claim(ctx context.Context, q postgres.Conn, req domain.ClaimRequest) (domain.Claimed, error) {
 	rows, err := q.Query(ctx, claimSQL, claimArgs(req)...)
 	if err != nil {
 		return domain.Claimed{}, fmt.Errorf("claim deliveries: %w", err)

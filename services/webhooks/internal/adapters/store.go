@@ -26,12 +26,6 @@ func NewStore(pool *pgxpool.Pool, secrets *secretbox.Keyring) *Store {
 	return &Store{pool: pool, secrets: secrets}
 }
 
-// querier is what reads need: a pool or a transaction.
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
 const subscriptionCols = `subscription_id, tenant_id, url, events, active, secret, previous_secret,
 	previous_secret_until, disabled_reason, disabled_at, created_at, updated_at`
 
@@ -78,7 +72,7 @@ func (s *Store) GetSubscription(ctx context.Context, tenantID, id string) (domai
 	return getSubscription(ctx, s.pool, s.secrets, tenantID, id, "")
 }
 
-func getSubscription(ctx context.Context, q querier, keys *secretbox.Keyring, tenantID, id, lock string) (domain.Subscription, error) {
+func getSubscription(ctx context.Context, q postgres.Conn, keys *secretbox.Keyring, tenantID, id, lock string) (domain.Subscription, error) {
 	sub, err := scanSubscription(q.QueryRow(ctx, "SELECT "+subscriptionCols+
 		" FROM subscriptions WHERE tenant_id = $1 AND subscription_id = $2 "+lock, tenantID, id), keys)
 	if postgres.IsNoRows(err) {
@@ -186,7 +180,7 @@ func scanDelivery(r pgx.Row) (domain.Delivery, error) {
 }
 
 // subscriptionExists reports whether the tenant has the subscription.
-func subscriptionExists(ctx context.Context, q querier, tenantID, id string) error {
+func subscriptionExists(ctx context.Context, q postgres.Conn, tenantID, id string) error {
 	var ok bool
 	if err := q.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM subscriptions WHERE tenant_id = $1 AND subscription_id = $2)",
 		tenantID, id).Scan(&ok); err != nil {
@@ -242,7 +236,7 @@ func (s *Store) ListDeliveries(ctx context.Context, tenantID, subscriptionID str
 
 // attachAttempts loads the latest attempts of the deliveries (domain.ListedAttempts of
 // each at most, oldest first): the database reads and sends no more.
-func attachAttempts(ctx context.Context, q querier, tenantID string, ds []domain.Delivery) error {
+func attachAttempts(ctx context.Context, q postgres.Conn, tenantID string, ds []domain.Delivery) error {
 	if len(ds) == 0 {
 		return nil
 	}
@@ -281,7 +275,7 @@ func (s *Store) GetDelivery(ctx context.Context, tenantID, subscriptionID, deliv
 	return getDelivery(ctx, s.pool, tenantID, subscriptionID, deliveryID, "")
 }
 
-func getDelivery(ctx context.Context, q querier, tenantID, subscriptionID, deliveryID, lock string) (domain.Delivery, error) {
+func getDelivery(ctx context.Context, q postgres.Conn, tenantID, subscriptionID, deliveryID, lock string) (domain.Delivery, error) {
 	d, err := scanDelivery(q.QueryRow(ctx, "SELECT "+deliveryCols+` FROM deliveries
 		WHERE tenant_id = $1 AND subscription_id = $2 AND delivery_id = $3 `+lock, tenantID, subscriptionID, deliveryID))
 	if postgres.IsNoRows(err) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/testwait"
 	"github.com/customerapi/platform/services/webhooks/internal/application"
@@ -31,23 +32,23 @@ func TestDeliveryAttemptsAreBoundedInAnswersAndRetries(t *testing.T) {
 		t.Helper()
 		testwait.Eventually(t, 30*time.Second, fmt.Sprintf("the delivery to fail after %d attempts", n), func() bool {
 			ds := deliveries(t, c, subID)
-			if len(ds) == 0 || ds[0]["status"] != "failed" {
+			if len(ds) == 0 || ds[0].Status != "failed" {
 				return false
 			}
-			deliveryID = ds[0]["deliveryId"].(string)
+			deliveryID = ds[0].DeliveryId
 			return true
 		})
-		one := mustStatus(t, c.Do("GET", "/v0/webhook_subscriptions/"+subID+"/deliveries/"+deliveryID, nil), 200)
+		one := getDelivery(t, c, subID, deliveryID)
 		listed := deliveries(t, c, subID)[0]
-		for what, d := range map[string]map[string]any{"GET delivery": one, "GET deliveries": listed} {
-			attempts := d["attempts"].([]any)
-			if len(attempts) != domain.ListedAttempts || d["attemptsCount"] != float64(n) {
+		for what, d := range map[string]apitypes.WebhookDelivery{"GET delivery": one, "GET deliveries": listed} {
+			attempts := d.Attempts
+			if len(attempts) != domain.ListedAttempts || d.AttemptsCount != n {
 				t.Fatalf("%s: %d attempts listed, attemptsCount %v; want the latest %d and attemptsCount %d (every attempt made)",
-					what, len(attempts), d["attemptsCount"], domain.ListedAttempts, n)
+					what, len(attempts), d.AttemptsCount, domain.ListedAttempts, n)
 			}
 			// The latest, oldest first: the last listed is the last the receiver got.
-			first, _ := time.Parse(time.RFC3339, attempts[0].(map[string]any)["attemptedAt"].(string))
-			last, _ := time.Parse(time.RFC3339, attempts[len(attempts)-1].(map[string]any)["attemptedAt"].(string))
+			first, _ := time.Parse(time.RFC3339, attempts[0].AttemptedAt)
+			last, _ := time.Parse(time.RFC3339, attempts[len(attempts)-1].AttemptedAt)
 			if got := rc.all(); last.Before(got[len(got)-1].at.Add(-time.Second)) || first.After(last) {
 				t.Fatalf("%s: listed attempts run from %s to %s, want the latest, oldest first", what, first, last)
 			}

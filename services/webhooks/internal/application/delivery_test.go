@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/service/servicetest"
 	"github.com/customerapi/platform/libs/testwait"
@@ -67,21 +69,20 @@ func TestDeliveryIsSignedAndVerifies(t *testing.T) {
 		t.Fatal("a wrong secret or body verified")
 	}
 
-	var d map[string]any
+	var d apitypes.WebhookDelivery
 	testwait.Eventually(t, 10*time.Second, "the delivery to read as succeeded", func() bool {
 		ds := deliveries(t, c, subID)
 		d = ds[0]
-		return len(ds) == 1 && d["status"] == "succeeded"
+		return len(ds) == 1 && d.Status == "succeeded"
 	})
-	attempts := d["attempts"].([]any)
-	a := attempts[0].(map[string]any)
-	if d["eventId"] != evt.ID || d["eventType"] != "page.version.created" || d["nextAttemptAt"] != nil ||
-		len(attempts) != 1 || a["statusCode"] != 200.0 || a["error"] != nil || a["responseSnippet"] != `{"received":1}` {
-		t.Fatalf("delivery = %v", d)
+	a := d.Attempts[0]
+	if d.EventId != evt.ID || d.EventType != "page.version.created" || d.NextAttemptAt != nil ||
+		len(d.Attempts) != 1 || val(a.StatusCode) != 200 || a.Error != nil || val(a.ResponseSnippet) != `{"received":1}` {
+		t.Fatalf("delivery = %s", show(d))
 	}
-	one := mustStatus(t, c.Do("GET", "/v0/webhook_subscriptions/"+subID+"/deliveries/"+d["deliveryId"].(string), nil), 200)
-	if one["deliveryId"] != d["deliveryId"] || len(one["attempts"].([]any)) != 1 {
-		t.Fatalf("get delivery = %v", one)
+	one := getDelivery(t, c, subID, d.DeliveryId)
+	if one.DeliveryId != d.DeliveryId || len(one.Attempts) != 1 {
+		t.Fatalf("get delivery = %s", show(one))
 	}
 }
 
@@ -187,21 +188,21 @@ func TestRetriesKeepEventIDAndBody(t *testing.T) {
 	if gap := got[2].at.Sub(got[1].at); gap < 150*time.Millisecond {
 		t.Fatalf("second retry after %s", gap)
 	}
-	var d map[string]any
+	var d apitypes.WebhookDelivery
 	testwait.Eventually(t, 10*time.Second, "the delivery to succeed", func() bool {
 		d = deliveries(t, c, subID)[0]
-		return d["status"] == "succeeded"
+		return d.Status == "succeeded"
 	})
 	var codes []any
-	for _, a := range d["attempts"].([]any) {
-		codes = append(codes, a.(map[string]any)["statusCode"])
+	for _, a := range d.Attempts {
+		codes = append(codes, val(a.StatusCode))
 	}
 	if fmt.Sprint(codes) != "[500 500 204]" {
 		t.Fatalf("attempt codes %v", codes)
 	}
-	first := d["attempts"].([]any)[0].(map[string]any)
-	if first["error"] != "receiver answered 500 Internal Server Error" || first["responseSnippet"] != `{"received":1}` {
-		t.Fatalf("first attempt = %v", first)
+	first := d.Attempts[0]
+	if val(first.Error) != "receiver answered 500 Internal Server Error" || val(first.ResponseSnippet) != `{"received":1}` {
+		t.Fatalf("first attempt = %s", show(first))
 	}
 }
 
@@ -221,17 +222,17 @@ func TestScheduleExhaustedThenManualRetry(t *testing.T) {
 	ops := newReceiver(t, nil)
 	subscribe(t, c, ops.URL, []string{events.TypeWebhookDeliveryFailed})
 	publish(t, s.Broker, event(t, "acme", events.TypeFormEnriched, "form_1"))
-	var d map[string]any
+	var d apitypes.WebhookDelivery
 	testwait.Eventually(t, 20*time.Second, "the delivery to fail", func() bool {
 		ds := deliveries(t, c, subID)
 		if len(ds) == 0 {
 			return false
 		}
 		d = ds[0]
-		return d["status"] == "failed"
+		return d.Status == "failed"
 	})
-	if n := len(d["attempts"].([]any)); n != 3 || rc.count() != 3 || d["nextAttemptAt"] != nil {
-		t.Fatalf("failed after %d attempts (%d received): %v", n, rc.count(), d)
+	if n := len(d.Attempts); n != 3 || rc.count() != 3 || d.NextAttemptAt != nil {
+		t.Fatalf("failed after %d attempts (%d received): %s", n, rc.count(), show(d))
 	}
 	// The failure for good is announced on the tenant's other subscription.
 	testwait.Eventually(t, 20*time.Second, "the webhook_delivery.failed announcement", func() bool { return ops.count() > 0 })
@@ -239,10 +240,10 @@ func TestScheduleExhaustedThenManualRetry(t *testing.T) {
 		Payload domain.DeliveryFailed `json:"payload"`
 	}
 	if err := json.Unmarshal(ops.all()[0].body, &announced); err != nil || ops.count() != 1 ||
-		announced.Payload.DeliveryID != d["deliveryId"] || announced.Payload.AttemptsCount != 3 ||
+		announced.Payload.DeliveryID != d.DeliveryId || announced.Payload.AttemptsCount != 3 ||
 		announced.Payload.LastStatusCode == nil || *announced.Payload.LastStatusCode != 503 {
 		t.Fatalf("%d announcements, the first %s (%v); want one webhook_delivery.failed of %s after 3 attempts",
-			ops.count(), ops.all()[0].body, err, d["deliveryId"])
+			ops.count(), ops.all()[0].body, err, d.DeliveryId)
 	}
 	if n := len(deliveries(t, c, subID, "status=failed")); n != 1 {
 		t.Fatalf("status filter: %d failed", n)
@@ -252,13 +253,13 @@ func TestScheduleExhaustedThenManualRetry(t *testing.T) {
 	}
 
 	healthy.Store(true)
-	path := "/v0/webhook_subscriptions/" + subID + "/deliveries/" + d["deliveryId"].(string) + "/retry"
-	retried := mustStatus(t, c.Do("POST", path, nil), 202)
-	if retried["status"] != "pending" || retried["nextAttemptAt"] == nil {
-		t.Fatalf("retried = %v", retried)
+	path := "/v0/webhook_subscriptions/" + subID + "/deliveries/" + d.DeliveryId + "/retry"
+	retried := apitest.Decode[apitypes.WebhookDelivery](t, c.Do("POST", path, nil), 202, "a manual retry")
+	if retried.Status != "pending" || retried.NextAttemptAt == nil {
+		t.Fatalf("retried = %s", show(retried))
 	}
 	testwait.Eventually(t, 10*time.Second, "the retried delivery to succeed", func() bool {
-		return deliveries(t, c, subID)[0]["status"] == "succeeded"
+		return deliveries(t, c, subID)[0].Status == "succeeded"
 	})
 	if rc.count() != 4 {
 		t.Fatalf("%d requests", rc.count())
@@ -271,7 +272,7 @@ func TestScheduleExhaustedThenManualRetry(t *testing.T) {
 	mustStatus(t, c.Do("POST", "/v0/webhook_subscriptions/"+subID+"/deliveries/delivery_missing/retry", nil), 404)
 	mustStatus(t, c.Do("GET", "/v0/webhook_subscriptions/"+subID+"/deliveries/delivery_missing", nil), 404)
 	other, _ := subscribe(t, c, rc.URL, nil)
-	mustStatus(t, c.Do("GET", "/v0/webhook_subscriptions/"+other+"/deliveries/"+d["deliveryId"].(string), nil), 404)
+	mustStatus(t, c.Do("GET", "/v0/webhook_subscriptions/"+other+"/deliveries/"+d.DeliveryId, nil), 404)
 }
 
 // Retry-After on a 429 is honoured (within bounds) instead of the schedule.
@@ -310,8 +311,8 @@ func TestGoneDisablesTheSubscription(t *testing.T) {
 		t.Fatalf("disabled subscription = %v", sub)
 	}
 	ds := deliveries(t, c, subID)
-	if len(ds) != 1 || ds[0]["status"] != "failed" || len(ds[0]["attempts"].([]any)) != 1 {
-		t.Fatalf("deliveries = %v", ds)
+	if len(ds) != 1 || ds[0].Status != "failed" || len(ds[0].Attempts) != 1 {
+		t.Fatalf("deliveries = %s", show(ds))
 	}
 	// Later events are not delivered; a sentinel subscription shows they were processed.
 	sentinel := newReceiver(t, nil)
@@ -364,12 +365,12 @@ func TestDeactivationFailsPendingDeliveries(t *testing.T) {
 	publish(t, s.Broker, event(t, "acme", events.TypeFormSubmitted, "form_1"))
 	testwait.Eventually(t, 20*time.Second, "a retry to be scheduled", func() bool {
 		ds := deliveries(t, c, subID)
-		return len(ds) == 1 && len(ds[0]["attempts"].([]any)) == 1 && ds[0]["status"] == "pending"
+		return len(ds) == 1 && len(ds[0].Attempts) == 1 && ds[0].Status == "pending"
 	})
 	mustStatus(t, c.Do("PATCH", "/v0/webhook_subscriptions/"+subID, map[string]any{"active": false}), 200)
 	d := deliveries(t, c, subID)[0]
-	if d["status"] != "failed" || d["nextAttemptAt"] != nil {
-		t.Fatalf("delivery after deactivation = %v", d)
+	if d.Status != "failed" || d.NextAttemptAt != nil {
+		t.Fatalf("delivery after deactivation = %s", show(d))
 	}
 }
 
@@ -534,21 +535,20 @@ func TestSSRFGuardRefusesAtConnectTime(t *testing.T) {
 	subID, _ := subscribe(t, c, "http://rebind.example.com:"+portOf(t, rc.Server)+"/hook", nil)
 	names.set("rebind.example.com", "127.0.0.1")
 	publish(t, s.Broker, event(t, "acme", events.TypeFormSubmitted, "form_1"))
-	var d map[string]any
+	var d apitypes.WebhookDelivery
 	testwait.Eventually(t, 20*time.Second, "the delivery to fail", func() bool {
 		ds := deliveries(t, c, subID)
 		if len(ds) == 0 {
 			return false
 		}
 		d = ds[0]
-		return d["status"] == "failed"
+		return d.Status == "failed"
 	})
-	for _, a := range d["attempts"].([]any) {
-		a := a.(map[string]any)
+	for _, a := range d.Attempts {
 		// The attempt says the destination is not allowed, never the address the name
 		// resolved to (the operator's log has it).
-		if msg := fmt.Sprint(a["error"]); a["statusCode"] != nil || msg != domain.RefusedMessage || strings.Contains(msg, "127.0.0.1") {
-			t.Fatalf("attempt = %v, want the error %q without the address", a, domain.RefusedMessage)
+		if msg := fmt.Sprint(val(a.Error)); a.StatusCode != nil || msg != domain.RefusedMessage || strings.Contains(msg, "127.0.0.1") {
+			t.Fatalf("attempt = %s, want the error %q without the address", show(a), domain.RefusedMessage)
 		}
 	}
 	if rc.count() != 0 {
@@ -618,17 +618,17 @@ func TestDeliveriesListNewestFirst(t *testing.T) {
 	var seen []string
 	path := "/v0/webhook_subscriptions/" + subID + "/deliveries?limit=2"
 	for {
-		page := mustStatus(t, c.Do("GET", path, nil), 200)
-		if page["totalCount"] != 5.0 {
-			t.Fatalf("totalCount %v", page["totalCount"])
+		page := apitest.Decode[apitypes.WebhookDeliveryPage](t, c.Do("GET", path, nil), 200, "a deliveries page")
+		if page.TotalCount != 5 {
+			t.Fatalf("totalCount %v", page.TotalCount)
 		}
-		for _, it := range page["items"].([]any) {
-			seen = append(seen, it.(map[string]any)["eventId"].(string))
+		for _, it := range page.Items {
+			seen = append(seen, it.EventId)
 		}
-		if page["nextCursor"] == nil {
+		if page.NextCursor == nil {
 			break
 		}
-		path = "/v0/webhook_subscriptions/" + subID + "/deliveries?limit=2&cursor=" + page["nextCursor"].(string)
+		path = "/v0/webhook_subscriptions/" + subID + "/deliveries?limit=2&cursor=" + *page.NextCursor
 	}
 	got := rc.eventIDs()
 	for i := range got {

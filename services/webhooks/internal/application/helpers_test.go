@@ -22,6 +22,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/events/kafkatest"
 	"github.com/customerapi/platform/libs/ids"
@@ -269,15 +270,38 @@ func portOf(t testing.TB, srv *httptest.Server) string {
 }
 
 // deliveries lists every delivery of a subscription (one page of up to 100).
-func deliveries(t *testing.T, c *apitest.Client, subID string, query ...string) []map[string]any {
+func deliveries(t *testing.T, c *apitest.Client, subID string, query ...string) []apitypes.WebhookDelivery {
 	t.Helper()
 	path := "/v0/webhook_subscriptions/" + subID + "/deliveries?limit=100"
 	for _, q := range query {
 		path += "&" + q
 	}
-	var out []map[string]any
-	for _, it := range mustStatus(t, c.Do("GET", path, nil), 200)["items"].([]any) {
-		out = append(out, it.(map[string]any))
+	return apitest.Decode[apitypes.WebhookDeliveryPage](t, c.Do("GET", path, nil), 200, "a deliveries page").Items
+}
+
+// val is what p points at, or nil: a nullable field as the decoded JSON had it.
+func val[T any](p *T) any {
+	if p == nil {
+		return nil
 	}
-	return out
+	return *p
+}
+
+// show renders an answer's value as JSON, for failure messages.
+func show(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// testEvent sends a subscription a test event of a type and returns its delivery.
+func testEvent(t *testing.T, c *apitest.Client, subID, eventType string) apitypes.WebhookDelivery {
+	t.Helper()
+	r := c.Do("POST", "/v0/webhook_subscriptions/"+subID+"/test", map[string]any{"eventType": eventType})
+	return apitest.Decode[apitypes.WebhookDelivery](t, r, 202, "a test event's delivery")
+}
+
+// getDelivery reads one delivery of a subscription.
+func getDelivery(t *testing.T, c *apitest.Client, subID, deliveryID string) apitypes.WebhookDelivery {
+	t.Helper()
+	return apitest.Decode[apitypes.WebhookDelivery](t, c.Do("GET", "/v0/webhook_subscriptions/"+subID+"/deliveries/"+deliveryID, nil), 200, "a delivery")
 }

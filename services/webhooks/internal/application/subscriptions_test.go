@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/services/webhooks/internal/application"
 )
 
@@ -59,12 +60,10 @@ func TestSubscriptionLifecycle(t *testing.T) {
 	}
 	mustStatus(t, c.Do("POST", "/v0/webhook_subscriptions/"+id+"/rotate_secret", map[string]any{}), 200)
 
-	list := mustStatus(t, c.Do("GET", "/v0/webhook_subscriptions", nil), 200)
-	if list["totalCount"] != 1.0 || len(list["items"].([]any)) != 1 {
-		t.Fatalf("list = %v", list)
-	}
-	if _, ok := list["items"].([]any)[0].(map[string]any)["signingSecret"]; ok {
-		t.Fatal("the list shows secrets")
+	// A WebhookSubscription has no signingSecret: the strict decoding refuses one.
+	list := apitest.Decode[apitypes.WebhookSubscriptionPage](t, c.Do("GET", "/v0/webhook_subscriptions", nil), 200, "the list shows no secrets")
+	if list.TotalCount != 1 || len(list.Items) != 1 {
+		t.Fatalf("list = %s", show(list))
 	}
 
 	mustStatus(t, c.Do("DELETE", "/v0/webhook_subscriptions/"+id, nil), 204)
@@ -100,17 +99,17 @@ func TestListPagination(t *testing.T) {
 	var seen []string
 	path := "/v0/webhook_subscriptions?limit=2"
 	for {
-		page := mustStatus(t, a.Do("GET", path, nil), 200)
-		if page["totalCount"] != 5.0 {
-			t.Fatalf("totalCount = %v", page["totalCount"])
+		page := apitest.Decode[apitypes.WebhookSubscriptionPage](t, a.Do("GET", path, nil), 200, "a subscriptions page")
+		if page.TotalCount != 5 {
+			t.Fatalf("totalCount = %v", page.TotalCount)
 		}
-		for _, it := range page["items"].([]any) {
-			seen = append(seen, it.(map[string]any)["subscriptionId"].(string))
+		for _, it := range page.Items {
+			seen = append(seen, it.SubscriptionId)
 		}
-		if page["hasMore"] == false {
+		if !page.HasMore {
 			break
 		}
-		path = "/v0/webhook_subscriptions?limit=2&cursor=" + url.QueryEscape(page["nextCursor"].(string))
+		path = "/v0/webhook_subscriptions?limit=2&cursor=" + url.QueryEscape(*page.NextCursor)
 	}
 	if fmt.Sprint(seen) != fmt.Sprint(want) {
 		t.Fatalf("walk %v, want %v", seen, want)

@@ -52,9 +52,9 @@ func TestTestEventIsDeliveredSignedWithTheDocumentsExample(t *testing.T) {
 	subID, secret := subscribe(t, c, rc.URL+"/hook", []string{"form.enriched"})
 	otherID, _ := subscribe(t, c, other.URL+"/hook", nil)
 
-	d := mustStatus(t, c.Do("POST", "/v0/webhook_subscriptions/"+subID+"/test", map[string]any{"eventType": "page.version.published"}), 202)
-	if d["subscriptionId"] != subID || d["eventType"] != "page.version.published" || d["status"] != "pending" {
-		t.Fatalf("answer = %v", d)
+	d := testEvent(t, c, subID, "page.version.published")
+	if d.SubscriptionId != subID || d.EventType != "page.version.published" || d.Status != "pending" {
+		t.Fatalf("answer = %s", show(d))
 	}
 	testwait.Eventually(t, 20*time.Second, "the test delivery", func() bool { return rc.count() == 1 })
 	got := rc.all()[0]
@@ -68,26 +68,26 @@ func TestTestEventIsDeliveredSignedWithTheDocumentsExample(t *testing.T) {
 	if err := json.Unmarshal(got.body, &body); err != nil {
 		t.Fatal(err)
 	}
-	if body.EventID != d["eventId"] || got.header.Get("webhook-id") != d["eventId"] {
-		t.Fatalf("eventId %q, webhook-id %q, want %v", body.EventID, got.header.Get("webhook-id"), d["eventId"])
+	if body.EventID != d.EventId || got.header.Get("webhook-id") != d.EventId {
+		t.Fatalf("eventId %q, webhook-id %q, want %v", body.EventID, got.header.Get("webhook-id"), d.EventId)
 	}
 	if want := withFakeIDs(docExample(t, "PageVersionPublishedEventPayload")); !reflect.DeepEqual(body.Payload, want) {
 		t.Fatalf("payload %v\nwant the document's example with fake IDs %v", body.Payload, want)
 	}
 	testwait.Eventually(t, 10*time.Second, "the listed test delivery to succeed", func() bool {
 		ds := deliveries(t, c, subID)
-		return len(ds) == 1 && ds[0]["deliveryId"] == d["deliveryId"] && ds[0]["status"] == "succeeded" &&
-			len(ds[0]["attempts"].([]any)) == 1
+		return len(ds) == 1 && ds[0].DeliveryId == d.DeliveryId && ds[0].Status == "succeeded" &&
+			len(ds[0].Attempts) == 1
 	})
 	// Only deliveries that are recorded are sent: the other subscription has none.
 	if ds := deliveries(t, c, otherID); len(ds) != 0 || other.count() != 0 {
-		t.Fatalf("another subscription got test deliveries: %v (received %d)", ds, other.count())
+		t.Fatalf("another subscription got test deliveries: %s (received %d)", show(ds), other.count())
 	}
 
 	// Each test event is a new event.
-	d2 := mustStatus(t, c.Do("POST", "/v0/webhook_subscriptions/"+subID+"/test", map[string]any{"eventType": "form.submitted"}), 202)
-	if d2["eventId"] == d["eventId"] || d2["deliveryId"] == d["deliveryId"] {
-		t.Fatalf("a second test event reused IDs: %v %v", d, d2)
+	d2 := testEvent(t, c, subID, "form.submitted")
+	if d2.EventId == d.EventId || d2.DeliveryId == d.DeliveryId {
+		t.Fatalf("a second test event reused IDs: %s %s", show(d), show(d2))
 	}
 }
 
@@ -111,7 +111,7 @@ func TestTestDeliveriesAreMarkedAndRealOnesAreNot(t *testing.T) {
 		return r.header.Values("X-Webhook-Test"), field, verifyStandard(secret, r.header, r.body)
 	}
 
-	d := mustStatus(t, c.Do("POST", "/v0/webhook_subscriptions/"+subID+"/test", map[string]any{"eventType": "form.submitted"}), 202)
+	d := testEvent(t, c, subID, "form.submitted")
 	realEvt := event(t, "acme", events.TypeFormSubmitted, "formsub_1")
 	publish(t, s.Broker, realEvt)
 	testwait.Eventually(t, 20*time.Second, "the test and the real delivery", func() bool { return rc.count() == 2 })
@@ -123,7 +123,7 @@ func TestTestDeliveriesAreMarkedAndRealOnesAreNot(t *testing.T) {
 		_ = json.Unmarshal(r.body, &b)
 		byEvent[b.EventID] = r
 	}
-	if h, f, ok := marker(byEvent[d["eventId"].(string)]); fmt.Sprint(h) != "[true]" || f != true || !ok {
+	if h, f, ok := marker(byEvent[d.EventId]); fmt.Sprint(h) != "[true]" || f != true || !ok {
 		t.Fatalf("test delivery: X-Webhook-Test %v, body test %v, signed %v; want [true], true, true", h, f, ok)
 	}
 	if h, f, ok := marker(byEvent[realEvt.ID]); len(h) != 0 || f != "absent" || !ok {
@@ -132,9 +132,9 @@ func TestTestDeliveriesAreMarkedAndRealOnesAreNot(t *testing.T) {
 
 	// The marker is the delivery's, not the first attempt's: a manual retry keeps it.
 	testwait.Eventually(t, 10*time.Second, "the test delivery to succeed", func() bool {
-		return mustStatus(t, c.Do("GET", "/v0/webhook_subscriptions/"+subID+"/deliveries/"+d["deliveryId"].(string), nil), 200)["status"] == "succeeded"
+		return getDelivery(t, c, subID, d.DeliveryId).Status == "succeeded"
 	})
-	mustStatus(t, c.Do("POST", "/v0/webhook_subscriptions/"+subID+"/deliveries/"+d["deliveryId"].(string)+"/retry", nil), 202)
+	mustStatus(t, c.Do("POST", "/v0/webhook_subscriptions/"+subID+"/deliveries/"+d.DeliveryId+"/retry", nil), 202)
 	testwait.Eventually(t, 20*time.Second, "the retried test delivery", func() bool { return rc.count() == 3 })
 	if h, f, _ := marker(rc.all()[2]); fmt.Sprint(h) != "[true]" || f != true {
 		t.Fatalf("retried test delivery: X-Webhook-Test %v, body test %v; want [true], true", h, f)

@@ -16,10 +16,11 @@ type EventTypes interface {
 }
 
 // PayloadSchema is an event type's payload schema in the document: its component's name
-// and the schema (OpenAPI 3.0, JSON; nested references point into /v0/openapi.json).
+// and the schema (OpenAPI 3.0, as JSON decodes it; nested references point into
+// /v0/openapi.json).
 type PayloadSchema struct {
 	Name   string
-	Schema json.RawMessage
+	Schema map[string]any
 }
 
 // TestPayload is the payload of a test event made from the example of its type's payload

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/libs/apierror"
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/pagination"
@@ -47,16 +49,11 @@ func (h *Handlers) Register(r fiber.Router) {
 	r.Get("/event_types", h.listEventTypes)
 }
 
-type eventView struct {
-	EventID    string          `json:"eventId"`
-	Type       string          `json:"type"`
-	Subject    string          `json:"subject"`
-	OccurredAt string          `json:"occurredAt"`
-	Body       json.RawMessage `json:"body"`
-}
-
-func viewEvent(e domain.Event) eventView {
-	return eventView{EventID: e.ID, Type: e.Type, Subject: e.Subject, OccurredAt: timestamp.Format(e.OccurredAt), Body: e.Body}
+// viewEvent shows an event. Its body, the bytes every delivery sends (domain.NewBody),
+// decodes into the document's WebhookEvent and encodes back to the same bytes.
+func viewEvent(e domain.Event) (apitypes.Event, error) {
+	v := apitypes.Event{EventId: e.ID, Type: apitypes.WebhookEventType(e.Type), Subject: e.Subject, OccurredAt: timestamp.Format(e.OccurredAt)}
+	return v, json.Unmarshal(e.Body, &v.Body)
 }
 
 func (h *Handlers) listEvents(c *fiber.Ctx) error {
@@ -72,24 +69,19 @@ func (h *Handlers) listEvents(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	views := make([]eventView, len(es))
+	views := make([]apitypes.Event, len(es))
 	for i, e := range es {
-		views[i] = viewEvent(e)
+		if views[i], err = viewEvent(e); err != nil {
+			return err
+		}
 	}
-	return c.JSON(pagination.Build(h.Cursors, p, views, nil, func(v eventView) []string { return []string{v.EventID} }))
+	return c.JSON(pagination.Build(h.Cursors, p, views, nil, func(v apitypes.Event) []string { return []string{v.EventId} }))
 }
 
 type replayBody struct {
 	Since      time.Time `json:"since"`
 	Until      time.Time `json:"until"`
 	EventTypes []string  `json:"eventTypes"`
-}
-
-type replayView struct {
-	Queued         int     `json:"queued"`
-	AlreadyPending int     `json:"alreadyPending"`
-	HasMore        bool    `json:"hasMore"`
-	NextSince      *string `json:"nextSince"`
 }
 
 func (h *Handlers) replay(c *fiber.Ctx) error {
@@ -109,7 +101,7 @@ func (h *Handlers) replay(c *fiber.Ctx) error {
 	case err != nil:
 		return err
 	}
-	return c.Status(fiber.StatusAccepted).JSON(replayView{Queued: res.Queued, AlreadyPending: res.AlreadyPending,
+	return c.Status(fiber.StatusAccepted).JSON(apitypes.WebhookReplayResult{Queued: res.Queued, AlreadyPending: res.AlreadyPending,
 		HasMore: res.NextSince != nil, NextSince: timestamp.FormatPtr(res.NextSince)})
 }
 
@@ -118,13 +110,11 @@ func (h *Handlers) getEvent(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(viewEvent(e))
-}
-
-type eventTypeView struct {
-	Type          string          `json:"type"`
-	SchemaName    string          `json:"schemaName"`
-	PayloadSchema json.RawMessage `json:"payloadSchema"`
+	v, err := viewEvent(e)
+	if err != nil {
+		return err
+	}
+	return c.JSON(v)
 }
 
 func (h *Handlers) listEventTypes(c *fiber.Ctx) error {
@@ -132,68 +122,66 @@ func (h *Handlers) listEventTypes(c *fiber.Ctx) error {
 	if err != nil {
 		return apierror.Internal(err)
 	}
-	items := make([]eventTypeView, 0, len(events.PublicTypes))
-	for _, t := range events.PublicTypes {
-		s := schemas[t]
-		items = append(items, eventTypeView{Type: t, SchemaName: s.Name, PayloadSchema: s.Schema})
+	return c.JSON(viewEventTypes(schemas))
+}
+
+// viewEventTypes lists the public event types with their payload schemas.
+func viewEventTypes(schemas map[string]domain.PayloadSchema) apitypes.EventTypeList {
+	var list apitypes.EventTypeList // its items' type has no name: Grow makes them
+	list.Items = slices.Grow(list.Items, len(events.PublicTypes))[:len(events.PublicTypes)]
+	for i, t := range events.PublicTypes {
+		it := &list.Items[i]
+		it.Type, it.SchemaName, it.PayloadSchema = apitypes.WebhookEventType(t), schemas[t].Name, schemas[t].Schema
 	}
-	return c.JSON(map[string]any{"items": items})
+	return list
 }
 
-// --- shapes of the API
+// --- shapes of the API: the document's, generated in api/apitypes
 
-type subscriptionView struct {
-	SubscriptionID string   `json:"subscriptionId"`
-	URL            string   `json:"url"`
-	Events         []string `json:"events"`
-	Active         bool     `json:"active"`
-	DisabledReason *string  `json:"disabledReason"`
-	DisabledAt     *string  `json:"disabledAt"`
-	CreatedAt      string   `json:"createdAt"`
-	UpdatedAt      string   `json:"updatedAt"`
-	// SigningSecret is shown only when the secret is created or rotated.
-	SigningSecret string `json:"signingSecret,omitempty"`
-}
-
-func viewSubscription(s domain.Subscription) subscriptionView {
-	return subscriptionView{SubscriptionID: s.ID, URL: s.URL, Events: s.Events, Active: s.Active,
+func viewSubscription(s domain.Subscription) apitypes.WebhookSubscription {
+	v := apitypes.WebhookSubscription{SubscriptionId: s.ID, Url: s.URL, Active: s.Active,
 		DisabledReason: s.DisabledReason, DisabledAt: timestamp.FormatPtr(s.DisabledAt),
 		CreatedAt: timestamp.Format(s.CreatedAt), UpdatedAt: timestamp.Format(s.UpdatedAt)}
-}
-
-func viewWithSecret(s domain.Subscription) subscriptionView {
-	v := viewSubscription(s)
-	v.SigningSecret = s.Secret
+	if s.Events != nil { // nil (null): every type
+		v.Events = &apitypes.WebhookEventTypes{}
+		for _, t := range s.Events {
+			*v.Events = append(*v.Events, apitypes.WebhookEventType(t))
+		}
+	}
 	return v
 }
 
-type attemptView struct {
-	AttemptedAt     string  `json:"attemptedAt"`
-	StatusCode      *int    `json:"statusCode"`
-	DurationMs      int64   `json:"durationMs"`
-	Error           *string `json:"error"`
-	ResponseSnippet *string `json:"responseSnippet"`
+// viewWithSecret shows a subscription with its signing secret, when the secret is created
+// or rotated.
+func viewWithSecret(s domain.Subscription) apitypes.WebhookSubscriptionWithSecret {
+	v := viewSubscription(s)
+	return apitypes.WebhookSubscriptionWithSecret{SubscriptionId: v.SubscriptionId, Url: v.Url, Events: v.Events, Active: v.Active,
+		DisabledReason: v.DisabledReason, DisabledAt: v.DisabledAt, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt, SigningSecret: s.Secret}
 }
 
+// deliveryView is the document's WebhookDelivery, written by hand for one field:
+// apitypes.WebhookDelivery has nextAttemptAt as a *time.Time (the document states it
+// inline, not as a NullableTimestamp, which the generator maps to a string), and a
+// time.Time encodes as RFC 3339 with up to nine digits, not timestamp.Format's three.
 type deliveryView struct {
-	DeliveryID     string        `json:"deliveryId"`
-	SubscriptionID string        `json:"subscriptionId"`
-	EventID        string        `json:"eventId"`
-	EventType      string        `json:"eventType"`
-	Status         string        `json:"status"`
-	CreatedAt      string        `json:"createdAt"`
-	NextAttemptAt  *string       `json:"nextAttemptAt"`
-	Attempts       []attemptView `json:"attempts"`
-	AttemptsCount  int           `json:"attemptsCount"`
+	DeliveryID     string                            `json:"deliveryId"`
+	SubscriptionID string                            `json:"subscriptionId"`
+	EventID        string                            `json:"eventId"`
+	EventType      string                            `json:"eventType"`
+	Status         string                            `json:"status"`
+	CreatedAt      string                            `json:"createdAt"`
+	NextAttemptAt  *string                           `json:"nextAttemptAt"`
+	Attempts       []apitypes.WebhookDeliveryAttempt `json:"attempts"`
+	AttemptsCount  int                               `json:"attemptsCount"`
 }
 
 func viewDelivery(d domain.Delivery) deliveryView {
 	v := deliveryView{DeliveryID: d.ID, SubscriptionID: d.SubscriptionID, EventID: d.EventID, EventType: d.EventType,
 		Status: string(d.Status), CreatedAt: timestamp.Format(d.CreatedAt), NextAttemptAt: timestamp.FormatPtr(d.NextAttemptAt),
-		Attempts: make([]attemptView, len(d.Attempts)), AttemptsCount: d.AttemptsCount}
+		Attempts: make([]apitypes.WebhookDeliveryAttempt, len(d.Attempts)), AttemptsCount: d.AttemptsCount}
 	for i, a := range d.Attempts {
-		v.Attempts[i] = attemptView{AttemptedAt: timestamp.Format(a.AttemptedAt), StatusCode: a.StatusCode,
-			DurationMs: a.DurationMs, Error: a.Error, ResponseSnippet: a.ResponseSnippet}
+		v.Attempts[i] = apitypes.WebhookDeliveryAttempt{AttemptedAt: timestamp.Format(a.AttemptedAt), StatusCode: a.StatusCode,
+			DurationMs: int(a.DurationMs), Error: a.Error, ResponseSnippet: a.ResponseSnippet}
 	}
 	return v
 }
@@ -305,11 +293,11 @@ func (h *Handlers) listSubscriptions(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	views := make([]subscriptionView, len(subs))
+	views := make([]apitypes.WebhookSubscription, len(subs))
 	for i, s := range subs {
 		views[i] = viewSubscription(s)
 	}
-	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v subscriptionView) []string { return []string{v.SubscriptionID} }))
+	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v apitypes.WebhookSubscription) []string { return []string{v.SubscriptionId} }))
 }
 
 // oneKey reads a keyset position of one ID ("" on the first page).

@@ -5,25 +5,21 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/libs/apierror"
 	"github.com/customerapi/platform/libs/request"
 	"github.com/customerapi/platform/libs/tenant"
 	"github.com/customerapi/platform/services/webhooks/internal/domain"
 )
 
-// testEventRequest is the body of POST …/test, as the document's WebhookTestEventRequest
-// describes it (and judged it: eventType is required and one of WebhookEventType).
-type testEventRequest struct {
-	EventType string `json:"eventType"`
-}
-
-// sendTestEvent queues a test event of the chosen type for one subscription.
+// sendTestEvent queues a test event of the chosen type for one subscription. The document
+// judged the body (WebhookTestEventRequest: eventType is required and one of WebhookEventType).
 func (h *Handlers) sendTestEvent(c *fiber.Ctx) error {
-	var in testEventRequest
+	var in apitypes.WebhookTestEventRequest
 	if err := request.Decode(c, &in); err != nil {
 		return err
 	}
-	d, err := h.App.SendTestEvent(c.UserContext(), tenant.From(c), c.Params("subscription_id"), in.EventType)
+	d, err := h.App.SendTestEvent(c.UserContext(), tenant.From(c), c.Params("subscription_id"), string(in.EventType))
 	switch {
 	case errors.Is(err, domain.ErrSubscriptionInactive):
 		return apierror.Conflict("the subscription is not active; activate it before sending it a test event")

@@ -77,8 +77,10 @@ func payloadSchemas() (map[string]domain.PayloadSchema, error) {
 		if err != nil {
 			return err
 		}
-		out[typ] = domain.PayloadSchema{Name: name, Schema: b}
-		return nil
+		p := domain.PayloadSchema{Name: name}
+		err = json.Unmarshal(b, &p.Schema)
+		out[typ] = p
+		return err
 	})
 	if err != nil {
 		return nil, err
