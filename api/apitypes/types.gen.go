@@ -1668,10 +1668,10 @@ type SessionCreate struct {
 	PageUrl *string `json:"pageUrl"`
 
 	// SessionStartedAt From 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z in UTC.
-	SessionStartedAt time.Time `json:"sessionStartedAt"`
+	SessionStartedAt string `json:"sessionStartedAt"`
 
 	// SessionEndedAt Not before sessionStartedAt; the same range.
-	SessionEndedAt *time.Time `json:"sessionEndedAt"`
+	SessionEndedAt *string `json:"sessionEndedAt"`
 
 	// HasConversion The client's own conversion flag; a form submission makes it true.
 	HasConversion *bool `json:"hasConversion,omitempty"`
@@ -1913,7 +1913,7 @@ type WebhookDelivery struct {
 	CreatedAt Timestamp `json:"createdAt"`
 
 	// NextAttemptAt When the next attempt is due; null unless pending.
-	NextAttemptAt *time.Time `json:"nextAttemptAt"`
+	NextAttemptAt *string `json:"nextAttemptAt"`
 
 	// Attempts The latest attempts (at most 20), oldest first.
 	Attempts []WebhookDeliveryAttempt `json:"attempts"`

@@ -3,7 +3,8 @@
 // (apitypes/types.gen.go): every property gets x-order, its place in the document, so that
 // the types encode their fields in the document's order (oapi-codegen sorts them by name
 // otherwise); timestamps are strings, which the services format to the millisecond
-// (libs/timestamp) as the document requires; a number without a format is a float64
+// (libs/timestamp) as the document requires, whether they are the Timestamp schemas or a
+// date-time of their own; a number without a format is a float64
 // (oapi-codegen would make it a float32, which rounds Unix milliseconds); and the JSON
 // objects the API stores as written stay raw bytes. `make clients` runs it.
 package main
@@ -67,13 +68,17 @@ func overlay(src []byte) ([]byte, error) {
 
 // order writes the x-order actions of the properties of the schema at path, and of the
 // object schemas inside them (inline objects and the items of inline arrays), and makes
-// each number without a format among them a double.
+// each number without a format among them a double and each date-time a string.
 func order(b *strings.Builder, path string, schema *yaml.Node) {
 	if schema == nil || schema.Kind != yaml.MappingNode {
 		return
 	}
-	if t := lookup(schema, "type"); t != nil && t.Value == "number" && lookup(schema, "format") == nil {
+	t, f := lookup(schema, "type"), lookup(schema, "format")
+	switch {
+	case t != nil && t.Value == "number" && f == nil:
 		fmt.Fprintf(b, "  - {target: %s, update: {format: double}}\n", strconv.Quote(path))
+	case t != nil && t.Value == "string" && f != nil && f.Value == "date-time":
+		fmt.Fprintf(b, "  - {target: %s, update: {x-go-type: string}}\n", strconv.Quote(path))
 	}
 	if props := lookup(schema, "properties"); props != nil {
 		for i := 0; i+1 < len(props.Content); i += 2 {

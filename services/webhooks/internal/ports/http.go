@@ -159,25 +159,9 @@ func viewWithSecret(s domain.Subscription) apitypes.WebhookSubscriptionWithSecre
 		DisabledReason: v.DisabledReason, DisabledAt: v.DisabledAt, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt, SigningSecret: s.Secret}
 }
 
-// deliveryView is the document's WebhookDelivery, written by hand for one field:
-// apitypes.WebhookDelivery has nextAttemptAt as a *time.Time (the document states it
-// inline, not as a NullableTimestamp, which the generator maps to a string), and a
-// time.Time encodes as RFC 3339 with up to nine digits, not timestamp.Format's three.
-type deliveryView struct {
-	DeliveryID     string                            `json:"deliveryId"`
-	SubscriptionID string                            `json:"subscriptionId"`
-	EventID        string                            `json:"eventId"`
-	EventType      string                            `json:"eventType"`
-	Status         string                            `json:"status"`
-	CreatedAt      string                            `json:"createdAt"`
-	NextAttemptAt  *string                           `json:"nextAttemptAt"`
-	Attempts       []apitypes.WebhookDeliveryAttempt `json:"attempts"`
-	AttemptsCount  int                               `json:"attemptsCount"`
-}
-
-func viewDelivery(d domain.Delivery) deliveryView {
-	v := deliveryView{DeliveryID: d.ID, SubscriptionID: d.SubscriptionID, EventID: d.EventID, EventType: d.EventType,
-		Status: string(d.Status), CreatedAt: timestamp.Format(d.CreatedAt), NextAttemptAt: timestamp.FormatPtr(d.NextAttemptAt),
+func viewDelivery(d domain.Delivery) apitypes.WebhookDelivery {
+	v := apitypes.WebhookDelivery{DeliveryId: d.ID, SubscriptionId: d.SubscriptionID, EventId: d.EventID,
+		EventType: apitypes.WebhookEventType(d.EventType), Status: apitypes.WebhookDeliveryStatus(d.Status), CreatedAt: timestamp.Format(d.CreatedAt), NextAttemptAt: timestamp.FormatPtr(d.NextAttemptAt),
 		Attempts: make([]apitypes.WebhookDeliveryAttempt, len(d.Attempts)), AttemptsCount: d.AttemptsCount}
 	for i, a := range d.Attempts {
 		v.Attempts[i] = apitypes.WebhookDeliveryAttempt{AttemptedAt: timestamp.Format(a.AttemptedAt), StatusCode: a.StatusCode,
@@ -328,11 +312,11 @@ func (h *Handlers) listDeliveries(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	views := make([]deliveryView, len(ds))
+	views := make([]apitypes.WebhookDelivery, len(ds))
 	for i, d := range ds {
 		views[i] = viewDelivery(d)
 	}
-	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v deliveryView) []string { return []string{v.DeliveryID} }))
+	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v apitypes.WebhookDelivery) []string { return []string{v.DeliveryId} }))
 }
 
 func (h *Handlers) getDelivery(c *fiber.Ctx) error {
