@@ -10,6 +10,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/libs/apierror"
 	"github.com/customerapi/platform/libs/pagination"
 	"github.com/customerapi/platform/libs/request"
@@ -123,11 +124,11 @@ func (h *Handlers) listPages(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	views := make([]pageView, len(pages))
+	views := make([]apitypes.Page, len(pages))
 	for i, pg := range pages {
 		views[i] = viewPage(pg)
 	}
-	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v pageView) []string { return []string{v.PageID} }))
+	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v apitypes.Page) []string { return []string{v.PageId} }))
 }
 
 // --- audiences
@@ -189,11 +190,11 @@ func (h *Handlers) listAudiences(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	views := make([]audienceView, len(list))
+	views := make([]apitypes.Audience, len(list))
 	for i, a := range list {
 		views[i] = viewAudience(a)
 	}
-	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v audienceView) []string { return []string{v.AudienceID} }))
+	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v apitypes.Audience) []string { return []string{v.AudienceId} }))
 }
 
 // --- versions
@@ -239,12 +240,12 @@ func (h *Handlers) listVersions(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	views := make([]versionView, len(list))
+	views := make([]apitypes.AudienceVersion, len(list))
 	for i := range list {
 		views[i] = *viewVersion(&list[i], withSnapshot)
 	}
-	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v versionView) []string {
-		return []string{strconv.FormatInt(v.VersionNumber, 10)}
+	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v apitypes.AudienceVersion) []string {
+		return []string{strconv.Itoa(v.VersionNumber)}
 	}))
 }
 

@@ -215,34 +215,9 @@ type messageCreate struct {
 	Changes []changeIn `json:"changes"`
 }
 
-// --- response shapes
-//
-// A change is the document's AudienceChange. The others stay hand-written while api/apitypes
-// types the document's `type: number` fields (actionIndex, queueDurationMs, a message's
-// timestamp) as float32, which would round the values these answers carry.
-
-type pageView struct {
-	PageID            string                    `json:"pageId"`
-	Name              string                    `json:"name"`
-	Title             string                    `json:"title"`
-	PageContext       string                    `json:"pageContext"`
-	BrandID           string                    `json:"brandId"`
-	PageType          string                    `json:"pageType"`
-	Status            string                    `json:"status"`
-	Flags             []string                  `json:"flags"`
-	AudiencesCount    int64                     `json:"audiencesCount"`
-	Actions           []domain.Action           `json:"actions"`
-	ActionCardWidgets []domain.ActionCardWidget `json:"actionCardWidgets"`
-	FooterLinks       []domain.FooterLink       `json:"footerLinks"`
-	NavLinks          []domain.NavLink          `json:"navLinks"`
-	Scripts           []domain.Script           `json:"scripts"`
-	HeaderActionID    *string                   `json:"headerActionId,omitempty"`
-	Metadata          *domain.Metadata          `json:"metadata,omitempty"`
-	CreatedAt         string                    `json:"createdAt"`
-	UpdatedAt         string                    `json:"updatedAt"`
-	ArchivedAt        *string                   `json:"archivedAt"`
-	DeletedAt         *string                   `json:"deletedAt"`
-}
+// --- response shapes: the document's Page, Audience, AudienceVersion, AudienceMessage,
+// AudienceMessages and AudienceChange. A page's nav link type, script description and enabled,
+// and logo image fields are "" or false when not given and always answered, so always set.
 
 func orEmpty[T any](s []T) []T {
 	if s == nil {
@@ -251,150 +226,139 @@ func orEmpty[T any](s []T) []T {
 	return s
 }
 
-func viewPage(p domain.Page) pageView {
-	widgets := orEmpty(p.ActionCardWidgets)
-	for i := range widgets {
-		widgets[i].Logos = orEmpty(widgets[i].Logos)
+// each maps every element of in through f ([] for none).
+func each[T, U any](in []T, f func(T) U) []U {
+	out := make([]U, len(in))
+	for i, v := range in {
+		out[i] = f(v)
 	}
-	footer := orEmpty(p.FooterLinks)
-	for i := range footer {
-		footer[i].Links = orEmpty(footer[i].Links)
+	return out
+}
+
+// sized makes a slice of n elements of the (anonymous) element type of its first argument.
+func sized[T any](_ []T, n int) []T { return make([]T, n) }
+
+// alloc points *p at a new zero value of its (anonymous) type and returns it.
+func alloc[T any](p **T) *T {
+	*p = new(T)
+	return *p
+}
+
+// listOrNil is a non-empty list, or nil (unset) when empty, as the domain's omitempty lists were.
+func listOrNil(s []string) *[]string {
+	if len(s) == 0 {
+		return nil
 	}
-	return pageView{PageID: p.ID, Name: p.Name, Title: p.Title, PageContext: p.PageContext, BrandID: p.BrandID,
-		PageType: p.PageType, Status: p.Status, Flags: orEmpty(p.Flags), AudiencesCount: p.AudiencesCount,
-		Actions: orEmpty(p.Actions), ActionCardWidgets: widgets, FooterLinks: footer, NavLinks: orEmpty(p.NavLinks),
-		Scripts: orEmpty(p.Scripts), HeaderActionID: p.HeaderActionID, Metadata: p.Metadata,
+	return &s
+}
+
+func viewMetadata(m *domain.Metadata) *apitypes.PagesMetadata {
+	if m == nil {
+		return nil
+	}
+	return &apitypes.PagesMetadata{Title: m.Title, Description: m.Description, Keywords: listOrNil(m.Keywords), Author: m.Author,
+		Robots: listOrNil(m.Robots), CanonicalUrl: m.CanonicalURL, OgTitle: m.OgTitle, OgDescription: m.OgDescription,
+		OgImageUrl: m.OgImageURL, OgImageFileId: m.OgImageFileID, OgImageAlt: m.OgImageAlt, OgSiteName: m.OgSiteName,
+		OgUrl: m.OgURL, TwitterTitle: m.TwitterTitle, TwitterDescription: m.TwitterDescription,
+		TwitterImageUrl: m.TwitterImageURL, TwitterImageFileId: m.TwitterImageFileID, TwitterImageAlt: m.TwitterImageAlt,
+		TwitterSite: m.TwitterSite, TwitterCreator: m.TwitterCreator, ThemeColor: m.ThemeColor}
+}
+
+func viewWidget(w domain.ActionCardWidget) apitypes.PageActionCardWidget {
+	out := apitypes.PageActionCardWidget{Type: w.Type, Title: w.Title}
+	out.Logos = sized(out.Logos, len(w.Logos))
+	for i, l := range w.Logos {
+		out.Logos[i].Image.AltText, out.Logos[i].Image.Url = &l.Image.AltText, &l.Image.URL
+		out.Logos[i].Image.FileId, out.Logos[i].Image.AssetId = &l.Image.FileID, &l.Image.AssetID
+	}
+	return out
+}
+
+func viewFooterLink(f domain.FooterLink) apitypes.PageFooterLink {
+	out := apitypes.PageFooterLink{Id: f.ID, Title: f.Title}
+	out.Links = sized(out.Links, len(f.Links))
+	for i, l := range f.Links {
+		out.Links[i].Id, out.Links[i].Text, out.Links[i].Url = l.ID, l.Text, l.URL
+	}
+	return out
+}
+
+func viewPage(p domain.Page) apitypes.Page {
+	return apitypes.Page{PageId: p.ID, Name: p.Name, Title: p.Title, PageContext: p.PageContext, BrandId: p.BrandID,
+		PageType: apitypes.PageType(p.PageType), Status: apitypes.PageStatus(p.Status), Flags: orEmpty(p.Flags),
+		AudiencesCount: int(p.AudiencesCount),
+		Actions: each(p.Actions, func(a domain.Action) apitypes.PageAction {
+			return apitypes.PageAction{ActionId: a.ActionID, ActionIndex: a.ActionIndex, Purpose: a.Purpose,
+				ButtonTitle: a.ButtonTitle, ActionType: a.ActionType, Url: a.URL}
+		}),
+		ActionCardWidgets: each(p.ActionCardWidgets, viewWidget), FooterLinks: each(p.FooterLinks, viewFooterLink),
+		NavLinks: each(p.NavLinks, func(n domain.NavLink) apitypes.PageNavLink {
+			return apitypes.PageNavLink{Id: n.ID, Text: n.Text, Url: n.URL, Type: &n.Type}
+		}),
+		Scripts: each(p.Scripts, func(s domain.Script) apitypes.PageScript {
+			return apitypes.PageScript{Name: s.Name, Description: &s.Description, Content: s.Content, Enabled: &s.Enabled}
+		}),
+		HeaderActionId: p.HeaderActionID, Metadata: viewMetadata(p.Metadata),
 		CreatedAt: timestamp.Format(p.CreatedAt), UpdatedAt: timestamp.Format(p.UpdatedAt),
 		ArchivedAt: timestamp.FormatPtr(p.ArchivedAt), DeletedAt: timestamp.FormatPtr(p.DeletedAt)}
 }
 
-type versionView struct {
-	VersionID            string           `json:"versionId"`
-	AudienceID           string           `json:"audienceId"`
-	VersionNumber        int64            `json:"versionNumber"`
-	Status               string           `json:"status"`
-	IsNewPageAgent       bool             `json:"isNewPageAgent"`
-	SupplementaryContext *string          `json:"supplementaryContext"`
-	QueueDurationMs      *float64         `json:"queueDurationMs"`
-	CreatedAt            string           `json:"createdAt"`
-	BecameDraftAt        *string          `json:"becameDraftAt"`
-	CancelledAt          *string          `json:"cancelledAt"`
-	ObsoleteAt           *string          `json:"obsoleteAt"`
-	PublishedAt          *string          `json:"publishedAt"`
-	QueuedAt             *string          `json:"queuedAt"`
-	ArchivedAt           *string          `json:"archivedAt"`
-	Snapshot             *domain.Snapshot `json:"snapshot,omitempty"`
-}
-
-func viewVersion(v *domain.Version, withSnapshot bool) *versionView {
+func viewVersion(v *domain.Version, withSnapshot bool) *apitypes.AudienceVersion {
 	if v == nil {
 		return nil
 	}
-	out := &versionView{VersionID: v.ID, AudienceID: v.AudienceID, VersionNumber: v.VersionNumber, Status: v.Status,
-		IsNewPageAgent: v.IsNewPageAgent, SupplementaryContext: v.SupplementaryContext, QueueDurationMs: v.QueueDurationMs,
-		CreatedAt: timestamp.Format(v.CreatedAt), BecameDraftAt: timestamp.FormatPtr(v.BecameDraftAt),
+	out := &apitypes.AudienceVersion{VersionId: v.ID, AudienceId: v.AudienceID, VersionNumber: int(v.VersionNumber),
+		Status: apitypes.AudienceStatus(v.Status), IsNewPageAgent: v.IsNewPageAgent, SupplementaryContext: v.SupplementaryContext,
+		QueueDurationMs: v.QueueDurationMs, CreatedAt: timestamp.Format(v.CreatedAt), BecameDraftAt: timestamp.FormatPtr(v.BecameDraftAt),
 		CancelledAt: timestamp.FormatPtr(v.CancelledAt), ObsoleteAt: timestamp.FormatPtr(v.ObsoleteAt),
 		PublishedAt: timestamp.FormatPtr(v.PublishedAt), QueuedAt: timestamp.FormatPtr(v.QueuedAt),
 		ArchivedAt: timestamp.FormatPtr(v.ArchivedAt)}
-	if withSnapshot {
-		out.Snapshot = v.Snapshot
+	if s := v.Snapshot; withSnapshot && s != nil {
+		out.Snapshot = &apitypes.AudienceVersionSnapshot{PageTitle: s.PageTitle, PageContext: s.PageContext,
+			ComputedName: s.ComputedName, CustomName: s.CustomName, EffectiveName: s.EffectiveName,
+			SupplementaryContext: s.SupplementaryContext, ActionFormIdOverride: s.ActionFormIDOverride,
+			ActionFormInstructionsOverride: s.ActionFormInstructionsOverride, ActionUrlOverride: s.ActionURLOverride,
+			EffectiveMetadata: viewMetadata(s.EffectiveMetadata), AppliedChangeIds: s.AppliedChangeIDs}
 	}
 	return out
 }
 
-type audienceView struct {
-	AudienceID                     string           `json:"audienceId"`
-	PageID                         string           `json:"pageId"`
-	ComputedName                   string           `json:"computedName"`
-	CustomName                     *string          `json:"customName"`
-	EffectiveName                  string           `json:"effectiveName"`
-	Status                         string           `json:"status"`
-	Flags                          []string         `json:"flags"`
-	IsNewPageAgent                 bool             `json:"isNewPageAgent"`
-	PersonID                       *string          `json:"personId"`
-	PersonRouteKey                 *string          `json:"personRouteKey"`
-	ActionFormIDOverride           *string          `json:"actionFormIdOverride"`
-	ActionFormInstructionsOverride *string          `json:"actionFormInstructionsOverride"`
-	ActionURLOverride              *string          `json:"actionUrlOverride"`
-	SupplementaryContext           *string          `json:"supplementaryContext"`
-	PublishBehavior                string           `json:"publishBehavior"`
-	LatestVersion                  *versionView     `json:"latestVersion"`
-	PublishedVersion               *versionView     `json:"publishedVersion"`
-	EffectiveMetadata              *domain.Metadata `json:"effectiveMetadata,omitempty"`
-	MetadataOverride               *domain.Metadata `json:"metadataOverride,omitempty"`
-	CreatedAt                      string           `json:"createdAt"`
-	ArchivedAt                     *string          `json:"archivedAt"`
-}
-
-func viewAudience(a domain.Audience) audienceView {
-	return audienceView{AudienceID: a.ID, PageID: a.PageID, ComputedName: a.ComputedName, CustomName: a.CustomName,
-		EffectiveName: a.EffectiveName(), Status: a.Status, Flags: orEmpty(a.Flags), IsNewPageAgent: a.IsNewPageAgent,
-		PersonID: a.PersonID, PersonRouteKey: a.PersonRouteKey, ActionFormIDOverride: a.ActionFormIDOverride,
-		ActionFormInstructionsOverride: a.ActionFormInstructionsOverride, ActionURLOverride: a.ActionURLOverride,
-		SupplementaryContext: a.SupplementaryContext, PublishBehavior: a.PublishBehavior,
-		LatestVersion: viewVersion(a.LatestVersion, false), PublishedVersion: viewVersion(a.PublishedVersion, false),
-		EffectiveMetadata: a.EffectiveMetadata(), MetadataOverride: a.MetadataOverride,
-		CreatedAt: timestamp.Format(a.CreatedAt), ArchivedAt: timestamp.FormatPtr(a.ArchivedAt)}
+func viewAudience(a domain.Audience) apitypes.Audience {
+	return apitypes.Audience{AudienceId: a.ID, PageId: a.PageID, ComputedName: a.ComputedName, CustomName: a.CustomName,
+		EffectiveName: a.EffectiveName(), Status: apitypes.AudienceStatus(a.Status), Flags: orEmpty(a.Flags),
+		IsNewPageAgent: a.IsNewPageAgent, PersonId: a.PersonID, PersonRouteKey: a.PersonRouteKey,
+		ActionFormIdOverride: a.ActionFormIDOverride, ActionFormInstructionsOverride: a.ActionFormInstructionsOverride,
+		ActionUrlOverride: a.ActionURLOverride, SupplementaryContext: a.SupplementaryContext,
+		PublishBehavior: apitypes.AudiencePublishBehavior(a.PublishBehavior), LatestVersion: viewVersion(a.LatestVersion, false),
+		PublishedVersion: viewVersion(a.PublishedVersion, false), EffectiveMetadata: viewMetadata(a.EffectiveMetadata()),
+		MetadataOverride: viewMetadata(a.MetadataOverride), CreatedAt: timestamp.Format(a.CreatedAt),
+		ArchivedAt: timestamp.FormatPtr(a.ArchivedAt)}
 }
 
 func viewChanges(cs []domain.ContextChange) []apitypes.AudienceChange {
-	out := make([]apitypes.AudienceChange, len(cs))
-	for i, c := range cs {
-		out[i] = apitypes.AudienceChange{ChangeId: c.ID, Field: apitypes.AudienceChangeField(c.Field), PreviousValue: c.PreviousValue,
+	return each(cs, func(c domain.ContextChange) apitypes.AudienceChange {
+		return apitypes.AudienceChange{ChangeId: c.ID, Field: apitypes.AudienceChangeField(c.Field), PreviousValue: c.PreviousValue,
 			NewValue: c.NewValue}
-	}
-	return out
+	})
 }
 
-type messageView struct {
-	MessageID     string                    `json:"messageId"`
-	Content       string                    `json:"content"`
-	Timestamp     int64                     `json:"timestamp"`
-	HasSnapshot   bool                      `json:"hasSnapshot"`
-	IsInterrupted bool                      `json:"isInterrupted"`
-	Changes       []apitypes.AudienceChange `json:"changes"`
+// viewMessage answers the message's time as Unix milliseconds (a float64 this size prints as an integer).
+func viewMessage(m domain.Message) apitypes.AudienceMessage {
+	return apitypes.AudienceMessage{MessageId: m.ID, Content: m.Content, Timestamp: float64(m.CreatedAt.UnixMilli()),
+		HasSnapshot: m.HasSnapshot, IsInterrupted: m.IsInterrupted, Changes: viewChanges(m.Changes)}
 }
 
-func viewMessage(m domain.Message) messageView {
-	return messageView{MessageID: m.ID, Content: m.Content, Timestamp: m.CreatedAt.UnixMilli(), HasSnapshot: m.HasSnapshot,
-		IsInterrupted: m.IsInterrupted, Changes: viewChanges(m.Changes)}
-}
-
-type conversationView struct {
-	ConversationID     string  `json:"conversationId"`
-	AudienceID         string  `json:"audienceId"`
-	PublishedMessageID *string `json:"publishedMessageId"`
-	CreatedAt          string  `json:"createdAt"`
-	UpdatedAt          string  `json:"updatedAt"`
-}
-
-type contextView struct {
-	AudienceID                  string `json:"audienceId"`
-	PageID                      string `json:"pageId"`
-	CurrentSupplementaryContext string `json:"currentSupplementaryContext"`
-	CurrentMetaTitle            string `json:"currentMetaTitle"`
-	CurrentMetaDescription      string `json:"currentMetaDescription"`
-	CurrentMetaKeywords         string `json:"currentMetaKeywords"`
-	PageContext                 string `json:"pageContext"`
-}
-
-type messagesView struct {
-	Conversation   *conversationView         `json:"conversation"`
-	Messages       []messageView             `json:"messages"`
-	Omitted        int                       `json:"messagesOmitted"`
-	Context        contextView               `json:"context"`
-	PendingChanges []apitypes.AudienceChange `json:"pendingChanges"`
-}
-
-func viewMessages(m domain.Messages) messagesView {
-	out := messagesView{Messages: make([]messageView, len(m.Messages)), Omitted: m.Omitted, PendingChanges: viewChanges(m.PendingChanges),
-		Context: contextView(m.Context)}
-	for i, msg := range m.Messages {
-		out.Messages[i] = viewMessage(msg)
-	}
+func viewMessages(m domain.Messages) apitypes.AudienceMessages {
+	out := apitypes.AudienceMessages{Messages: each(m.Messages, viewMessage), MessagesOmitted: &m.Omitted,
+		PendingChanges: viewChanges(m.PendingChanges)}
+	x, ctx := m.Context, &out.Context
+	ctx.AudienceId, ctx.PageId, ctx.PageContext = x.AudienceID, x.PageID, x.PageContext
+	ctx.CurrentSupplementaryContext, ctx.CurrentMetaTitle = x.CurrentSupplementaryContext, x.CurrentMetaTitle
+	ctx.CurrentMetaDescription, ctx.CurrentMetaKeywords = x.CurrentMetaDescription, x.CurrentMetaKeywords
 	if c := m.Conversation; c != nil {
-		out.Conversation = &conversationView{ConversationID: c.ID, AudienceID: c.AudienceID, PublishedMessageID: c.PublishedMessageID,
-			CreatedAt: timestamp.Format(c.CreatedAt), UpdatedAt: timestamp.Format(c.UpdatedAt)}
+		conv := alloc(&out.Conversation)
+		conv.ConversationId, conv.AudienceId, conv.PublishedMessageId = c.ID, c.AudienceID, c.PublishedMessageID
+		conv.CreatedAt, conv.UpdatedAt = timestamp.Format(c.CreatedAt), timestamp.Format(c.UpdatedAt)
 	}
 	return out
 }

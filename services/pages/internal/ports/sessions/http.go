@@ -7,6 +7,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/libs/apierror"
 	"github.com/customerapi/platform/libs/pagination"
 	"github.com/customerapi/platform/libs/request"
@@ -89,12 +90,12 @@ func (h *Handlers) list(c *fiber.Ctx) error {
 		return err
 	}
 	byID := make(map[string]session.Session, len(sessions))
-	views := make([]sessionView, len(sessions))
+	views := make([]apitypes.Session, len(sessions))
 	for i, s := range sessions {
 		views[i], byID[s.ID] = viewSession(s), s
 	}
-	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v sessionView) []string {
-		s := byID[v.AudienceSessionID]
+	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v apitypes.Session) []string {
+		s := byID[v.AudienceSessionId]
 		return session.After{StartedAt: s.StartedAt, ID: s.ID}.Keys()
 	}))
 }

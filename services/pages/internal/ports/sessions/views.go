@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/libs/request"
 	"github.com/customerapi/platform/libs/timestamp"
 	"github.com/customerapi/platform/services/pages/internal/domain/session"
@@ -75,49 +76,20 @@ func (in *sessionCreate) domain(tenantID, pageID string) (session.Session, error
 	return s, nil
 }
 
-// sessionView stays hand-written while api/apitypes.Session types maxScrollDepthPercentage
-// and timeSpentSeconds as float32, which would round them.
-type sessionView struct {
-	AnalyticsSessionID           string   `json:"analyticsSessionId"`
-	AudienceID                   *string  `json:"audienceId"`
-	AudienceSessionID            string   `json:"audienceSessionId"`
-	PageID                       string   `json:"pageId"`
-	PageTitle                    *string  `json:"pageTitle"`
-	PageURL                      *string  `json:"pageUrl"`
-	ComputationStatus            string   `json:"computationStatus"`
-	FormSubmissionID             *string  `json:"formSubmissionId"`
-	FormSubmissionEmail          *string  `json:"formSubmissionEmail"`
-	FormSubmissionPhone          *string  `json:"formSubmissionPhone"`
-	FormSubmissionIdentifier     *string  `json:"formSubmissionIdentifier"`
-	FormSubmissionIdentifierType *string  `json:"formSubmissionIdentifierType"`
-	HasConversion                bool     `json:"hasConversion"`
-	HasFormSubmit                bool     `json:"hasFormSubmit"`
-	IsBounce                     bool     `json:"isBounce"`
-	MaxScrollDepthPercentage     *float64 `json:"maxScrollDepthPercentage"`
-	QuestionsAskedCount          int64    `json:"questionsAskedCount"`
-	TotalClicksCount             int64    `json:"totalClicksCount"`
-	TimeSpentSeconds             *float64 `json:"timeSpentSeconds"`
-	SessionStartedAt             string   `json:"sessionStartedAt"`
-	SessionEndedAt               *string  `json:"sessionEndedAt"`
-	UtmCampaign                  *string  `json:"utmCampaign"`
-	UtmContent                   *string  `json:"utmContent"`
-	UtmMedium                    *string  `json:"utmMedium"`
-	UtmSource                    *string  `json:"utmSource"`
-	UtmTerm                      *string  `json:"utmTerm"`
-}
-
-func viewSession(s session.Session) sessionView {
-	v := sessionView{AnalyticsSessionID: s.AnalyticsSessionID, AudienceID: s.AudienceID, AudienceSessionID: s.ID,
-		PageID: s.PageID, PageTitle: s.PageTitle, PageURL: s.PageURL, ComputationStatus: s.ComputationStatus,
-		HasConversion: s.HasConversion, IsBounce: s.IsBounce, MaxScrollDepthPercentage: s.MaxScrollDepth,
-		QuestionsAskedCount: s.QuestionsAsked, TotalClicksCount: s.TotalClicks, TimeSpentSeconds: s.TimeSpentSeconds,
+func viewSession(s session.Session) apitypes.Session {
+	v := apitypes.Session{AnalyticsSessionId: s.AnalyticsSessionID, AudienceId: s.AudienceID, AudienceSessionId: s.ID,
+		PageId: &s.PageID, PageTitle: s.PageTitle, PageUrl: s.PageURL,
+		ComputationStatus: apitypes.SessionComputationStatus(s.ComputationStatus), HasConversion: s.HasConversion,
+		IsBounce: s.IsBounce, MaxScrollDepthPercentage: s.MaxScrollDepth, QuestionsAskedCount: int(s.QuestionsAsked),
+		TotalClicksCount: int(s.TotalClicks), TimeSpentSeconds: s.TimeSpentSeconds,
 		SessionStartedAt: timestamp.Format(s.StartedAt), SessionEndedAt: timestamp.FormatPtr(s.EndedAt),
 		UtmCampaign: s.UTM.Campaign, UtmContent: s.UTM.Content, UtmMedium: s.UTM.Medium, UtmSource: s.UTM.Source,
 		UtmTerm: s.UTM.Term}
 	if f := s.Form; f != nil {
+		kind := apitypes.SessionFormSubmissionIdentifierType(f.IdentifierType)
 		v.HasFormSubmit = true
-		v.FormSubmissionID, v.FormSubmissionEmail, v.FormSubmissionPhone = &f.ID, f.Email, f.Phone
-		v.FormSubmissionIdentifier, v.FormSubmissionIdentifierType = &f.Identifier, &f.IdentifierType
+		v.FormSubmissionId, v.FormSubmissionEmail, v.FormSubmissionPhone = &f.ID, f.Email, f.Phone
+		v.FormSubmissionIdentifier, v.FormSubmissionIdentifierType = &f.Identifier, &kind
 	}
 	return v
 }
