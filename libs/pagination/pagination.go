@@ -259,5 +259,14 @@ func finish(buf *bytes.Buffer, total *int64, hasMore bool, next *string) []byte 
 	return buf.Bytes()
 }
 
+// Map renders each row with view: an answer's items from the domain's rows ([] for none).
+func Map[T, V any](rows []T, view func(T) V) []V {
+	out := make([]V, len(rows))
+	for i, r := range rows {
+		out[i] = view(r)
+	}
+	return out
+}
+
 // Count is a helper returning a pointer to n, for Page.TotalCount.
 func Count(n int64) *int64 { return &n }

@@ -216,3 +216,12 @@ func TestBuildKeepsThePagesOwnEncoding(t *testing.T) {
 		t.Fatal("a page whose item cannot be encoded must keep no encoding, so that encoding it reports the error")
 	}
 }
+
+func TestMapRendersEveryRowInOrder(t *testing.T) {
+	if got := Map([]int{1, 2, 3}, func(n int) string { return strings.Repeat("x", n) }); strings.Join(got, ",") != "x,xx,xxx" {
+		t.Fatalf("Map = %v, want every row rendered in order", got)
+	}
+	if got := Map([]int(nil), func(int) string { return "" }); got == nil || len(got) != 0 {
+		t.Fatalf("Map of no rows = %#v, want [] (an answer's items are never null)", got)
+	}
+}

@@ -124,10 +124,7 @@ func (h *Handlers) listPages(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	views := make([]apitypes.Page, len(pages))
-	for i, pg := range pages {
-		views[i] = viewPage(pg)
-	}
+	views := pagination.Map(pages, viewPage)
 	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v apitypes.Page) []string { return []string{v.PageId} }))
 }
 
@@ -190,10 +187,7 @@ func (h *Handlers) listAudiences(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	views := make([]apitypes.Audience, len(list))
-	for i, a := range list {
-		views[i] = viewAudience(a)
-	}
+	views := pagination.Map(list, viewAudience)
 	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v apitypes.Audience) []string { return []string{v.AudienceId} }))
 }
 

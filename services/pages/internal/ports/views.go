@@ -2,6 +2,7 @@ package ports
 
 import (
 	"github.com/customerapi/platform/api/apitypes"
+	"github.com/customerapi/platform/libs/pagination"
 	"github.com/customerapi/platform/libs/request"
 	"github.com/customerapi/platform/libs/timestamp"
 	"github.com/customerapi/platform/services/pages/internal/domain"
@@ -226,15 +227,6 @@ func orEmpty[T any](s []T) []T {
 	return s
 }
 
-// each maps every element of in through f ([] for none).
-func each[T, U any](in []T, f func(T) U) []U {
-	out := make([]U, len(in))
-	for i, v := range in {
-		out[i] = f(v)
-	}
-	return out
-}
-
 // sized makes a slice of n elements of the (anonymous) element type of its first argument.
 func sized[T any](_ []T, n int) []T { return make([]T, n) }
 
@@ -287,15 +279,15 @@ func viewPage(p domain.Page) apitypes.Page {
 	return apitypes.Page{PageId: p.ID, Name: p.Name, Title: p.Title, PageContext: p.PageContext, BrandId: p.BrandID,
 		PageType: apitypes.PageType(p.PageType), Status: apitypes.PageStatus(p.Status), Flags: orEmpty(p.Flags),
 		AudiencesCount: int(p.AudiencesCount),
-		Actions: each(p.Actions, func(a domain.Action) apitypes.PageAction {
+		Actions: pagination.Map(p.Actions, func(a domain.Action) apitypes.PageAction {
 			return apitypes.PageAction{ActionId: a.ActionID, ActionIndex: a.ActionIndex, Purpose: a.Purpose,
 				ButtonTitle: a.ButtonTitle, ActionType: a.ActionType, Url: a.URL}
 		}),
-		ActionCardWidgets: each(p.ActionCardWidgets, viewWidget), FooterLinks: each(p.FooterLinks, viewFooterLink),
-		NavLinks: each(p.NavLinks, func(n domain.NavLink) apitypes.PageNavLink {
+		ActionCardWidgets: pagination.Map(p.ActionCardWidgets, viewWidget), FooterLinks: pagination.Map(p.FooterLinks, viewFooterLink),
+		NavLinks: pagination.Map(p.NavLinks, func(n domain.NavLink) apitypes.PageNavLink {
 			return apitypes.PageNavLink{Id: n.ID, Text: n.Text, Url: n.URL, Type: &n.Type}
 		}),
-		Scripts: each(p.Scripts, func(s domain.Script) apitypes.PageScript {
+		Scripts: pagination.Map(p.Scripts, func(s domain.Script) apitypes.PageScript {
 			return apitypes.PageScript{Name: s.Name, Description: &s.Description, Content: s.Content, Enabled: &s.Enabled}
 		}),
 		HeaderActionId: p.HeaderActionID, Metadata: viewMetadata(p.Metadata),
@@ -336,7 +328,7 @@ func viewAudience(a domain.Audience) apitypes.Audience {
 }
 
 func viewChanges(cs []domain.ContextChange) []apitypes.AudienceChange {
-	return each(cs, func(c domain.ContextChange) apitypes.AudienceChange {
+	return pagination.Map(cs, func(c domain.ContextChange) apitypes.AudienceChange {
 		return apitypes.AudienceChange{ChangeId: c.ID, Field: apitypes.AudienceChangeField(c.Field), PreviousValue: c.PreviousValue,
 			NewValue: c.NewValue}
 	})
@@ -349,7 +341,7 @@ func viewMessage(m domain.Message) apitypes.AudienceMessage {
 }
 
 func viewMessages(m domain.Messages) apitypes.AudienceMessages {
-	out := apitypes.AudienceMessages{Messages: each(m.Messages, viewMessage), MessagesOmitted: &m.Omitted,
+	out := apitypes.AudienceMessages{Messages: pagination.Map(m.Messages, viewMessage), MessagesOmitted: &m.Omitted,
 		PendingChanges: viewChanges(m.PendingChanges)}
 	x, ctx := m.Context, &out.Context
 	ctx.AudienceId, ctx.PageId, ctx.PageContext = x.AudienceID, x.PageID, x.PageContext

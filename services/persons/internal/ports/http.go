@@ -211,7 +211,7 @@ func (h *Handlers) searchPersons(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(pagination.Build(h.Cursors, p, views(persons, viewPerson), total, func(v apitypes.Person) []string { return []string{v.PersonId} }))
+	return c.JSON(pagination.Build(h.Cursors, p, pagination.Map(persons, viewPerson), total, func(v apitypes.Person) []string { return []string{v.PersonId} }))
 }
 
 // --- accounts
@@ -252,7 +252,7 @@ func (h *Handlers) listAccounts(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(pagination.Build(h.Cursors, p, views(accounts, viewAccountItem), &total,
+	return c.JSON(pagination.Build(h.Cursors, p, pagination.Map(accounts, viewAccountItem), &total,
 		func(v apitypes.AccountListItem) []string { return []string{v.AccountId} }))
 }
 
@@ -344,21 +344,12 @@ func (h *Handlers) listLogs(k domain.LogOwner, param string) fiber.Handler {
 			return err
 		}
 		if k == domain.AccountLogs {
-			return c.JSON(pagination.Build(h.Cursors, p, views(logs, viewAccountLog), &total,
+			return c.JSON(pagination.Build(h.Cursors, p, pagination.Map(logs, viewAccountLog), &total,
 				func(v apitypes.AccountLog) []string { return []string{v.AccountLogId} }))
 		}
-		return c.JSON(pagination.Build(h.Cursors, p, views(logs, viewPersonLog), &total,
+		return c.JSON(pagination.Build(h.Cursors, p, pagination.Map(logs, viewPersonLog), &total,
 			func(v apitypes.PersonLog) []string { return []string{v.PersonLogId} }))
 	}
-}
-
-// views renders the rows of a page with view.
-func views[D, V any](rows []D, view func(D) V) []V {
-	out := make([]V, len(rows))
-	for i, r := range rows {
-		out[i] = view(r)
-	}
-	return out
 }
 
 // invalidPayload is the 400 of a payload PostgreSQL cannot store as jsonb.

@@ -149,10 +149,7 @@ func (h *Handlers) listTopics(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	views := make([]apitypes.Topic, len(topics))
-	for i, t := range topics {
-		views[i] = viewTopic(t)
-	}
+	views := pagination.Map(topics, viewTopic)
 	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v apitypes.Topic) []string { return after(v.SortOrder, v.TopicId) }))
 }
 
@@ -210,9 +207,6 @@ func (h *Handlers) listEntries(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	views := make([]apitypes.TopicEntry, len(entries))
-	for i, e := range entries {
-		views[i] = viewEntry(e)
-	}
+	views := pagination.Map(entries, viewEntry)
 	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v apitypes.TopicEntry) []string { return after(v.SortOrder, v.TopicEntryId) }))
 }

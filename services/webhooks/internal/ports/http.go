@@ -277,10 +277,7 @@ func (h *Handlers) listSubscriptions(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	views := make([]apitypes.WebhookSubscription, len(subs))
-	for i, s := range subs {
-		views[i] = viewSubscription(s)
-	}
+	views := pagination.Map(subs, viewSubscription)
 	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v apitypes.WebhookSubscription) []string { return []string{v.SubscriptionId} }))
 }
 
@@ -312,10 +309,7 @@ func (h *Handlers) listDeliveries(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	views := make([]apitypes.WebhookDelivery, len(ds))
-	for i, d := range ds {
-		views[i] = viewDelivery(d)
-	}
+	views := pagination.Map(ds, viewDelivery)
 	return c.JSON(pagination.Build(h.Cursors, p, views, &total, func(v apitypes.WebhookDelivery) []string { return []string{v.DeliveryId} }))
 }
 
