@@ -19,7 +19,7 @@ func TestTopicLifecycle(t *testing.T) {
 	c := client(t, s, "acme")
 
 	created := createTopic(t, c, topicCreate{Title: "Pricing"})
-	id := created.TopicID
+	id := created.TopicId
 	if !strings.HasPrefix(id, "topic_") {
 		t.Errorf("a topic ID must be a TypeID with prefix topic_; got %q", id)
 	}
@@ -75,8 +75,8 @@ func TestTopicLifecycle(t *testing.T) {
 func TestOneDefaultTopic(t *testing.T) {
 	s := start(t, servicetest.Options{})
 	c := client(t, s, "acme")
-	a := createTopic(t, c, topicCreate{Title: "A", IsDefault: true}).TopicID
-	b := createTopic(t, c, topicCreate{Title: "B", IsDefault: true}).TopicID
+	a := createTopic(t, c, topicCreate{Title: "A", IsDefault: true}).TopicId
+	b := createTopic(t, c, topicCreate{Title: "B", IsDefault: true}).TopicId
 	if getTopic(t, c, a).IsDefault {
 		t.Fatal("creating topic B as the default must make the previous default A an ordinary topic; A is still default")
 	}
@@ -104,7 +104,7 @@ func TestOneDefaultTopic(t *testing.T) {
 	var defaults []string
 	for _, it := range listTopics(t, c, "").Items {
 		if it.IsDefault {
-			defaults = append(defaults, it.TopicID)
+			defaults = append(defaults, it.TopicId)
 		}
 	}
 	if len(defaults) != 1 {
@@ -120,7 +120,7 @@ func TestListOrderAndPagination(t *testing.T) {
 	byOrder := map[int][]string{}
 	for i := 0; i < 9; i++ {
 		order := 2 - i%3
-		id := createTopic(t, c, topicCreate{Title: fmt.Sprint("t", i), SortOrder: new(order)}).TopicID
+		id := createTopic(t, c, topicCreate{Title: fmt.Sprint("t", i), SortOrder: new(order)}).TopicId
 		byOrder[order] = append(byOrder[order], id)
 	}
 	for o := 0; o <= 2; o++ {
@@ -139,7 +139,7 @@ func TestListOrderAndPagination(t *testing.T) {
 				page, body.TotalCount)
 		}
 		for _, it := range body.Items {
-			seen = append(seen, it.TopicID)
+			seen = append(seen, it.TopicId)
 		}
 		if page == 1 {
 			// Items written mid-walk never make the walk repeat or skip an old item.
@@ -181,7 +181,7 @@ func TestCursorAndLimitRules(t *testing.T) {
 	b := client(t, s, "globex")
 	id := ""
 	for i := 0; i < 3; i++ {
-		id = createTopic(t, a, topicCreate{Title: "x"}).TopicID
+		id = createTopic(t, a, topicCreate{Title: "x"}).TopicId
 		addEntry(t, a, id, textEntry("c"))
 		addEntry(t, a, id, textEntry("d"))
 	}
@@ -208,21 +208,21 @@ func TestCursorAndLimitRules(t *testing.T) {
 func TestEntries(t *testing.T) {
 	s := start(t, servicetest.Options{})
 	c := client(t, s, "acme")
-	id := createTopic(t, c, topicCreate{Title: "FAQ"}).TopicID
+	id := createTopic(t, c, topicCreate{Title: "FAQ"}).TopicId
 	e1 := addEntry(t, c, id, entryCreate{Content: EntryContent{Type: "markdown", Content: "# one"}, SortOrder: new(2)})
 	e2 := addEntry(t, c, id, textEntry("two"))
-	if e1.TopicID != id {
-		t.Errorf("an entry must name the topic it was added to (%s); got %q", id, e1.TopicID)
+	if e1.TopicId != id {
+		t.Errorf("an entry must name the topic it was added to (%s); got %q", id, e1.TopicId)
 	}
-	if !strings.HasPrefix(e1.TopicEntryID, "topicentry_") {
-		t.Errorf("an entry ID must be a TypeID with prefix topicentry_; got %q", e1.TopicEntryID)
+	if !strings.HasPrefix(e1.TopicEntryId, "topicentry_") {
+		t.Errorf("an entry ID must be a TypeID with prefix topicentry_; got %q", e1.TopicEntryId)
 	}
-	e1ID, e2ID := e1.TopicEntryID, e2.TopicEntryID
+	e1ID, e2ID := e1.TopicEntryId, e2.TopicEntryId
 	entries := getTopic(t, c, id).Entries
-	if len(entries) != 2 || entries[0].TopicEntryID != e2ID {
+	if len(entries) != 2 || entries[0].TopicEntryId != e2ID {
 		var got []string
 		for _, e := range entries {
-			got = append(got, fmt.Sprintf("%s(sortOrder %d)", e.TopicEntryID, e.SortOrder))
+			got = append(got, fmt.Sprintf("%s(sortOrder %d)", e.TopicEntryId, e.SortOrder))
 		}
 		t.Fatalf("a topic must carry its entries by sortOrder, so %s (0) before %s (2); got %v", e2ID, e1ID, got)
 	}
@@ -242,7 +242,7 @@ func TestEntries(t *testing.T) {
 	apitest.ExpectNotFound(t, c.Do("GET", "/v0/topics/"+id+"/entries/"+e1ID, nil), "a deleted entry must no longer be found")
 
 	// An entry is not found under another topic.
-	other := createTopic(t, c, topicCreate{Title: "other"}).TopicID
+	other := createTopic(t, c, topicCreate{Title: "other"}).TopicId
 	apitest.ExpectNotFound(t, c.Do("GET", "/v0/topics/"+other+"/entries/"+e2ID, nil), "an entry must not be found under another topic")
 	apitest.ExpectNotFound(t, c.Do("PATCH", "/v0/topics/"+other+"/entries/"+e2ID, entryUpdate{SortOrder: new(1)}),
 		"an entry must not be patchable under another topic")
@@ -258,7 +258,7 @@ func TestEntries(t *testing.T) {
 func TestEntryLimit(t *testing.T) {
 	s := start(t, servicetest.Options{})
 	c := client(t, s, "acme")
-	id := createTopic(t, c, topicCreate{Title: "big"}).TopicID
+	id := createTopic(t, c, topicCreate{Title: "big"}).TopicId
 	for i := 0; i < 100; i++ {
 		addEntry(t, c, id, textEntry("x"))
 	}
@@ -269,13 +269,13 @@ func TestEntryLimit(t *testing.T) {
 func TestTenantIsolation(t *testing.T) {
 	s := start(t, servicetest.Options{})
 	a, b := client(t, s, "acme"), client(t, s, "globex")
-	id := createTopic(t, a, topicCreate{Title: "secret"}).TopicID
+	id := createTopic(t, a, topicCreate{Title: "secret"}).TopicId
 	e := addEntry(t, a, id, textEntry("x"))
 	apitest.ExpectNotFound(t, b.Do("GET", "/v0/topics/"+id, nil), "another tenant's topic must not be found")
 	apitest.ExpectNotFound(t, b.Do("PATCH", "/v0/topics/"+id, topicUpdate{Title: "mine"}), "another tenant's topic must not be patchable")
 	apitest.ExpectNotFound(t, b.Do("DELETE", "/v0/topics/"+id, nil), "another tenant's topic must not be deletable")
 	apitest.ExpectNotFound(t, b.Do("GET", "/v0/topics/"+id+"/entries", nil), "another tenant's topic's entries must not be listed")
-	apitest.ExpectNotFound(t, b.Do("GET", "/v0/topics/"+id+"/entries/"+e.TopicEntryID, nil), "another tenant's entry must not be found")
+	apitest.ExpectNotFound(t, b.Do("GET", "/v0/topics/"+id+"/entries/"+e.TopicEntryId, nil), "another tenant's entry must not be found")
 	if n := listTopics(t, b, "").TotalCount; n != 0 {
 		t.Fatalf("a tenant must not list another tenant's topics; globex sees %d", n)
 	}
@@ -287,8 +287,8 @@ func TestTenantIsolation(t *testing.T) {
 func TestBadInputIs400(t *testing.T) {
 	s := start(t, servicetest.Options{})
 	c := client(t, s, "acme")
-	id := createTopic(t, c, topicCreate{Title: "t"}).TopicID
-	eid := addEntry(t, c, id, textEntry("x")).TopicEntryID
+	id := createTopic(t, c, topicCreate{Title: "t"}).TopicId
+	eid := addEntry(t, c, id, textEntry("x")).TopicEntryId
 	long := strings.Repeat("a", 201)
 	// The bodies are wrong on purpose, so they are maps.
 	for name, tc := range map[string]struct {
@@ -351,7 +351,7 @@ func TestBadInputIs400(t *testing.T) {
 func TestEventsThroughTheOutbox(t *testing.T) {
 	s := start(t, servicetest.Options{})
 	c := client(t, s, "acme")
-	id := createTopic(t, c, topicCreate{Title: "evented"}).TopicID
+	id := createTopic(t, c, topicCreate{Title: "evented"}).TopicId
 	addEntry(t, c, id, textEntry("x"))
 	patchTopic(t, c, id, topicUpdate{Title: "renamed"})
 	apitest.ExpectStatus(t, c.Do("DELETE", "/v0/topics/"+id, nil), 204, "deleting an existing topic must answer 204")
@@ -384,7 +384,7 @@ func TestWritesSucceedWhileTheBrokerIsDown(t *testing.T) {
 	readEvents(t, broker, 1)
 
 	broker.Stop()
-	id := createTopic(t, c, topicCreate{Title: "during outage"}).TopicID
+	id := createTopic(t, c, topicCreate{Title: "during outage"}).TopicId
 	getTopic(t, c, id)
 	// Readiness stays 200: the broker check is optional, so an outage does not take the
 	// service out of rotation.

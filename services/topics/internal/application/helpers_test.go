@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/customerapi/platform/api/apitest"
+	"github.com/customerapi/platform/api/apitypes"
 	"github.com/customerapi/platform/libs/events"
 	"github.com/customerapi/platform/libs/events/kafkatest"
 	"github.com/customerapi/platform/libs/postgres/pgtest"
@@ -27,45 +28,12 @@ func client(t *testing.T, s *servicetest.Service, tenantID string) *apitest.Clie
 	return (&apitest.Client{T: t, Base: s.URL, Contract: contract, Prepare: s.Sign}).With(tenant.Header, tenantID)
 }
 
-// The response bodies, as the OpenAPI document describes them (the schemas of the same
-// names; clients/go has them too, but the service's module does not depend on it).
-// Timestamps stay strings: the tests compare them exactly as they were sent.
-
-// Topic is the Topic schema.
-type Topic struct {
-	TopicID   string       `json:"topicId"`
-	Title     string       `json:"title"`
-	Purpose   *string      `json:"purpose"`
-	SortOrder int          `json:"sortOrder"`
-	IsDefault bool         `json:"isDefault"`
-	Entries   []TopicEntry `json:"entries"`
-	CreatedAt string       `json:"createdAt"`
-	UpdatedAt string       `json:"updatedAt"`
-}
-
-// TopicEntry is the TopicEntry schema.
-type TopicEntry struct {
-	TopicEntryID string       `json:"topicEntryId"`
-	TopicID      string       `json:"topicId"`
-	Content      EntryContent `json:"content"`
-	SortOrder    int          `json:"sortOrder"`
-	CreatedAt    string       `json:"createdAt"`
-	UpdatedAt    string       `json:"updatedAt"`
-}
-
-// EntryContent is the TopicEntryContent schema (and TopicEntryContentIn, sent).
-type EntryContent struct {
-	Type    string `json:"type"`
-	Content string `json:"content"`
-}
-
-// Page is a list envelope (TopicPage, TopicEntryPage).
-type Page[T any] struct {
-	Items      []T     `json:"items"`
-	HasMore    bool    `json:"hasMore"`
-	NextCursor *string `json:"nextCursor"`
-	TotalCount int     `json:"totalCount"`
-}
+// The response bodies are the document's generated shapes (api/apitypes).
+type (
+	Topic        = apitypes.Topic
+	TopicEntry   = apitypes.TopicEntry
+	EntryContent = apitypes.TopicEntryContent
+)
 
 // The request bodies the tests send when they mean to send a valid one. A body that is
 // wrong on purpose (a bad type, an unknown field, an explicit null) stays a map.
@@ -120,9 +88,9 @@ func patchTopic(t testing.TB, c *apitest.Client, id string, body any) Topic {
 	return apitest.Decode[Topic](t, c.Do("PATCH", "/v0/topics/"+id, body), 200, "a valid patch of an existing topic must answer 200 with the topic")
 }
 
-func listTopics(t testing.TB, c *apitest.Client, query string) Page[Topic] {
+func listTopics(t testing.TB, c *apitest.Client, query string) apitypes.TopicPage {
 	t.Helper()
-	return apitest.Decode[Page[Topic]](t, c.Do("GET", "/v0/topics"+query, nil), 200, "listing topics must answer 200 with a TopicPage")
+	return apitest.Decode[apitypes.TopicPage](t, c.Do("GET", "/v0/topics"+query, nil), 200, "listing topics must answer 200 with a TopicPage")
 }
 
 func addEntry(t testing.TB, c *apitest.Client, topicID string, body entryCreate) TopicEntry {
@@ -131,20 +99,28 @@ func addEntry(t testing.TB, c *apitest.Client, topicID string, body entryCreate)
 		"adding a valid entry to an existing topic must answer 201 with the entry")
 }
 
-func listEntries(t testing.TB, c *apitest.Client, topicID, query string) Page[TopicEntry] {
+func listEntries(t testing.TB, c *apitest.Client, topicID, query string) apitypes.TopicEntryPage {
 	t.Helper()
-	return apitest.Decode[Page[TopicEntry]](t, c.Do("GET", "/v0/topics/"+topicID+"/entries"+query, nil), 200,
+	return apitest.Decode[apitypes.TopicEntryPage](t, c.Do("GET", "/v0/topics/"+topicID+"/entries"+query, nil), 200,
 		"listing an existing topic's entries must answer 200 with a TopicEntryPage")
 }
 
 // nextCursor returns the nextCursor of a page that must have one.
-func nextCursor[T any](t testing.TB, p Page[T], what string) string {
+func nextCursor[P apitypes.TopicPage | apitypes.TopicEntryPage](t testing.TB, p P, what string) string {
 	t.Helper()
-	if p.NextCursor == nil || !p.HasMore {
-		t.Fatalf("%s has more items than its limit, so it must have hasMore true and a nextCursor; got hasMore %v, nextCursor nil",
-			what, p.HasMore)
+	var hasMore bool
+	var next *string
+	switch p := any(p).(type) {
+	case apitypes.TopicPage:
+		hasMore, next = p.HasMore, p.NextCursor
+	case apitypes.TopicEntryPage:
+		hasMore, next = p.HasMore, p.NextCursor
 	}
-	return *p.NextCursor
+	if next == nil || !hasMore {
+		t.Fatalf("%s has more items than its limit, so it must have hasMore true and a nextCursor; got hasMore %v, nextCursor nil",
+			what, hasMore)
+	}
+	return *next
 }
 
 // waitForClockPast waits until the clock has moved past stamp (a timestamp the service
