@@ -367,6 +367,22 @@ func round(base, key string, w, i int, img []byte) error {
 func load(t *testing.T, d time.Duration) {
 	t.Helper()
 	_, key := newKey(t, map[string]int{"limit": 100000, "windowMs": 1000})
+	// The key was issued through the first replica; the other's key cache learns it
+	// moments later (docs/keys.md). Wait for both, as a client deploying a new key would.
+	testwait.For(t, 10*time.Second, "the new key to be known to both gateway replicas", func() (bool, string) {
+		for _, g := range sys.gateways {
+			resp, err := client.Do(jsonRequest(g.url, key, "GET", "/v0/topics?limit=1", nil))
+			if err != nil {
+				return false, err.Error()
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusUnauthorized {
+				return false, g.url + " answers 401"
+			}
+		}
+		return true, ""
+	})
 	rc := newReceiver(t)
 	if _, err := do(sys.gateways[0].url, key, "POST", "/v0/webhook_subscriptions", map[string]any{"url": rc.URL + "/hook",
 		"events": []string{"page.version.created", "page.version.processed", "page.version.published",
